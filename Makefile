@@ -1,0 +1,88 @@
+# kube-aws build, test, demo and benchmarks. Everything a fresh machine needs
+# is installed by these targets: Go modules by go itself, Python packages
+# (moto, cfn-lint, grpcio) into .venv.
+
+GO          ?= go
+PYTHON      ?= python3
+VENV        := .venv
+VENV_PY     := $(VENV)/bin/python
+BIN         := bin
+PLUGIN_BIN  := $(BIN)/kube-aws-plugins
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X github.com/kube-aws/kube-aws/core/version.Version=$(VERSION)
+
+# Pinned tool versions: `make proto` must produce the committed code byte for byte.
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPCIO_TOOLS_VERSION       := 1.76.0
+
+BUILTIN_PLUGINS := $(notdir $(wildcard builtin/*))
+CONTRIB_PLUGINS := $(notdir $(wildcard contrib/plugins/*))
+
+FUZZTIME ?= 10s
+
+.PHONY: all build test unit e2e fuzz lint demo bench proto venv clean help
+
+all: build
+
+help:
+	@echo "make demo   build, render cluster.yaml.example and deploy it to a local AWS emulator (moto)"
+	@echo "make test   vet, unit, subprocess, race, fuzz and end-to-end tests"
+	@echo "make build  build bin/kube-aws and every built-in and contrib plugin under bin/kube-aws-plugins/"
+	@echo "make bench  Go benchmarks and whole-command timings (see docs/benchmarks.md)"
+	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
+	@echo "make lint   gofmt and go vet"
+
+build:
+	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kube-aws ./cmd/kube-aws
+	@for p in $(BUILTIN_PLUGINS); do \
+		echo "$(GO) build -o $(PLUGIN_BIN)/builtin/$$p ./builtin/$$p"; \
+		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PLUGIN_BIN)/builtin/$$p ./builtin/$$p || exit 1; \
+	done
+	@for p in $(CONTRIB_PLUGINS); do \
+		if [ -f contrib/plugins/$$p/main.go ]; then \
+			echo "$(GO) build -o $(PLUGIN_BIN)/contrib/$$p ./contrib/plugins/$$p"; \
+			$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PLUGIN_BIN)/contrib/$$p ./contrib/plugins/$$p || exit 1; \
+		fi; \
+	done
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The whole suite: what CI runs.
+test: venv build lint
+	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -timeout 20m ./...
+	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/...
+	$(MAKE) fuzz
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./core/config
+	$(GO) test -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME) ./core/merge
+
+demo: venv build
+	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh
+
+bench: venv build
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
+	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench.sh
+
+proto: venv
+	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	$(VENV_PY) -m grpc_tools.protoc -I plugins/proto/v1 \
+		--plugin=protoc-gen-go=$(BIN)/tools/protoc-gen-go \
+		--plugin=protoc-gen-go-grpc=$(BIN)/tools/protoc-gen-go-grpc \
+		--go_out=plugins/proto/v1 --go_opt=paths=source_relative \
+		--go-grpc_out=plugins/proto/v1 --go-grpc_opt=paths=source_relative \
+		plugins/proto/v1/plugin.proto
+
+clean:
+	rm -rf $(BIN) rendered .kube-aws

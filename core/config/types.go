@@ -1,0 +1,120 @@
+package config
+
+import "encoding/json"
+
+// Cluster is cluster.yaml. JSON tags are the YAML keys (sigs.k8s.io/yaml
+// converts YAML to JSON before decoding).
+type Cluster struct {
+	ClusterName       string   `json:"clusterName"`
+	Region            string   `json:"region"`
+	AvailabilityZones []string `json:"availabilityZones"`
+	// KeyName is the EC2 key pair for SSH; empty means none.
+	KeyName string `json:"keyName,omitempty"`
+	// AMI is the image every machine boots; empty means the default for the region.
+	AMI               string      `json:"amiId,omitempty"`
+	KubernetesVersion string      `json:"kubernetesVersion"`
+	Network           Network     `json:"network"`
+	Controller        MachineSet  `json:"controller"`
+	Etcd              MachineSet  `json:"etcd"`
+	APIEndpoint       APIEndpoint `json:"apiEndpoint"`
+	NodePools         []NodePool  `json:"nodePools"`
+	// S3URI is where assets and templates are uploaded: s3://bucket/prefix.
+	S3URI string `json:"s3URI"`
+	// KMSKeyARN encrypts sensitive values for upload; decrypted on the node.
+	KMSKeyARN string `json:"kmsKeyArn,omitempty"`
+	// Tags are added to every stack.
+	Tags map[string]string `json:"tags,omitempty"`
+	// Plugins configures plugins by name.
+	Plugins map[string]PluginConfig `json:"plugins,omitempty"`
+	// PluginOrder overrides the order file shipped with kube-aws.
+	PluginOrder []string `json:"pluginOrder,omitempty"`
+	// Capabilities names the preferred provider of a capability: cni: calico.
+	Capabilities map[string]string `json:"capabilities,omitempty"`
+}
+
+// Network is a new VPC (VPCCIDR, optional Subnets with CIDRs) or an existing
+// one (VPCID and Subnets with IDs).
+type Network struct {
+	VPCID   string `json:"vpcId,omitempty"`
+	VPCCIDR string `json:"vpcCIDR,omitempty"`
+	// Subnets; when empty for a new VPC, one public and one private subnet
+	// per availability zone are computed from VPCCIDR.
+	Subnets []Subnet `json:"subnets,omitempty"`
+	// NATGateways adds one NAT gateway per availability zone for private subnets.
+	NATGateways bool `json:"natGateways,omitempty"`
+	// InternetGatewayID of an existing VPC.
+	InternetGatewayID string `json:"internetGatewayId,omitempty"`
+}
+
+// Subnet is one subnet of the cluster's VPC.
+type Subnet struct {
+	Name             string `json:"name"`
+	AvailabilityZone string `json:"availabilityZone"`
+	// CIDR for a new subnet; ID for an existing one.
+	CIDR    string `json:"cidr,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Private bool   `json:"private,omitempty"`
+}
+
+// MachineSet is the controllers or the etcd members.
+type MachineSet struct {
+	Count          int    `json:"count"`
+	InstanceType   string `json:"instanceType"`
+	RootVolumeSize int    `json:"rootVolumeSize,omitempty"`
+	// Subnets names subnets from network.subnets; empty means every private
+	// subnet (every public one when there are no private subnets).
+	Subnets []string `json:"subnets,omitempty"`
+}
+
+// APIEndpoint is how clients reach the API server.
+type APIEndpoint struct {
+	// DNSName clients use; empty means the load balancer's own name.
+	DNSName string `json:"dnsName,omitempty"`
+	// HostedZoneID, when set, gets a Route 53 record for DNSName.
+	HostedZoneID string `json:"hostedZoneId,omitempty"`
+	// Private puts the load balancer in private subnets.
+	Private bool `json:"private,omitempty"`
+}
+
+// NodePool is a group of worker nodes in one auto scaling group.
+type NodePool struct {
+	Name            string `json:"name"`
+	InstanceType    string `json:"instanceType"`
+	MinSize         int    `json:"minSize"`
+	MaxSize         int    `json:"maxSize"`
+	DesiredCapacity int    `json:"desiredCapacity"`
+	// Subnets names subnets from network.subnets; empty means the defaults
+	// of MachineSet.Subnets.
+	Subnets []string          `json:"subnets,omitempty"`
+	Spot    *Spot             `json:"spot,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Taints  []Taint           `json:"taints,omitempty"`
+	// Plugins overrides plugin settings for this pool: values are merged
+	// over the cluster-level values (JSON merge patch).
+	Plugins map[string]PluginConfig `json:"plugins,omitempty"`
+}
+
+// Spot makes a node pool use spot instances.
+type Spot struct {
+	// MaxPrice per instance hour in USD; empty means the on-demand price.
+	MaxPrice string `json:"maxPrice,omitempty"`
+}
+
+// Taint is a Kubernetes taint on a node pool's nodes.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// PluginConfig enables and configures one plugin.
+type PluginConfig struct {
+	// Enabled; nil means the plugin's default (on for built-ins, off otherwise).
+	Enabled *bool `json:"enabled,omitempty"`
+	// Values are checked against the plugin's values schema. Any value may be
+	// {"valueFrom": {"env": NAME}} or {"valueFrom": {"file": PATH}}.
+	Values json.RawMessage `json:"values,omitempty"`
+	// ConfigFiles are plugin config files, relative to cluster.yaml, whose
+	// YAML content is merged under Values in order.
+	ConfigFiles []string `json:"configFiles,omitempty"`
+}

@@ -1,0 +1,234 @@
+// Package construct defines what a plugin contributes to a cluster in the
+// initialise stage: CloudFormation, patches to other plugins' resources,
+// systemd units, files, API server and kubelet flags, node labels and taints,
+// IAM statements, Helm releases and Kubernetes manifests. Everything here is
+// plain data so it crosses the plugin protocol unchanged; the rules that merge
+// contributions from many plugins live in core/merge.
+package construct
+
+import "encoding/json"
+
+// Role is a kind of machine in the cluster.
+type Role string
+
+const (
+	Controller Role = "controller"
+	Etcd       Role = "etcd"
+	// Worker is every node pool, or one pool when Target.NodePool is set.
+	Worker Role = "worker"
+)
+
+// Roles lists every role in a stable order.
+var Roles = []Role{Controller, Etcd, Worker}
+
+// Target says which machines a construct applies to.
+type Target struct {
+	Role Role `json:"role"`
+	// NodePool narrows a Worker target to one pool; empty means every pool.
+	NodePool string `json:"nodePool,omitempty"`
+}
+
+// String renders the target as "controller", "worker" or "worker/<pool>".
+func (t Target) String() string {
+	if t.NodePool != "" {
+		return string(t.Role) + "/" + t.NodePool
+	}
+	return string(t.Role)
+}
+
+// Set is everything one plugin contributes, or the merged contributions of
+// every plugin. The zero value is an empty, usable set.
+type Set struct {
+	Stacks       []Stack        `json:"stacks,omitempty"`
+	Patches      []Patch        `json:"patches,omitempty"`
+	Protected    []Protected    `json:"protected,omitempty"`
+	Units        []Unit         `json:"units,omitempty"`
+	Files        []File         `json:"files,omitempty"`
+	APIServer    APIServer      `json:"apiServer,omitempty"`
+	KubeletFlags []TargetedFlag `json:"kubeletFlags,omitempty"`
+	NodeLabels   []NodeLabel    `json:"nodeLabels,omitempty"`
+	NodeTaints   []NodeTaint    `json:"nodeTaints,omitempty"`
+	IAM          []IAMStatement `json:"iam,omitempty"`
+	HelmReleases []HelmRelease  `json:"helmReleases,omitempty"`
+	Manifests    []Manifest     `json:"manifests,omitempty"`
+}
+
+// IsEmpty reports whether the set contributes nothing.
+func (s *Set) IsEmpty() bool {
+	if s == nil {
+		return true
+	}
+	return len(s.Stacks) == 0 && len(s.Patches) == 0 && len(s.Protected) == 0 &&
+		len(s.Units) == 0 && len(s.Files) == 0 && len(s.APIServer.Flags) == 0 &&
+		len(s.APIServer.Volumes) == 0 && len(s.KubeletFlags) == 0 &&
+		len(s.NodeLabels) == 0 && len(s.NodeTaints) == 0 && len(s.IAM) == 0 &&
+		len(s.HelmReleases) == 0 && len(s.Manifests) == 0
+}
+
+// Stack is a CloudFormation stack or a contribution to one. Contributions from
+// several plugins to the stack of the same name are merged section by section;
+// each section maps a logical ID to its JSON body exactly as it appears in a
+// template (a resource is {"Type": ..., "Properties": ...}).
+type Stack struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// DependsOn names the stacks whose outputs this stack takes as parameters;
+	// deploy orders stacks by it.
+	DependsOn  []string                   `json:"dependsOn,omitempty"`
+	Resources  map[string]json.RawMessage `json:"resources,omitempty"`
+	Outputs    map[string]json.RawMessage `json:"outputs,omitempty"`
+	Parameters map[string]json.RawMessage `json:"parameters,omitempty"`
+	Conditions map[string]json.RawMessage `json:"conditions,omitempty"`
+	Mappings   map[string]json.RawMessage `json:"mappings,omitempty"`
+	Tags       map[string]string          `json:"tags,omitempty"`
+	// ParameterSources wires a parameter of this stack to an output of another:
+	// parameter name -> "<stack>.<output>".
+	ParameterSources map[string]string `json:"parameterSources,omitempty"`
+}
+
+// Patch is a JSON merge patch (RFC 7386) applied to a resource that another
+// plugin made. Patches apply in plugin order after every resource is merged.
+type Patch struct {
+	Stack     string          `json:"stack"`
+	LogicalID string          `json:"logicalId"`
+	Merge     json.RawMessage `json:"merge"`
+}
+
+// Protected marks a JSON pointer inside a resource that no patch may change,
+// such as a node pool's bootstrap userdata. The plugin that makes a resource
+// declares what of it is protected.
+type Protected struct {
+	Stack     string `json:"stack"`
+	LogicalID string `json:"logicalId"`
+	// Pointer is a JSON pointer into the resource body, e.g.
+	// /Properties/LaunchTemplateData/UserData.
+	Pointer string `json:"pointer"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Unit is a systemd unit, or only drop-ins for a unit another plugin or the
+// OS provides when Content is empty.
+type Unit struct {
+	Target  Target   `json:"target"`
+	Name    string   `json:"name"`
+	Content string   `json:"content,omitempty"`
+	Enable  bool     `json:"enable,omitempty"`
+	DropIns []DropIn `json:"dropIns,omitempty"`
+}
+
+// DropIn is a systemd drop-in file for a unit.
+type DropIn struct {
+	Name    string `json:"name"`
+	Content string `json:"content"`
+}
+
+// File is a file written on the machines of a target at boot.
+type File struct {
+	Target Target `json:"target"`
+	Path   string `json:"path"`
+	// Mode is octal, e.g. "0644".
+	Mode    string `json:"mode,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+	Content string `json:"content"`
+	// Sensitive content is never written in plain text: it is uploaded
+	// encrypted with the cluster's KMS key and decrypted on the node.
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Flag is a command-line flag. Name has no leading dashes.
+type Flag struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// TargetedFlag is a flag for a component on some machines (the kubelet).
+type TargetedFlag struct {
+	Target Target `json:"target"`
+	Flag
+}
+
+// APIServer holds kube API server flags and volumes.
+type APIServer struct {
+	Flags   []Flag   `json:"flags,omitempty"`
+	Volumes []Volume `json:"volumes,omitempty"`
+}
+
+// Volume is a host path mounted into the API server's static pod.
+type Volume struct {
+	Name      string `json:"name"`
+	HostPath  string `json:"hostPath"`
+	MountPath string `json:"mountPath"`
+	ReadOnly  bool   `json:"readOnly,omitempty"`
+}
+
+// NodeLabel is a Kubernetes label the kubelet registers its node with.
+type NodeLabel struct {
+	Target Target `json:"target"`
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+}
+
+// NodeTaint is a Kubernetes taint the kubelet registers its node with.
+type NodeTaint struct {
+	Target Target `json:"target"`
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// IAMStatement is an IAM policy statement added to the instance role of a target.
+type IAMStatement struct {
+	Target    Target          `json:"target"`
+	Sid       string          `json:"sid,omitempty"`
+	Effect    string          `json:"effect"`
+	Actions   []string        `json:"actions"`
+	Resources []string        `json:"resources"`
+	Condition json.RawMessage `json:"condition,omitempty"`
+}
+
+// HelmRelease is a Helm chart installed into the cluster.
+type HelmRelease struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Chart     Chart  `json:"chart"`
+	// Values are the release's values as a JSON object.
+	Values json.RawMessage `json:"values,omitempty"`
+}
+
+// Chart says where a release's chart comes from: a folder or .tgz the plugin
+// ships (Path, absolute), or a repository reference installed on the node.
+type Chart struct {
+	Path       string `json:"path,omitempty"`
+	Repository string `json:"repository,omitempty"`
+	Name       string `json:"name,omitempty"`
+	Version    string `json:"version,omitempty"`
+}
+
+// Manifest is a Kubernetes manifest (YAML, one or more documents) applied on
+// the controllers once the API server is up.
+type Manifest struct {
+	Name    string `json:"name"`
+	Content string `json:"content"`
+}
+
+// ListValuedAPIServerFlags are the API server flags whose values are
+// comma-separated lists; contributions to them merge as ordered sets instead
+// of conflicting.
+var ListValuedAPIServerFlags = map[string]bool{
+	"enable-admission-plugins":  true,
+	"disable-admission-plugins": true,
+	"admission-plugins":         true,
+	"runtime-config":            true,
+	"feature-gates":             true,
+	"api-audiences":             true,
+	"tls-cipher-suites":         true,
+	"authorization-mode":        true,
+}
+
+// ListValuedKubeletFlags is ListValuedAPIServerFlags for the kubelet.
+var ListValuedKubeletFlags = map[string]bool{
+	"feature-gates":        true,
+	"node-labels":          true,
+	"register-with-taints": true,
+	"tls-cipher-suites":    true,
+}

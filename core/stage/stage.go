@@ -1,0 +1,211 @@
+// Package stage defines the four stages of a kube-aws run and the data that
+// flows into and out of each plugin in each of them. These are the core-side
+// types; plugins/protocol converts them to and from the wire.
+package stage
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+// Name is a stage name.
+type Name string
+
+const (
+	Initialise Name = "initialise"
+	Render     Name = "render"
+	Deploy     Name = "deploy"
+	Validate   Name = "validate"
+)
+
+// All lists the stages in the order they run.
+var All = []Name{Initialise, Render, Deploy, Validate}
+
+// Parse turns a user-typed stage name into a Name.
+func Parse(s string) (Name, error) {
+	for _, n := range All {
+		if string(n) == s {
+			return n, nil
+		}
+	}
+	if s == "initialize" {
+		return Initialise, nil
+	}
+	return "", fmt.Errorf("unknown stage %q: want one of initialise, render, deploy, validate", s)
+}
+
+// Index returns the position of the stage in All, or -1.
+func (n Name) Index() int {
+	for i, s := range All {
+		if s == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// Previous returns the stage that must have run before n ("" for initialise).
+func (n Name) Previous() Name {
+	if i := n.Index(); i > 0 {
+		return All[i-1]
+	}
+	return ""
+}
+
+// Input is what every plugin receives in a stage. Every plugin receives the
+// same Input: the whole setup, not only its own part.
+type Input struct {
+	Stage Name `json:"stage"`
+	// Config is cluster.yaml as loaded, with defaults applied and sensitive
+	// values replaced by redaction markers (JSON of core/config.Cluster).
+	Config json.RawMessage `json:"config"`
+	// Values holds every enabled plugin's effective values, by plugin name.
+	// From render on, these are the values initialise returned.
+	Values map[string]PluginValues `json:"values,omitempty"`
+	// Capabilities maps each capability to the plugin chosen to provide it.
+	Capabilities map[string]string `json:"capabilities,omitempty"`
+	// Constructs is the merged initialise output (render and later).
+	Constructs *construct.Set `json:"constructs,omitempty"`
+	// Rendered describes the render output on disk (deploy and later).
+	Rendered *Rendered `json:"rendered,omitempty"`
+	// Deploy is the deploy result so far (deploy and validate).
+	Deploy *DeployResult `json:"deploy,omitempty"`
+	// Secrets holds the plain text of sensitive values, by redaction marker
+	// name. Only the deploy stage carries it, only in memory, never persisted.
+	Secrets map[string]string `json:"-"`
+	// WorkDir is the folder holding cluster.yaml.
+	WorkDir string `json:"workDir,omitempty"`
+}
+
+// PluginValues are one plugin's values, cluster-wide and per node pool
+// (each pool's overrides already merged over the cluster-wide values).
+type PluginValues struct {
+	Values    json.RawMessage            `json:"values,omitempty"`
+	NodePools map[string]json.RawMessage `json:"nodePools,omitempty"`
+}
+
+// Result is what one plugin returns from a stage. Each stage reads only the
+// fields it defines: initialise Values and Constructs, render Files and
+// Stacks, deploy Deploy; every stage may return Diagnostics.
+type Result struct {
+	Values      json.RawMessage `json:"values,omitempty"`
+	Constructs  *construct.Set  `json:"constructs,omitempty"`
+	Files       []File          `json:"files,omitempty"`
+	Stacks      []StackSpec     `json:"stacks,omitempty"`
+	Deploy      *DeployResult   `json:"deploy,omitempty"`
+	Diagnostics diag.List       `json:"diagnostics,omitempty"`
+}
+
+// File is a file a plugin renders, relative to the render output folder
+// (stacks/network.json, userdata/controller.yaml, charts/dex-1.0.0.tgz).
+type File struct {
+	Path    string `json:"path"`
+	Content []byte `json:"content"`
+	// Mode is octal, e.g. "0644"; empty means 0644.
+	Mode string `json:"mode,omitempty"`
+	// Plugin is filled by the host with the plugin that rendered the file.
+	Plugin string `json:"plugin,omitempty"`
+}
+
+// StackSpec tells deploy about one rendered CloudFormation stack.
+type StackSpec struct {
+	Name string `json:"name"`
+	// Template is the template's path in the render output.
+	Template  string   `json:"template"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// ParameterSources maps a parameter to "<stack>.<output>".
+	ParameterSources map[string]string `json:"parameterSources,omitempty"`
+	// UploadByURL is set when the template is over 51,200 bytes and must be
+	// passed by TemplateURL.
+	UploadByURL bool              `json:"uploadByUrl,omitempty"`
+	Tags        map[string]string `json:"tags,omitempty"`
+}
+
+// Rendered describes a finished render on disk.
+type Rendered struct {
+	Dir    string         `json:"dir"`
+	Files  []ManifestFile `json:"files"`
+	Stacks []StackSpec    `json:"stacks,omitempty"`
+}
+
+// ManifestFile is one entry of rendered/manifest.json.
+type ManifestFile struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	Plugin  string `json:"plugin"`
+	Version string `json:"version"`
+}
+
+// DeployResult is what deploy produced: stacks and outputs.
+type DeployResult struct {
+	Stacks []StackStatus `json:"stacks,omitempty"`
+	// Outputs are cluster-level results such as the API endpoint, by name.
+	Outputs map[string]string `json:"outputs,omitempty"`
+}
+
+// StackStatus is one deployed stack.
+type StackStatus struct {
+	Name    string            `json:"name"`
+	ID      string            `json:"id,omitempty"`
+	Status  string            `json:"status"`
+	Outputs map[string]string `json:"outputs,omitempty"`
+	// Changed is false when an update found nothing to change.
+	Changed bool `json:"changed"`
+}
+
+// PluginInfo is what a plugin says about itself at registration.
+type PluginInfo struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	// ProtocolVersions lists the protocol versions the plugin speaks.
+	ProtocolVersions []int `json:"protocolVersions"`
+	// Stages lists the stages the plugin implements; it is not called in others.
+	Stages []Name `json:"stages"`
+	// ValuesSchema is the JSON Schema of the plugin's values in cluster.yaml.
+	ValuesSchema json.RawMessage `json:"valuesSchema,omitempty"`
+	// Capabilities lists what the plugin provides (a CNI, say), so that
+	// cluster.yaml can choose among providers.
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// Implements reports whether the plugin implements the stage.
+func (p PluginInfo) Implements(n Name) bool {
+	for _, s := range p.Stages {
+		if s == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Registration is the host's answer to a plugin's PluginInfo.
+type Registration struct {
+	Accepted bool   `json:"accepted"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// EventKind says what an Event carries.
+type EventKind string
+
+const (
+	EventLog        EventKind = "log"
+	EventProgress   EventKind = "progress"
+	EventDiagnostic EventKind = "diagnostic"
+)
+
+// Event is something a plugin reports while a stage runs.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	// Level is debug, info, warn or error for logs.
+	Level   string `json:"level,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Current and Total describe progress; Total 0 means unknown.
+	Current    int64            `json:"current,omitempty"`
+	Total      int64            `json:"total,omitempty"`
+	Diagnostic *diag.Diagnostic `json:"diagnostic,omitempty"`
+}

@@ -1,0 +1,50 @@
+// Package sdk is what a Go plugin author imports. Implement Plugin plus only
+// the stage interfaces you need (Initialiser, Renderer, Deployer, Validator)
+// and call Serve from main; the SDK does the go-plugin handshake, the gRPC
+// server, protocol negotiation, event streaming and exits when kube-aws dies.
+//
+//	type hello struct{}
+//	func (hello) Info() stage.PluginInfo { return stage.PluginInfo{Name: "hello", Version: "0.1.0"} }
+//	func (hello) Initialise(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
+//		req.Log("info", "hello from initialise")
+//		return &stage.Result{}, nil
+//	}
+//	func main() { sdk.Serve(hello{}) }
+package sdk
+
+import (
+	"context"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Plugin is the one method every plugin implements. Info need not fill
+// ProtocolVersions or Stages: Serve fills them from what the plugin implements.
+type Plugin interface {
+	Info() stage.PluginInfo
+}
+
+// Initialiser implements the initialise stage.
+type Initialiser interface {
+	Initialise(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
+// Renderer implements the render stage.
+type Renderer interface {
+	Render(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
+// Deployer implements the deploy stage.
+type Deployer interface {
+	Deploy(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
+// Validator implements the validate stage.
+type Validator interface {
+	Validate(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
+// RegistrationObserver is told whether kube-aws accepted the plugin.
+type RegistrationObserver interface {
+	Registered(reg stage.Registration)
+}
