@@ -83,6 +83,10 @@ proto: venv
 		--go_out=plugins/proto/v1 --go_opt=paths=source_relative \
 		--go-grpc_out=plugins/proto/v1 --go-grpc_opt=paths=source_relative \
 		plugins/proto/v1/plugin.proto
+	$(VENV_PY) -m grpc_tools.protoc -I plugins/proto/v1 \
+		--python_out=examples/python-plugin/kube_aws_plugin \
+		--grpc_python_out=examples/python-plugin/kube_aws_plugin \
+		plugins/proto/v1/plugin.proto
 
 clean:
 	rm -rf $(BIN) rendered .kube-aws
