@@ -1,0 +1,306 @@
+// Package flags holds the apiserver plugin's knowledge of kube-apiserver:
+// the default flags and volumes kube-aws runs it with, and the table of
+// flags each supported Kubernetes version knows, removed or deprecated, that
+// the render stage checks the merged flags of every plugin against.
+//
+// It is separate from the plugin's main package so that it is tested without
+// the SDK's server.
+package flags
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kube-aws/kube-aws/builtin/apiserver/kubeversion"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+// Paths on the controllers. The PKI files are provided by whichever plugin
+// issues the cluster's certificates; these names are the contract.
+const (
+	PKIDir          = "/etc/kubernetes/pki"
+	AuditPolicyPath = "/etc/kubernetes/audit-policy.yaml"
+	AuditLogDir     = "/var/log/kube-apiserver"
+)
+
+// DefaultServiceClusterIPRange is the service CIDR kube-aws has always used;
+// cluster DNS sits at its .10 address.
+const DefaultServiceClusterIPRange = "10.3.0.0/24"
+
+// DefaultSecurePort is the port the API server listens on and the API load
+// balancer forwards to.
+const DefaultSecurePort = 443
+
+// Values are the apiserver plugin's values in cluster.yaml.
+type Values struct {
+	// ServiceClusterIPRange is --service-cluster-ip-range.
+	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty"`
+	// EtcdEndpoints is --etcd-servers; empty means one per etcd member,
+	// named as EtcdEndpoint does.
+	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
+	// SecurePort is --secure-port.
+	SecurePort int `json:"securePort,omitempty"`
+	// Flags are extra or replacement flags, name (no dashes) -> value; they
+	// are checked like every other plugin's flags in render.
+	Flags map[string]string `json:"flags,omitempty"`
+}
+
+// Schema is the JSON Schema of Values, sent at registration so kube-aws
+// rejects a typo in cluster.yaml before any stage runs.
+const Schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "serviceClusterIPRange": {"type": "string", "description": "--service-cluster-ip-range"},
+    "etcdEndpoints": {"type": "array", "items": {"type": "string"}, "description": "--etcd-servers; default one per etcd member"},
+    "securePort": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "--secure-port"},
+    "flags": {"type": "object", "additionalProperties": {"type": "string"}, "description": "extra kube-apiserver flags, name without dashes -> value"}
+  }
+}`
+
+// EtcdEndpoint is the client URL of etcd member i. The etcd stack gives each
+// member a stable name in the cluster's private DNS zone so the API server's
+// flags need not change when a member is replaced.
+func EtcdEndpoint(clusterName string, i int) string {
+	return fmt.Sprintf("https://etcd%d.%s.internal:2379", i, clusterName)
+}
+
+// admissionPlugins are enabled on top of kube-apiserver's own defaults:
+// NodeRestriction limits what a kubelet may change, the rest are what a
+// production cluster is expected to run with.
+var admissionPlugins = []string{
+	"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "DefaultStorageClass",
+	"DefaultTolerationSeconds", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook",
+	"ResourceQuota", "Priority", "NodeRestriction",
+}
+
+// Defaults returns the flags, volumes and files the apiserver plugin
+// contributes in initialise, with the effective values (defaults filled) to
+// hand back to kube-aws. A diagnostic is returned instead when the cluster's
+// Kubernetes version cannot be served.
+func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
+	var diags diag.List
+	_, d := supported(c.KubernetesVersion)
+	diags = append(diags, d...)
+	if diags.HasFatal() {
+		return construct.Set{}, v, diags
+	}
+
+	if v.ServiceClusterIPRange == "" {
+		v.ServiceClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if v.SecurePort == 0 {
+		v.SecurePort = DefaultSecurePort
+	}
+	if len(v.EtcdEndpoints) == 0 {
+		n := c.Etcd.Count
+		if n <= 0 {
+			n = 1
+		}
+		for i := 0; i < n; i++ {
+			v.EtcdEndpoints = append(v.EtcdEndpoints, EtcdEndpoint(c.ClusterName, i))
+		}
+	}
+
+	pki := func(name string) string { return PKIDir + "/" + name }
+	flags := map[string]string{
+		"advertise-address":                  "", // filled below only when known
+		"allow-privileged":                   "true",
+		"anonymous-auth":                     "false",
+		"api-audiences":                      "https://kubernetes.default.svc.cluster.local",
+		"audit-log-maxage":                   "30",
+		"audit-log-maxbackup":                "10",
+		"audit-log-maxsize":                  "100",
+		"audit-log-path":                     AuditLogDir + "/audit.log",
+		"audit-policy-file":                  AuditPolicyPath,
+		"authorization-mode":                 "Node,RBAC",
+		"bind-address":                       "0.0.0.0",
+		"client-ca-file":                     pki("ca.pem"),
+		"enable-admission-plugins":           strings.Join(admissionPlugins, ","),
+		"enable-bootstrap-token-auth":        "true",
+		"etcd-cafile":                        pki("etcd-ca.pem"),
+		"etcd-certfile":                      pki("etcd-client.pem"),
+		"etcd-keyfile":                       pki("etcd-client-key.pem"),
+		"etcd-servers":                       strings.Join(v.EtcdEndpoints, ","),
+		"kubelet-certificate-authority":      pki("ca.pem"),
+		"kubelet-client-certificate":         pki("apiserver-kubelet-client.pem"),
+		"kubelet-client-key":                 pki("apiserver-kubelet-client-key.pem"),
+		"kubelet-preferred-address-types":    "InternalIP,Hostname,ExternalIP",
+		"profiling":                          "false",
+		"proxy-client-cert-file":             pki("front-proxy-client.pem"),
+		"proxy-client-key-file":              pki("front-proxy-client-key.pem"),
+		"requestheader-allowed-names":        "front-proxy-client",
+		"requestheader-client-ca-file":       pki("front-proxy-ca.pem"),
+		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+		"requestheader-group-headers":        "X-Remote-Group",
+		"requestheader-username-headers":     "X-Remote-User",
+		"secure-port":                        fmt.Sprint(v.SecurePort),
+		"service-account-issuer":             "https://kubernetes.default.svc.cluster.local",
+		"service-account-key-file":           pki("service-account.pem"),
+		"service-account-signing-key-file":   pki("service-account-key.pem"),
+		"service-cluster-ip-range":           v.ServiceClusterIPRange,
+		"tls-cert-file":                      pki("apiserver.pem"),
+		"tls-min-version":                    "VersionTLS12",
+		"tls-private-key-file":               pki("apiserver-key.pem"),
+	}
+	// --advertise-address is left out: it is the controller's own IP, known
+	// only on the node, and kube-apiserver picks the default interface's.
+	// The user's flags replace the defaults: they were written on purpose.
+	for name, value := range v.Flags {
+		flags[strings.TrimLeft(name, "-")] = value
+	}
+
+	names := make([]string, 0, len(flags))
+	for n := range flags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var set construct.Set
+	for _, n := range names {
+		set.APIServer.Flags = append(set.APIServer.Flags, construct.Flag{Name: n, Value: flags[n]})
+	}
+	set.APIServer.Volumes = []construct.Volume{
+		{Name: "audit-log", HostPath: AuditLogDir, MountPath: AuditLogDir},
+		{Name: "audit-policy", HostPath: AuditPolicyPath, MountPath: AuditPolicyPath, ReadOnly: true},
+		{Name: "ca-certs", HostPath: "/etc/ssl/certs", MountPath: "/etc/ssl/certs", ReadOnly: true},
+		{Name: "k8s-certs", HostPath: PKIDir, MountPath: PKIDir, ReadOnly: true},
+	}
+	set.Files = []construct.File{{
+		Target:  construct.Target{Role: construct.Controller},
+		Path:    AuditPolicyPath,
+		Mode:    "0600",
+		Owner:   "root:root",
+		Content: auditPolicy,
+	}}
+	return set, v, diags
+}
+
+// auditPolicy records who did what without request bodies, which may hold
+// secrets, and skips the noisy read-only health and watch traffic.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+  - RequestReceived
+rules:
+  - level: None
+    nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version"]
+  - level: None
+    verbs: ["watch"]
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: ["secrets", "configmaps"]
+      - group: "authentication.k8s.io"
+        resources: ["tokenreviews"]
+  - level: Metadata
+`
+
+// supported parses the cluster's Kubernetes version against the flag table.
+// Older than the table is fatal (the defaults would be wrong); newer is a
+// warning, checked against the newest known version, so a new Kubernetes
+// release does not block a cluster until kube-aws catches up.
+func supported(version string) (kubeversion.Version, diag.List) {
+	v, err := kubeversion.Parse(version)
+	if err != nil {
+		return v, diag.List{diag.Fatalf("%v", err).At("kubernetesVersion").
+			WithHint(fmt.Sprintf("set kubernetesVersion to a release between 1.%d and 1.%d, e.g. v1.%d.0", OldestMinor, NewestMinor, NewestMinor))}
+	}
+	if v.Minor < OldestMinor {
+		return v, diag.List{diag.Fatalf("Kubernetes %s is older than the oldest version kube-aws supports (1.%d)", v, OldestMinor).
+			At("kubernetesVersion").WithHint(fmt.Sprintf("use 1.%d to 1.%d", OldestMinor, NewestMinor))}
+	}
+	if v.Minor > NewestMinor {
+		return v, diag.List{diag.Warningf("Kubernetes %s is newer than the newest version whose kube-apiserver flags kube-aws knows (1.%d); flags are checked as for 1.%d", v, NewestMinor, NewestMinor).
+			At("kubernetesVersion").WithHint("check the API server flags against the release notes of " + v.MinorString())}
+	}
+	return v, nil
+}
+
+// Check checks the merged API server flags of every plugin against the flag
+// table for the cluster's Kubernetes version: an unknown or removed flag is
+// fatal, a deprecated one a warning naming the replacement. Conflicting
+// values are already fatal in the merge.
+func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
+	ver, diags := supported(kubernetesVersion)
+	if diags.HasFatal() {
+		return diags
+	}
+	minor := ver.Minor
+	if minor > NewestMinor {
+		minor = NewestMinor
+	}
+	seen := map[string]bool{}
+	for i, f := range flags {
+		name := f.Name
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		path := fmt.Sprintf("constructs.apiServer.flags[%d]", i)
+		s, ok := known[name]
+		switch {
+		case strings.HasPrefix(name, "-") || name == "":
+			diags = append(diags, diag.Fatalf("kube-apiserver flag %q: write flag names without leading dashes", name).At(path))
+		case !ok:
+			d := diag.Fatalf("unknown kube-apiserver flag --%s for Kubernetes %s", name, ver.MinorString()).At(path)
+			if near := closest(name); near != "" {
+				d = d.WithHint("did you mean --" + near + "?")
+			} else {
+				d = d.WithHint("kube-apiserver would refuse to start; see kube-apiserver --help for " + ver.MinorString())
+			}
+			diags = append(diags, d)
+		case s.Removed != 0 && minor >= s.Removed:
+			diags = append(diags, diag.Fatalf("kube-apiserver flag --%s was removed in Kubernetes 1.%d", name, s.Removed).
+				At(path).WithHint("use "+s.Replacement))
+		case s.Since != 0 && minor < s.Since:
+			diags = append(diags, diag.Fatalf("kube-apiserver flag --%s needs Kubernetes 1.%d or newer, the cluster runs %s", name, s.Since, ver.MinorString()).
+				At(path).WithHint("raise kubernetesVersion or drop the flag"))
+		case s.Deprecated != 0 && minor >= s.Deprecated:
+			diags = append(diags, diag.Warningf("kube-apiserver flag --%s is deprecated since Kubernetes 1.%d", name, s.Deprecated).
+				At(path).WithHint("use "+s.Replacement+" instead"))
+		}
+	}
+	return diags
+}
+
+// closest finds a known flag within two edits of name, to turn a typo's
+// fatal into a one-glance fix.
+func closest(name string) string {
+	best, bestDist := "", 3
+	names := make([]string, 0, len(known))
+	for n := range known {
+		names = append(names, n)
+	}
+	sort.Strings(names) // ties resolve the same way every run
+	for _, n := range names {
+		if d := distance(name, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

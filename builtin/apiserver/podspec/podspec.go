@@ -1,0 +1,230 @@
+// Package podspec builds the kube-apiserver static pod manifest that the
+// userdata plugin places in the controllers' /etc/kubernetes/manifests. It
+// lives in the apiserver plugin's tree because the apiserver plugin owns the
+// API server's flags and volumes, and it is a library because the userdata
+// plugin, not the apiserver plugin, writes the controller userdata (see
+// docs/design.md, "Stages and who renders what").
+//
+// The manifest is built as data and marshalled with sigs.k8s.io/yaml; it
+// deliberately does not import k8s.io/api, whose package init would cost
+// every userdata render tens of milliseconds for a dozen fields.
+package podspec
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/builtin/apiserver/kubeversion"
+	"github.com/kube-aws/kube-aws/core/construct"
+)
+
+// Image is the kube-apiserver image repository; the tag is the cluster's
+// Kubernetes version.
+const Image = "registry.k8s.io/kube-apiserver"
+
+// ManifestPath is where the kubelet on a controller reads the static pod.
+const ManifestPath = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+
+// defaultSecurePort is kube-apiserver's own default for --secure-port.
+const defaultSecurePort = 6443
+
+type pod struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   metadata `json:"metadata"`
+	Spec       podSpec  `json:"spec"`
+}
+
+type metadata struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type podSpec struct {
+	HostNetwork       bool        `json:"hostNetwork"`
+	PriorityClassName string      `json:"priorityClassName"`
+	SecurityContext   podSecurity `json:"securityContext"`
+	Containers        []container `json:"containers"`
+	Volumes           []podVolume `json:"volumes,omitempty"`
+}
+
+type podSecurity struct {
+	SeccompProfile seccompProfile `json:"seccompProfile"`
+}
+
+type seccompProfile struct {
+	Type string `json:"type"`
+}
+
+type container struct {
+	Name            string        `json:"name"`
+	Image           string        `json:"image"`
+	ImagePullPolicy string        `json:"imagePullPolicy"`
+	Command         []string      `json:"command"`
+	LivenessProbe   probe         `json:"livenessProbe"`
+	ReadinessProbe  probe         `json:"readinessProbe"`
+	StartupProbe    probe         `json:"startupProbe"`
+	Resources       resources     `json:"resources"`
+	VolumeMounts    []volumeMount `json:"volumeMounts,omitempty"`
+}
+
+type probe struct {
+	HTTPGet             httpGet `json:"httpGet"`
+	InitialDelaySeconds int     `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int     `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int     `json:"timeoutSeconds"`
+	FailureThreshold    int     `json:"failureThreshold"`
+}
+
+type httpGet struct {
+	Host   string `json:"host"`
+	Path   string `json:"path"`
+	Port   int    `json:"port"`
+	Scheme string `json:"scheme"`
+}
+
+type resources struct {
+	Requests map[string]string `json:"requests"`
+}
+
+type volumeMount struct {
+	Name      string `json:"name"`
+	MountPath string `json:"mountPath"`
+	ReadOnly  bool   `json:"readOnly,omitempty"`
+}
+
+type podVolume struct {
+	Name     string       `json:"name"`
+	HostPath hostPathSpec `json:"hostPath"`
+}
+
+type hostPathSpec struct {
+	Path string `json:"path"`
+	Type string `json:"type,omitempty"`
+}
+
+// StaticPod returns the kube-apiserver static pod manifest as YAML. Flags are
+// sorted by name (stably, so a repeated flag keeps its merged order) and
+// volumes by name, so the manifest is byte-identical whatever order the
+// plugins that contributed them finished in.
+func StaticPod(flags []construct.Flag, volumes []construct.Volume, kubernetesVersion string) ([]byte, error) {
+	v, err := kubeversion.Parse(kubernetesVersion)
+	if err != nil {
+		return nil, err
+	}
+	if !v.HasPatch {
+		// An image tag needs the full version; v1.30 is not a tag.
+		return nil, fmt.Errorf("Kubernetes version %q: the API server image needs MAJOR.MINOR.PATCH", kubernetesVersion)
+	}
+	sorted := append([]construct.Flag(nil), flags...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+
+	command := []string{"kube-apiserver"}
+	port, host := defaultSecurePort, "127.0.0.1"
+	for _, f := range sorted {
+		if f.Name == "" {
+			return nil, fmt.Errorf("kube-apiserver flag with an empty name (value %q)", f.Value)
+		}
+		command = append(command, "--"+f.Name+"="+f.Value)
+		switch f.Name {
+		case "secure-port":
+			p, err := strconv.Atoi(f.Value)
+			if err != nil || p <= 0 || p > 65535 {
+				return nil, fmt.Errorf("kube-apiserver --secure-port=%q is not a port", f.Value)
+			}
+			port = p
+		case "bind-address":
+			// Probes must reach the API server where it listens: loopback
+			// works for the wildcard addresses, not for a specific one.
+			if ip := net.ParseIP(f.Value); ip != nil && !ip.IsUnspecified() {
+				host = ip.String()
+			}
+		}
+	}
+
+	mounts, podVolumes, err := buildVolumes(volumes)
+	if err != nil {
+		return nil, err
+	}
+	get := func(path string) httpGet {
+		return httpGet{Host: host, Path: path, Port: port, Scheme: "HTTPS"}
+	}
+	p := pod{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Metadata: metadata{
+			Name:      "kube-apiserver",
+			Namespace: "kube-system",
+			Labels:    map[string]string{"component": "kube-apiserver", "tier": "control-plane"},
+		},
+		Spec: podSpec{
+			HostNetwork:       true,
+			PriorityClassName: "system-node-critical",
+			SecurityContext:   podSecurity{SeccompProfile: seccompProfile{Type: "RuntimeDefault"}},
+			Containers: []container{{
+				Name:            "kube-apiserver",
+				Image:           Image + ":" + v.String(),
+				ImagePullPolicy: "IfNotPresent",
+				Command:         command,
+				// Probe settings follow kubeadm's, which are tuned for an API
+				// server that waits for etcd on first boot.
+				LivenessProbe:  probe{HTTPGet: get("/livez"), InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 8},
+				ReadinessProbe: probe{HTTPGet: get("/readyz"), PeriodSeconds: 1, TimeoutSeconds: 15, FailureThreshold: 3},
+				StartupProbe:   probe{HTTPGet: get("/livez"), InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 24},
+				Resources:      resources{Requests: map[string]string{"cpu": "250m"}},
+				VolumeMounts:   mounts,
+			}},
+			Volumes: podVolumes,
+		},
+	}
+	return yaml.Marshal(p)
+}
+
+// buildVolumes sorts volumes by name and drops exact duplicates (two plugins
+// asking for the same mount is agreement, not a conflict); the same name or
+// mount path with a different meaning is an error, since the kubelet would
+// refuse the pod on the node, long after render.
+func buildVolumes(volumes []construct.Volume) ([]volumeMount, []podVolume, error) {
+	sorted := append([]construct.Volume(nil), volumes...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	byName := map[string]construct.Volume{}
+	byMount := map[string]string{}
+	var mounts []volumeMount
+	var vols []podVolume
+	for _, v := range sorted {
+		if v.Name == "" || v.HostPath == "" || v.MountPath == "" {
+			return nil, nil, fmt.Errorf("kube-apiserver volume %+v: name, hostPath and mountPath are required", v)
+		}
+		if prev, ok := byName[v.Name]; ok {
+			if prev == v {
+				continue
+			}
+			return nil, nil, fmt.Errorf("kube-apiserver volume %q is defined twice: %s -> %s and %s -> %s",
+				v.Name, prev.HostPath, prev.MountPath, v.HostPath, v.MountPath)
+		}
+		if other, ok := byMount[v.MountPath]; ok {
+			return nil, nil, fmt.Errorf("kube-apiserver volumes %q and %q both mount at %s", other, v.Name, v.MountPath)
+		}
+		byName[v.Name] = v
+		byMount[v.MountPath] = v.Name
+		mounts = append(mounts, volumeMount{Name: v.Name, MountPath: v.MountPath, ReadOnly: v.ReadOnly})
+		vols = append(vols, podVolume{Name: v.Name, HostPath: hostPathSpec{Path: v.HostPath, Type: hostPathType(v)}})
+	}
+	return mounts, vols, nil
+}
+
+// hostPathType lets the kubelet create writable directories (audit logs)
+// but requires read-only ones (certificates) to exist, so a missing PKI
+// folder fails the pod loudly instead of mounting an empty directory.
+func hostPathType(v construct.Volume) string {
+	if v.ReadOnly {
+		return ""
+	}
+	return "DirectoryOrCreate"
+}
