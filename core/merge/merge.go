@@ -1,0 +1,280 @@
+// Package merge combines the constructs every plugin returns from the
+// initialise stage into one construct.Set, the input of every later stage.
+//
+// Plugins run concurrently on identical input, so nothing one plugin does can
+// depend on what another did; the merge is where their contributions meet.
+// Its rules (ARCHITECTURE.md, "Constructs and how they merge"):
+//
+//   - Two plugins that define the same thing (a CloudFormation logical ID, a
+//     systemd unit or drop-in, a file, a single-valued flag, a node label or
+//     taint, an IAM statement Sid, a Helm release, a manifest) is accepted when
+//     both definitions are identical (JSON compared semantically) and is a
+//     fatal diagnostic naming both plugins and what each set otherwise. Plugin
+//     order never silently decides a conflict.
+//   - List-valued flags (construct.ListValuedAPIServerFlags,
+//     construct.ListValuedKubeletFlags) merge as ordered sets.
+//   - Patches (JSON merge patches, RFC 7386) apply after everything else has
+//     merged, in plugin order; a patch may not touch a protected path or a
+//     resource's Type, and must name a resource that exists.
+//
+// Every conflict is reported, not just the first, so one run shows the user
+// every problem. The merged set is deterministic for the same input: merged
+// slices are in plugin order, and within one plugin in name order (except
+// IAM statements, Helm releases, manifests and patches, whose order within a
+// plugin is meaningful and kept). Inputs are never modified. When Merge
+// reports a fatal, the merged set keeps the earlier plugin's definition of
+// each conflicting item and is only good for showing what was merged.
+package merge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Contribution is one plugin's constructs, in plugin order.
+type Contribution struct {
+	Plugin string
+	Set    *construct.Set
+}
+
+// Merge merges contributions in order and returns the merged set plus every
+// conflict found (all of them, not the first). The merged set carries the
+// accumulated protected paths but no patches: those have been applied to the
+// resources they target.
+func Merge(contribs []Contribution) (*construct.Set, diag.List) {
+	m := newMerger(len(contribs))
+	for i, c := range contribs {
+		if c.Set == nil {
+			continue
+		}
+		m.pluginIndex[c.Plugin] = i
+		m.add(c.Plugin, c.Set)
+	}
+	m.checkAdmissionPlugins()
+	m.applyPatches()
+	return m.result(), m.diags
+}
+
+type merger struct {
+	diags       diag.List
+	pluginIndex map[string]int
+
+	stacks      []*stackAcc
+	stackByName map[string]*stackAcc
+
+	patches       []pendingPatch
+	protected     []protectedAcc
+	protectedSeen map[protectedKey]bool
+
+	units     []*unitAcc
+	unitByKey map[targetName]*unitAcc
+
+	files     []*fileAcc
+	fileByKey map[targetName]*fileAcc
+
+	apiFlags     flagSet
+	kubeletFlags flagSet
+
+	volumes     []*volumeAcc
+	volumeByKey map[string]*volumeAcc
+
+	labels     []*labelAcc
+	labelByKey map[targetName]*labelAcc
+	taints     []*taintAcc
+	taintByKey map[taintKey]*taintAcc
+
+	iam        []iamAcc
+	iamSeen    map[string]bool
+	iamBySid   map[targetName]int
+	helm       []*helmAcc
+	helmByKey  map[[2]string]*helmAcc
+	manifests  []*manifestAcc
+	manifestBy map[string]*manifestAcc
+}
+
+// targetName keys everything that is per target: a unit, a file, a flag.
+type targetName struct {
+	target construct.Target
+	name   string
+}
+
+func newMerger(n int) *merger {
+	return &merger{
+		pluginIndex:   make(map[string]int, n),
+		stackByName:   map[string]*stackAcc{},
+		protectedSeen: map[protectedKey]bool{},
+		unitByKey:     map[targetName]*unitAcc{},
+		fileByKey:     map[targetName]*fileAcc{},
+		apiFlags:      newFlagSet(construct.ListValuedAPIServerFlags, false),
+		kubeletFlags:  newFlagSet(construct.ListValuedKubeletFlags, true),
+		volumeByKey:   map[string]*volumeAcc{},
+		labelByKey:    map[targetName]*labelAcc{},
+		taintByKey:    map[taintKey]*taintAcc{},
+		iamSeen:       map[string]bool{},
+		iamBySid:      map[targetName]int{},
+		helmByKey:     map[[2]string]*helmAcc{},
+		manifestBy:    map[string]*manifestAcc{},
+	}
+}
+
+// add merges one plugin's set into the accumulated result.
+func (m *merger) add(plugin string, s *construct.Set) {
+	for _, i := range sortedIndex(len(s.Stacks), func(i int) string { return s.Stacks[i].Name }) {
+		m.addStack(plugin, &s.Stacks[i])
+	}
+	for i, p := range s.Patches {
+		m.patches = append(m.patches, pendingPatch{plugin: plugin, index: i, patch: p})
+	}
+	for i, p := range s.Protected {
+		m.addProtected(plugin, i, p)
+	}
+	for _, i := range sortedIndex(len(s.Units), func(i int) string { return targetKey(s.Units[i].Target, s.Units[i].Name) }) {
+		m.addUnit(plugin, &s.Units[i])
+	}
+	for _, i := range sortedIndex(len(s.Files), func(i int) string { return targetKey(s.Files[i].Target, s.Files[i].Path) }) {
+		m.addFile(plugin, &s.Files[i])
+	}
+	for _, i := range sortedIndex(len(s.APIServer.Flags), func(i int) string { return normFlagName(s.APIServer.Flags[i].Name) }) {
+		m.addFlag(&m.apiFlags, plugin, construct.Target{}, s.APIServer.Flags[i])
+	}
+	for _, i := range sortedIndex(len(s.APIServer.Volumes), func(i int) string { return s.APIServer.Volumes[i].Name }) {
+		m.addVolume(plugin, s.APIServer.Volumes[i])
+	}
+	for _, i := range sortedIndex(len(s.KubeletFlags), func(i int) string {
+		return targetKey(s.KubeletFlags[i].Target, normFlagName(s.KubeletFlags[i].Name))
+	}) {
+		m.addFlag(&m.kubeletFlags, plugin, s.KubeletFlags[i].Target, s.KubeletFlags[i].Flag)
+	}
+	for _, i := range sortedIndex(len(s.NodeLabels), func(i int) string { return targetKey(s.NodeLabels[i].Target, s.NodeLabels[i].Key) }) {
+		m.addLabel(plugin, s.NodeLabels[i])
+	}
+	for _, i := range sortedIndex(len(s.NodeTaints), func(i int) string {
+		t := s.NodeTaints[i]
+		return targetKey(t.Target, t.Key+"\x00"+t.Effect)
+	}) {
+		m.addTaint(plugin, s.NodeTaints[i])
+	}
+	for i := range s.IAM {
+		m.addIAM(plugin, i, s.IAM[i])
+	}
+	for i := range s.HelmReleases {
+		m.addHelm(plugin, i, s.HelmReleases[i])
+	}
+	for i := range s.Manifests {
+		m.addManifest(plugin, s.Manifests[i])
+	}
+}
+
+// result assembles the merged set from the accumulators.
+func (m *merger) result() *construct.Set {
+	out := &construct.Set{}
+	for _, st := range m.stacks {
+		out.Stacks = append(out.Stacks, st.s)
+	}
+	for _, p := range m.protected {
+		out.Protected = append(out.Protected, p.p)
+	}
+	for _, u := range m.units {
+		out.Units = append(out.Units, u.unit())
+	}
+	for _, f := range m.files {
+		out.Files = append(out.Files, f.f)
+	}
+	out.APIServer.Flags = m.apiFlags.flags()
+	for _, v := range m.volumes {
+		out.APIServer.Volumes = append(out.APIServer.Volumes, v.v)
+	}
+	for _, f := range m.kubeletFlags.order {
+		out.KubeletFlags = append(out.KubeletFlags, construct.TargetedFlag{Target: f.target, Flag: f.flag()})
+	}
+	for _, l := range m.labels {
+		out.NodeLabels = append(out.NodeLabels, l.l)
+	}
+	for _, t := range m.taints {
+		out.NodeTaints = append(out.NodeTaints, t.t)
+	}
+	for _, s := range m.iam {
+		out.IAM = append(out.IAM, s.s)
+	}
+	for _, h := range m.helm {
+		out.HelmReleases = append(out.HelmReleases, h.h)
+	}
+	for _, x := range m.manifests {
+		out.Manifests = append(out.Manifests, x.m)
+	}
+	return out
+}
+
+// fatal records a merge conflict. Plugin is the later plugin: the one whose
+// contribution could not be merged.
+func (m *merger) fatal(plugin, path, msg, hint string) {
+	m.diags = append(m.diags, diag.Diagnostic{
+		Severity: diag.Fatal,
+		Plugin:   plugin,
+		Stage:    string(stage.Initialise),
+		Path:     path,
+		Message:  msg,
+		Hint:     hint,
+	})
+}
+
+// by names who set something twice: two plugins, or one plugin twice.
+func by(first, second string) string {
+	if first == second {
+		return fmt.Sprintf("plugin %q twice", first)
+	}
+	return fmt.Sprintf("plugins %q and %q", first, second)
+}
+
+// resolveHint is the advice for two plugins that set one thing differently.
+func resolveHint(first, second, what string) string {
+	if first == second {
+		return fmt.Sprintf("plugin %q contributes %s twice with different values: keep one", first, what)
+	}
+	return fmt.Sprintf("remove %s from one of %q and %q, or make both set the same value (through the plugins' values in cluster.yaml)", what, first, second)
+}
+
+func targetKey(t construct.Target, name string) string {
+	return string(t.Role) + "\x00" + t.NodePool + "\x00" + name
+}
+
+// sortedIndex returns the indexes 0..n-1 ordered by key, stably, so a
+// plugin's contribution merges in name order without reordering its slice.
+func sortedIndex(n int, key func(int) string) []int {
+	idx := make([]int, n)
+	keys := make([]string, n)
+	sorted := true
+	for i := range idx {
+		idx[i] = i
+		keys[i] = key(i)
+		if i > 0 && keys[i] < keys[i-1] {
+			sorted = false
+		}
+	}
+	if !sorted {
+		sort.SliceStable(idx, func(a, b int) bool { return keys[idx[a]] < keys[idx[b]] })
+	}
+	return idx
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+func isBlank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }

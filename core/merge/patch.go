@@ -1,0 +1,295 @@
+package merge
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+)
+
+type pendingPatch struct {
+	plugin string
+	index  int // in the plugin's own Patches, for the diagnostic's path
+	patch  construct.Patch
+}
+
+// applyPatches applies every patch, in plugin order, to the merged resources.
+// A patch that is refused is not applied, and the rest still are, so every
+// bad patch is reported in one run.
+func (m *merger) applyPatches() {
+	if len(m.patches) == 0 {
+		return
+	}
+	protected := map[[2]string][]protectedAcc{}
+	for _, p := range m.protected {
+		k := [2]string{p.p.Stack, p.p.LogicalID}
+		protected[k] = append(protected[k], p)
+	}
+	for _, pp := range m.patches {
+		m.applyPatch(pp, protected[[2]string{pp.patch.Stack, pp.patch.LogicalID}])
+	}
+}
+
+func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
+	p := pp.patch
+	path := fmt.Sprintf("constructs.patches[%d]", pp.index)
+	what := fmt.Sprintf("resource %q in stack %q", p.LogicalID, p.Stack)
+	st := m.stackByName[p.Stack]
+	if st == nil {
+		msg := fmt.Sprintf("plugin %q patches %s, but no plugin defines stack %q", pp.plugin, what, p.Stack)
+		msg += m.suggestStacks(p.Stack, p.LogicalID)
+		m.fatal(pp.plugin, path, msg,
+			"check the stack and logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
+		return
+	}
+	body, ok := st.s.Resources[p.LogicalID]
+	if !ok {
+		msg := fmt.Sprintf("plugin %q patches %s, but stack %q has no such resource", pp.plugin, what, p.Stack)
+		if s := similar(p.LogicalID, sortedKeys(st.s.Resources), 5); len(s) > 0 {
+			msg += fmt.Sprintf(" (similar logical IDs: %s)", strings.Join(s, ", "))
+		}
+		if in := m.stacksWithResource(p.LogicalID); len(in) > 0 {
+			msg += fmt.Sprintf(" (a resource %q exists in stack %s)", p.LogicalID, strings.Join(in, ", "))
+		}
+		m.fatal(pp.plugin, path, msg,
+			"check the logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
+		return
+	}
+	// A merge patch that is not an object would replace the whole resource,
+	// which is defining it, not patching it.
+	if !isJSONObject(p.Merge) {
+		m.fatal(pp.plugin, path,
+			fmt.Sprintf("plugin %q patches %s with something that is not a JSON object: %s",
+				pp.plugin, what, truncate(string(p.Merge), maxShown)),
+			`a patch is a JSON merge patch (RFC 7386) object, e.g. {"Properties": {"Tags": [...]}}`)
+		return
+	}
+	patchDoc, err := decodeJSON(p.Merge)
+	if err != nil {
+		m.fatal(pp.plugin, path, fmt.Sprintf("plugin %q patches %s with invalid JSON: %v", pp.plugin, what, err), "fix the patch's JSON")
+		return
+	}
+	patchObj := patchDoc.(map[string]any)
+
+	// A merge patch changes only what it names, so which protected paths and
+	// whether Type can change is known from the patch alone; the resource is
+	// only decoded when that is in question.
+	type hit struct {
+		prot   protectedAcc
+		reason string
+	}
+	var hits []hit
+	for _, pr := range protected {
+		if reason, ok := touches(patchObj, pr.tokens); ok {
+			hits = append(hits, hit{pr, reason})
+		}
+	}
+	_, typeTouched := patchObj["Type"]
+
+	patched, err := jsonpatch.MergePatch(body, p.Merge)
+	if err != nil {
+		m.fatal(pp.plugin, path, fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
+		return
+	}
+	if len(hits) == 0 && !typeTouched {
+		st.s.Resources[p.LogicalID] = patched
+		return
+	}
+	before, errB := decodeJSON(body)
+	after, errA := decodeJSON(patched)
+	if errB != nil || errA != nil {
+		m.fatal(pp.plugin, path, fmt.Sprintf("plugin %q could not patch %s: the result is not valid JSON", pp.plugin, what), "fix the patch's JSON")
+		return
+	}
+	refused := false
+	if typeTouched {
+		bt, _ := resolve(before, []string{"Type"})
+		at, _ := resolve(after, []string{"Type"})
+		if !valueEqual(bt, at) {
+			refused = true
+			m.fatal(pp.plugin, path,
+				fmt.Sprintf("plugin %q may not change the Type of %s from %s to %s",
+					pp.plugin, what, showValue(bt), showValue(at)),
+				"a patch changes a resource's properties; to make a different kind of resource, define a new one with its own logical ID")
+		}
+	}
+	for _, h := range hits {
+		bv, bok := resolve(before, h.prot.tokens)
+		av, aok := resolve(after, h.prot.tokens)
+		if bok == aok && (!bok || valueEqual(bv, av)) {
+			continue // the patch names the path but leaves it as it was
+		}
+		refused = true
+		ptr := h.prot.p.Pointer
+		if ptr == "" {
+			ptr = "(the whole resource)"
+		}
+		msg := fmt.Sprintf("plugin %q may not change protected path %s of %s: the patch %s (protected by plugin %q",
+			pp.plugin, ptr, what, h.reason, h.prot.owner)
+		if h.prot.p.Reason != "" {
+			msg += ": " + h.prot.p.Reason
+		}
+		msg += ")"
+		m.fatal(pp.plugin, path, msg,
+			"remove that part of the patch; contribute what is needed through its own construct (units, files, flags) instead of patching a protected value")
+	}
+	if !refused {
+		st.s.Resources[p.LogicalID] = patched
+	}
+}
+
+// touches reports whether a merge patch names anything at, under or above the
+// pointer tokens, and says how.
+func touches(patch map[string]any, tokens []string) (string, bool) {
+	if len(tokens) == 0 {
+		if len(patch) == 0 {
+			return "", false
+		}
+		return "changes " + firstLeaf(patch, ""), true
+	}
+	cur := patch
+	for i, t := range tokens {
+		v, ok := cur[t]
+		if !ok {
+			return "", false
+		}
+		here := joinPointer(tokens[:i+1])
+		last := i == len(tokens)-1
+		obj, isObj := v.(map[string]any)
+		switch {
+		case v == nil && last:
+			return "removes it", true
+		case v == nil:
+			return "removes " + here + ", which contains it", true
+		case last && isObj:
+			if len(obj) == 0 {
+				// {} still turns a non-object value into an object.
+				return "sets it to {}", true
+			}
+			return "changes " + firstLeaf(obj, here) + " under it", true
+		case last:
+			return "sets it to " + showValue(v), true
+		case !isObj:
+			return "replaces " + here + ", which contains it, with " + showValue(v), true
+		}
+		cur = obj
+	}
+	return "", false
+}
+
+// firstLeaf is the first path, in key order, that a patch object sets.
+func firstLeaf(obj map[string]any, prefix string) string {
+	keys := sortedKeys(obj)
+	if len(keys) == 0 {
+		return prefix
+	}
+	k := keys[0]
+	p := prefix + "/" + escapePointerToken(k)
+	if sub, ok := obj[k].(map[string]any); ok && len(sub) > 0 {
+		return firstLeaf(sub, p)
+	}
+	return p
+}
+
+// suggestStacks names stacks whose name is close to a missing one, and
+// stacks that do have the logical ID.
+func (m *merger) suggestStacks(stack, logicalID string) string {
+	names := make([]string, 0, len(m.stacks))
+	for _, s := range m.stacks {
+		names = append(names, s.s.Name)
+	}
+	sort.Strings(names)
+	var out string
+	if s := similar(stack, names, 5); len(s) > 0 {
+		out += fmt.Sprintf(" (similar stacks: %s)", strings.Join(s, ", "))
+	}
+	if in := m.stacksWithResource(logicalID); len(in) > 0 {
+		out += fmt.Sprintf(" (a resource %q exists in stack %s)", logicalID, strings.Join(in, ", "))
+	}
+	return out
+}
+
+// stacksWithResource lists (up to five) stacks that define a logical ID.
+func (m *merger) stacksWithResource(logicalID string) []string {
+	var in []string
+	for _, s := range m.stacks {
+		if _, ok := s.s.Resources[logicalID]; ok {
+			in = append(in, s.s.Name)
+		}
+	}
+	sort.Strings(in)
+	if len(in) > 5 {
+		in = append(in[:5], "...")
+	}
+	return in
+}
+
+// similar returns up to max candidates close to name: within a small edit
+// distance, or containing it (case-insensitively), closest first.
+func similar(name string, candidates []string, max int) []string {
+	type scored struct {
+		s string
+		d int
+	}
+	ln := strings.ToLower(name)
+	limit := len(name) / 3
+	if limit < 2 {
+		limit = 2
+	}
+	var found []scored
+	for _, c := range candidates {
+		if c == name {
+			continue
+		}
+		lc := strings.ToLower(c)
+		d := levenshtein(ln, lc, limit)
+		if d <= limit || (ln != "" && (strings.Contains(lc, ln) || strings.Contains(ln, lc))) {
+			found = append(found, scored{c, d})
+		}
+	}
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].d != found[j].d {
+			return found[i].d < found[j].d
+		}
+		return found[i].s < found[j].s
+	})
+	var out []string
+	for i := 0; i < len(found) && i < max; i++ {
+		out = append(out, found[i].s)
+	}
+	return out
+}
+
+// levenshtein is the edit distance between a and b, giving up (returning
+// limit+1) once it exceeds limit or when the lengths alone rule it out.
+func levenshtein(a, b string, limit int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		best := cur[0]
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			best = min(best, cur[j])
+		}
+		if best > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,158 @@
+package merge
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+)
+
+// section is one keyed part of a stack.
+type section int
+
+const (
+	secResources section = iota
+	secOutputs
+	secParameters
+	secConditions
+	secMappings
+	secTags
+	secParameterSources
+)
+
+// sectionInfo names a section in paths (as in the JSON form of a Stack) and
+// in messages.
+var sectionInfo = [...]struct{ path, noun string }{
+	secResources:        {"resources", "resource"},
+	secOutputs:          {"outputs", "output"},
+	secParameters:       {"parameters", "parameter"},
+	secConditions:       {"conditions", "condition"},
+	secMappings:         {"mappings", "mapping"},
+	secTags:             {"tags", "tag"},
+	secParameterSources: {"parameterSources", "parameter source"},
+}
+
+type ownerKey struct {
+	sec section
+	key string
+}
+
+// stackAcc is a stack being merged: the merged stack (with its own maps, so
+// the inputs are never written) and who set each entry.
+type stackAcc struct {
+	s         construct.Stack
+	owner     map[ownerKey]string
+	dependsOn map[string]bool
+}
+
+func stackPath(stack string, sec section, key string) string {
+	return fmt.Sprintf("constructs.stacks[%s].%s.%s", stack, sectionInfo[sec].path, key)
+}
+
+func (m *merger) addStack(plugin string, in *construct.Stack) {
+	st := m.stackByName[in.Name]
+	if st == nil {
+		st = &stackAcc{
+			s:         construct.Stack{Name: in.Name},
+			owner:     make(map[ownerKey]string, len(in.Resources)+len(in.Outputs)+len(in.Parameters)),
+			dependsOn: map[string]bool{},
+		}
+		m.stackByName[in.Name] = st
+		m.stacks = append(m.stacks, st)
+	}
+	// Description is prose, not configuration: the first plugin that gives
+	// one describes the stack, as the issue's rule says.
+	if st.s.Description == "" {
+		st.s.Description = in.Description
+	}
+	for _, d := range in.DependsOn {
+		if !st.dependsOn[d] {
+			st.dependsOn[d] = true
+			st.s.DependsOn = append(st.s.DependsOn, d)
+		}
+	}
+	m.mergeRaw(plugin, st, secResources, &st.s.Resources, in.Resources)
+	m.mergeRaw(plugin, st, secOutputs, &st.s.Outputs, in.Outputs)
+	m.mergeRaw(plugin, st, secParameters, &st.s.Parameters, in.Parameters)
+	m.mergeRaw(plugin, st, secConditions, &st.s.Conditions, in.Conditions)
+	m.mergeRaw(plugin, st, secMappings, &st.s.Mappings, in.Mappings)
+	m.mergeStrings(plugin, st, secTags, &st.s.Tags, in.Tags)
+	m.mergeStrings(plugin, st, secParameterSources, &st.s.ParameterSources, in.ParameterSources)
+}
+
+// mergeRaw merges one JSON-bodied section. Bodies are checked here because
+// this is the last point where a broken body can be blamed on the plugin that
+// sent it.
+func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[string]json.RawMessage, src map[string]json.RawMessage) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = make(map[string]json.RawMessage, len(src))
+	}
+	noun := sectionInfo[sec].noun
+	for _, k := range sortedKeys(src) {
+		v := src[k]
+		if sec == secResources {
+			if !isJSONObject(v) {
+				m.fatal(plugin, stackPath(st.s.Name, sec, k),
+					fmt.Sprintf("plugin %q defines %s %q in stack %q with a body that is not a JSON object: %s",
+						plugin, noun, k, st.s.Name, truncate(string(v), maxShown)),
+					`a resource body is a JSON object such as {"Type": "AWS::S3::Bucket", "Properties": {...}}`)
+				continue
+			}
+		} else if isBlank(v) || !json.Valid(v) {
+			m.fatal(plugin, stackPath(st.s.Name, sec, k),
+				fmt.Sprintf("plugin %q defines %s %q in stack %q with invalid JSON: %s",
+					plugin, noun, k, st.s.Name, truncate(string(v), maxShown)),
+				"fix the plugin so it sends the body as it appears in a CloudFormation template")
+			continue
+		}
+		prev, ok := (*dst)[k]
+		if !ok {
+			(*dst)[k] = cloneRaw(v)
+			st.owner[ownerKey{sec, k}] = plugin
+			continue
+		}
+		if jsonEqual(prev, v) {
+			continue
+		}
+		first := st.owner[ownerKey{sec, k}]
+		what := fmt.Sprintf("%s %q of stack %q", noun, k, st.s.Name)
+		hint := resolveHint(first, plugin, "the "+noun)
+		if sec == secResources && first != plugin {
+			hint = fmt.Sprintf("keep resource %q in one plugin only and have the other change it with a patch (constructs.patches), or make %q and %q define it identically",
+				k, first, plugin)
+		}
+		m.fatal(plugin, stackPath(st.s.Name, sec, k),
+			fmt.Sprintf("%s is defined differently by %s: %s", what, by(first, plugin), describeJSONDiff(first, prev, plugin, v)),
+			hint)
+	}
+}
+
+func (m *merger) mergeStrings(plugin string, st *stackAcc, sec section, dst *map[string]string, src map[string]string) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = make(map[string]string, len(src))
+	}
+	noun := sectionInfo[sec].noun
+	for _, k := range sortedKeys(src) {
+		v := src[k]
+		prev, ok := (*dst)[k]
+		if !ok {
+			(*dst)[k] = v
+			st.owner[ownerKey{sec, k}] = plugin
+			continue
+		}
+		if prev == v {
+			continue
+		}
+		first := st.owner[ownerKey{sec, k}]
+		m.fatal(plugin, stackPath(st.s.Name, sec, k),
+			fmt.Sprintf("%s %q of stack %q is set differently by %s: %q sets %q, %q sets %q",
+				noun, k, st.s.Name, by(first, plugin), first, prev, plugin, v),
+			resolveHint(first, plugin, "the "+noun))
+	}
+}
