@@ -1,0 +1,99 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Plugin sources, as plugins/host reports them.
+const (
+	SourceBuiltin = "builtin"
+	SourceContrib = "contrib"
+	SourceUser    = "user"
+)
+
+// Candidate is a plugin found on disk that has not been started.
+type Candidate struct {
+	Name string `json:"name"`
+	// Path is the executable; Dir the folder it was found in.
+	Path   string `json:"path"`
+	Dir    string `json:"dir"`
+	Source string `json:"source"`
+}
+
+// Plugin is a started plugin as the pipeline sees it. plugins/host's Plugin
+// is adapted to it (realdeps.go); tests use fakes.
+type Plugin interface {
+	Candidate() Candidate
+	Info() stage.PluginInfo
+	// ProtocolVersion is the version negotiated at the handshake.
+	ProtocolVersion() int
+	Register(ctx context.Context, reg stage.Registration) error
+	Run(ctx context.Context, in *stage.Input, onEvent func(stage.Event)) (*stage.Result, error)
+	Kill()
+}
+
+// LaunchOptions are passed on to the plugin host.
+type LaunchOptions struct {
+	StartTimeout time.Duration
+	StageTimeout time.Duration
+	// LockPath is plugins.lock beside cluster.yaml; a missing file means no
+	// lock is enforced.
+	LockPath    string
+	Stderr      io.Writer
+	StoreDir    string
+	HostVersion string
+}
+
+// Contribution is one plugin's constructs, for Deps.Merge.
+type Contribution struct {
+	Plugin string
+	Set    *construct.Set
+}
+
+// Loaded is cluster.yaml loaded, defaulted, validated and with every
+// sensitive value replaced by its redaction marker.
+type Loaded struct {
+	// Path is cluster.yaml's absolute path; Dir the folder holding it.
+	Path    string
+	Dir     string
+	Cluster *config.Cluster
+	// JSON is Cluster as plugins receive it (redacted).
+	JSON json.RawMessage
+	// Values are every plugin's effective values (redacted), by plugin name.
+	Values map[string]stage.PluginValues
+	// Secrets maps redaction marker to plain text; only deploy sees it.
+	Secrets map[string]string
+	// Hash is the sha256 of cluster.yaml and every plugin config file it names
+	// (ConfigHash): the "config" input of every state file.
+	Hash string
+}
+
+// Deps are the parts of kube-aws the pipeline drives. DefaultDeps binds them
+// to core/config, core/merge and plugins/host; tests substitute fakes.
+type Deps struct {
+	// LoadConfig loads cluster.yaml. An error or fatal diagnostic is a
+	// configuration error (exit 2).
+	LoadConfig func(path string) (*Loaded, diag.List, error)
+	Discover   func(clusterDir string, pluginDirs []string) ([]Candidate, error)
+	Launch     func(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugin, error)
+	// ValidateValues checks one plugin's values against its JSON Schema.
+	ValidateValues func(plugin string, schema json.RawMessage, values stage.PluginValues) diag.List
+	// ChooseProviders picks one provider per capability from providers
+	// (capability -> plugin names in plugin order) and the preferences in
+	// cluster.yaml.
+	ChooseProviders func(pref map[string]string, providers map[string][]string) (map[string]string, diag.List)
+	Merge           func([]Contribution) (*construct.Set, diag.List)
+	// Redact replaces every plain secret in s by its marker.
+	Redact func(s string, secrets map[string]string) string
+	// Lock and Verify implement `plugins lock` and `plugins verify`.
+	Lock   func(cands []Candidate, path string) error
+	Verify func(cands []Candidate, path string) []error
+}

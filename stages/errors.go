@@ -1,0 +1,77 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+// Exit codes of kube-aws (docs/exit-codes.md).
+const (
+	ExitOK = 0
+	// ExitFatal: fatal diagnostics or a failed operation.
+	ExitFatal = 1
+	// ExitUsage: a usage or configuration error.
+	ExitUsage = 2
+	// ExitInterrupted: SIGINT or SIGTERM.
+	ExitInterrupted = 130
+)
+
+// Error is a failed run. Code is the exit code; Diagnostics, when present,
+// are every problem found (the run reports all of them at once).
+type Error struct {
+	Code        int
+	Msg         string
+	Diagnostics diag.List
+}
+
+func (e *Error) Error() string {
+	if e.Msg != "" {
+		return e.Msg
+	}
+	f, w := e.Diagnostics.Count()
+	return fmt.Sprintf("%d fatal diagnostic(s), %d warning(s)", f, w)
+}
+
+// ConfigError is a usage or configuration error (exit 2).
+func ConfigError(format string, args ...any) *Error {
+	return &Error{Code: ExitUsage, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrInterrupted is returned when the run was cancelled by a signal.
+var ErrInterrupted = &Error{Code: ExitInterrupted, Msg: "interrupted: every plugin was stopped"}
+
+// ExitCode maps an error returned by this package to kube-aws's exit code.
+// Errors of unknown kind are failed operations (1).
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
+	return ExitFatal
+}
+
+// SignalContext returns a context cancelled on SIGINT or SIGTERM, so every
+// stage stops and every plugin is killed by the deferred Close.
+func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// interrupted turns a cancelled parent context into ErrInterrupted.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}

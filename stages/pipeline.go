@@ -1,0 +1,129 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// RunStage runs one stage from the persisted state of the stages before it,
+// refusing missing or stale state, and persists its result. Render also
+// writes the output folder.
+func (s *Session) RunStage(ctx context.Context, name stage.Name) (*Outcome, error) {
+	return s.Run(ctx, name)
+}
+
+// Render runs initialise and render and writes the output folder.
+func (s *Session) Render(ctx context.Context) (*Outcome, error) {
+	return s.Run(ctx, stage.Initialise, stage.Render)
+}
+
+// Run runs consecutive stages, starting from the persisted state of the
+// stage before the first. Each stage finishes in every plugin before the
+// next starts; a fatal stops the run after its stage, with every diagnostic
+// of the run in the Outcome. The Outcome is never nil.
+func (s *Session) Run(ctx context.Context, names ...stage.Name) (*Outcome, error) {
+	out := &Outcome{Stages: []StageReport{}, Diagnostics: append(diag.List{}, s.Diagnostics...)}
+	if len(names) == 0 {
+		return out, nil
+	}
+	for i := 1; i < len(names); i++ {
+		if names[i].Index() != names[i-1].Index()+1 {
+			return out, fmt.Errorf("stages %v are not consecutive", names)
+		}
+	}
+	var c *carry
+	if names[0] == stage.Initialise {
+		c = s.freshCarry()
+	} else {
+		var err error
+		if c, err = s.loadCarry(names[0]); err != nil {
+			return out, err
+		}
+	}
+	fail := func(err *Error) (*Outcome, error) {
+		out.Diagnostics.Sort()
+		err.Diagnostics = out.Diagnostics
+		return out, err
+	}
+	for _, n := range names {
+		start := time.Now()
+		res, err := s.runStage(ctx, n, c)
+		if err != nil {
+			return out, err
+		}
+		out.Diagnostics = append(out.Diagnostics, res.Diagnostics...)
+		rep := StageReport{Stage: n, Plugins: res.Plugins}
+		if rep.Plugins == nil {
+			rep.Plugins = []string{}
+		}
+		if res.Diagnostics.HasFatal() {
+			rep.Duration = time.Since(start)
+			out.Stages = append(out.Stages, rep)
+			// A failed stage leaves no state behind: the next stage must not
+			// start from an older result of it.
+			_ = os.Remove(s.statePath(n))
+			return fail(&Error{Code: ExitFatal, Msg: fmt.Sprintf("stage %s failed", n)})
+		}
+		switch n {
+		case stage.Initialise:
+			c.values, c.constructs, c.capabilities = res.Values, res.Constructs, res.Capabilities
+		case stage.Render:
+			rd, err := s.writeOutput(res)
+			if err != nil {
+				out.Diagnostics = append(out.Diagnostics, diag.Diagnostic{Severity: diag.Fatal, Stage: string(stage.Render),
+					Message: "writing the render output failed: " + err.Error(),
+					Hint:    "the previous output was left as it was"})
+				_ = os.Remove(s.statePath(n))
+				out.Stages = append(out.Stages, rep)
+				return fail(&Error{Code: ExitFatal, Msg: "writing the render output failed"})
+			}
+			c.rendered = rd
+			out.Rendered = rd
+			stored := *rd
+			stored.Dir = relToDir(s.Plan.ClusterDir, rd.Dir)
+			res.Rendered = &stored
+		case stage.Deploy:
+			c.deploy = res.Deploy
+			out.Deploy = res.Deploy
+		}
+		h, err := s.writeState(n, c.prevHash, res)
+		if err != nil {
+			out.Stages = append(out.Stages, rep)
+			return fail(&Error{Code: ExitFatal, Msg: err.Error()})
+		}
+		c.prevHash = h
+		rep.State = s.statePath(n)
+		rep.Duration = time.Since(start)
+		out.Stages = append(out.Stages, rep)
+		if err := interrupted(ctx); err != nil {
+			return out, err
+		}
+	}
+	out.Diagnostics.Sort()
+	return out, nil
+}
+
+// writeOutput writes the render output with every file's plugin version.
+func (s *Session) writeOutput(res *StageResult) (*stage.Rendered, error) {
+	versions := map[string]string{}
+	for _, p := range s.Plugins {
+		versions[p.Candidate().Name] = p.Info().Version
+	}
+	var secrets map[string]string
+	if s.Plan.Config != nil {
+		secrets = s.Plan.Config.Secrets
+	}
+	rd, err := WriteOutput(s.Plan.Options.OutDir, res.files, versions, secrets)
+	if err != nil {
+		return nil, err
+	}
+	if res.Rendered != nil {
+		rd.Stacks = res.Rendered.Stacks
+	}
+	return rd, nil
+}

@@ -1,0 +1,272 @@
+package stages
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+// Options configure a run. The zero value of every field has a sensible
+// default, filled by Plan.
+type Options struct {
+	// ConfigPath is cluster.yaml (default ./cluster.yaml).
+	ConfigPath string
+	// PluginDirs are extra user plugin folders (--plugin-dir).
+	PluginDirs []string
+	// OutDir is the render output folder (default rendered beside the
+	// current directory, as --out).
+	OutDir string
+	// StateDir holds the stage state (default .kube-aws/state beside cluster.yaml).
+	StateDir string
+	// WarningsAsErrors makes every warning fatal (--warnings-as-errors).
+	WarningsAsErrors bool
+	StartTimeout     time.Duration
+	StageTimeout     time.Duration
+	// Reporter receives plugin events (default: discarded).
+	Reporter Reporter
+	// PluginStderr receives the plugins' stderr, prefixed by the host.
+	PluginStderr io.Writer
+	// HostVersion is kube-aws's version, told to plugins.
+	HostVersion string
+	// Deps default to DefaultDeps().
+	Deps *Deps
+	// ConfigOptional lets commands that only look at plugins (plugins list,
+	// describe, lock, verify) run without a cluster.yaml.
+	ConfigOptional bool
+}
+
+// Plan is what a run will do: the configuration, every plugin found and the
+// enabled ones in run order. Nothing has been started yet.
+type Plan struct {
+	Options Options
+	Deps    Deps
+	// Config is nil only when Options.ConfigOptional and there is no cluster.yaml.
+	Config *Loaded
+	// ClusterDir is the folder holding cluster.yaml.
+	ClusterDir string
+	// All is every plugin found, by name.
+	All []Candidate
+	// Enabled are the plugins that take part, in run order.
+	Enabled []Candidate
+	// Order is the order list in force (order.yaml or pluginOrder).
+	Order []string
+	// Diagnostics are the warnings found while planning.
+	Diagnostics diag.List
+
+	capabilities map[string]string
+}
+
+// NewPlan loads cluster.yaml, discovers plugins, decides which are enabled
+// and orders them. Configuration problems are returned as an *Error with
+// exit code 2 carrying every diagnostic.
+func NewPlan(opts Options) (*Plan, error) {
+	if opts.ConfigPath == "" {
+		opts.ConfigPath = "cluster.yaml"
+	}
+	if opts.OutDir == "" {
+		opts.OutDir = "rendered"
+	}
+	if opts.Reporter == nil {
+		opts.Reporter = Discard{}
+	}
+	if opts.PluginStderr == nil {
+		opts.PluginStderr = io.Discard
+	}
+	deps := DefaultDeps()
+	if opts.Deps != nil {
+		deps = *opts.Deps
+	}
+	abs, err := filepath.Abs(opts.ConfigPath)
+	if err != nil {
+		return nil, ConfigError("resolving %s: %v", opts.ConfigPath, err)
+	}
+	p := &Plan{Options: opts, Deps: deps, ClusterDir: filepath.Dir(abs)}
+
+	if _, statErr := os.Stat(abs); statErr != nil && opts.ConfigOptional && os.IsNotExist(statErr) {
+		// No cluster.yaml: plugin commands still work with built-in defaults.
+	} else {
+		cfg, diags, err := deps.LoadConfig(abs)
+		if err != nil {
+			e := ConfigError("%s: %v", opts.ConfigPath, err)
+			if errors.Is(err, fs.ErrNotExist) {
+				e.Msg = fmt.Sprintf("%s not found: run `kube-aws init` to write one, or pass --config", opts.ConfigPath)
+			}
+			e.Diagnostics = diags
+			return nil, e
+		}
+		if opts.WarningsAsErrors {
+			diags = diags.PromoteWarnings()
+		}
+		if diags.HasFatal() {
+			diags.Sort()
+			return nil, &Error{Code: ExitUsage, Msg: fmt.Sprintf("%s is not valid", opts.ConfigPath), Diagnostics: diags}
+		}
+		p.Config = cfg
+		p.Diagnostics = append(p.Diagnostics, diags...)
+	}
+	if p.Options.StateDir == "" {
+		p.Options.StateDir = filepath.Join(p.ClusterDir, ".kube-aws", "state")
+	}
+
+	cands, err := deps.Discover(p.ClusterDir, opts.PluginDirs)
+	if err != nil {
+		// Two plugins with one name, an unreadable plugin folder: the user
+		// fixes the layout, so this is a configuration error.
+		return nil, ConfigError("discovering plugins: %v", err)
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
+	p.All = cands
+
+	enabled, diags := p.enabled()
+	if opts.WarningsAsErrors {
+		diags = diags.PromoteWarnings()
+	}
+	p.Diagnostics = append(p.Diagnostics, diags...)
+	if diags.HasFatal() {
+		all := append(diag.List(nil), p.Diagnostics...)
+		all.Sort()
+		return nil, &Error{Code: ExitUsage, Msg: "plugin configuration is not valid", Diagnostics: all}
+	}
+
+	p.Order = DefaultOrder()
+	if p.Config != nil && len(p.Config.Cluster.PluginOrder) > 0 {
+		p.Order = p.Config.Cluster.PluginOrder
+	}
+	byName := map[string]Candidate{}
+	var names []string
+	for _, c := range enabled {
+		byName[c.Name] = c
+		names = append(names, c.Name)
+	}
+	for _, n := range Order(names, p.Order) {
+		p.Enabled = append(p.Enabled, byName[n])
+	}
+	return p, nil
+}
+
+// cluster returns the loaded cluster or an empty one.
+func (p *Plan) cluster() *config.Cluster {
+	if p.Config == nil || p.Config.Cluster == nil {
+		return &config.Cluster{}
+	}
+	return p.Config.Cluster
+}
+
+// enabled applies the rule of docs/design.md: built-ins are on unless
+// disabled; contrib and user plugins are off until enabled.
+func (p *Plan) enabled() ([]Candidate, diag.List) {
+	c := p.cluster()
+	var diags diag.List
+	found := map[string]Candidate{}
+	var available []string
+	for _, cand := range p.All {
+		found[cand.Name] = cand
+		available = append(available, fmt.Sprintf("%s (%s)", cand.Name, cand.Source))
+	}
+	var out []Candidate
+	for _, cand := range p.All {
+		on := cand.Source == SourceBuiltin
+		if pc, ok := c.Plugins[cand.Name]; ok && pc.Enabled != nil {
+			on = *pc.Enabled
+		}
+		if on {
+			out = append(out, cand)
+		}
+	}
+	var names []string
+	for n := range c.Plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pc := c.Plugins[n]
+		if _, ok := found[n]; ok || pc.Enabled == nil || !*pc.Enabled {
+			continue
+		}
+		d := diag.Fatalf("plugin %q is enabled but no plugin source provides it", n).
+			At(fmt.Sprintf("plugins.%s.enabled", n)).
+			WithHint(fmt.Sprintf("available plugins: %s; a user plugin goes in plugins/%s/%s beside cluster.yaml or in a --plugin-dir",
+				strings.Join(available, ", "), n, n))
+		if p.Config != nil {
+			d.File = p.Config.Path
+		}
+		diags = append(diags, d)
+	}
+	for i, n := range c.PluginOrder {
+		if _, ok := found[n]; !ok {
+			diags = append(diags, diag.Warningf("pluginOrder names %q, which no plugin source provides", n).
+				At(fmt.Sprintf("pluginOrder[%d]", i)).WithHint("remove it or install the plugin"))
+		}
+	}
+	return out, diags
+}
+
+// ConfigHash is the sha256 over cluster.yaml and every plugin config file it
+// names (cluster-wide and per node pool), in a fixed order: the "config"
+// input of every state file.
+func ConfigHash(path string, c *config.Cluster) (string, error) {
+	h := sha256.New()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "cluster.yaml %d\n", len(b))
+	h.Write(b)
+	var files []string
+	add := func(m map[string]config.PluginConfig) {
+		for _, pc := range m {
+			files = append(files, pc.ConfigFiles...)
+		}
+	}
+	if c != nil {
+		add(c.Plugins)
+		for _, np := range c.NodePools {
+			add(np.Plugins)
+		}
+	}
+	sort.Strings(files)
+	dir := filepath.Dir(path)
+	prev := ""
+	for _, f := range files {
+		if f == prev {
+			continue
+		}
+		prev = f
+		full := f
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(dir, f)
+		}
+		b, err := os.ReadFile(full)
+		if err != nil {
+			return "", fmt.Errorf("plugin config file %s: %w", f, err)
+		}
+		fmt.Fprintf(h, "%s %d\n", f, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// fileHash is the sha256 of a file, hex encoded.
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

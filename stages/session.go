@@ -1,0 +1,308 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
+)
+
+// Session is a plan with its plugins started and registered. Close it on
+// every path (defer): it kills every plugin process.
+type Session struct {
+	Plan *Plan
+	// Plugins are the accepted plugins in run order.
+	Plugins []Plugin
+	// Capabilities is the provider chosen for each capability.
+	Capabilities map[string]string
+	// Diagnostics are the warnings of planning and registration.
+	Diagnostics diag.List
+
+	reporter  Reporter
+	closeOnce sync.Once
+	all       []Plugin
+
+	hashOnce sync.Once
+	hashes   map[string]string
+	hashErr  error
+}
+
+// Close kills every plugin process. Safe to call more than once.
+func (s *Session) Close() {
+	s.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		for _, p := range s.all {
+			wg.Add(1)
+			go func(p Plugin) {
+				defer wg.Done()
+				defer func() { _ = recover() }() // a broken plugin must not stop the others being killed
+				p.Kill()
+			}(p)
+		}
+		wg.Wait()
+	})
+}
+
+// Launch starts every enabled plugin and registers it: unique names, a
+// protocol version this kube-aws speaks, the user's values valid against the
+// plugin's schema, one provider per capability. Each plugin is told whether
+// it was accepted and why not. On error every started plugin is killed.
+func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
+	s = &Session{Plan: p, Diagnostics: append(diag.List(nil), p.Diagnostics...)}
+	s.reporter = p.Options.Reporter
+	if p.Config != nil {
+		s.reporter = redactingReporter{next: s.reporter, redact: p.Deps.Redact, secrets: p.Config.Secrets}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.Close()
+			panic(r)
+		}
+		if err != nil {
+			s.Close()
+		}
+	}()
+	// Hash the binaries while they start: state files record them, and a
+	// large plugin binary takes a while to read.
+	go s.pluginHashes()
+
+	started, lerr := p.Deps.Launch(ctx, p.Enabled, LaunchOptions{
+		StartTimeout: p.Options.StartTimeout,
+		StageTimeout: p.Options.StageTimeout,
+		LockPath:     filepath.Join(p.ClusterDir, "plugins.lock"),
+		Stderr:       p.Options.PluginStderr,
+		StoreDir:     filepath.Join(p.ClusterDir, ".kube-aws", "store"),
+		HostVersion:  p.Options.HostVersion,
+	})
+	s.all = started
+	if lerr != nil {
+		if ierr := interrupted(ctx); ierr != nil {
+			return s, ierr
+		}
+		return s, &Error{Code: ExitFatal, Msg: "starting plugins failed", Diagnostics: diag.List{
+			diag.Fatalf("%v", lerr).WithHint("check the plugin named above: `kube-aws plugins list` shows every plugin found, `kube-aws plugins verify` checks plugins.lock"),
+		}}
+	}
+	byName := map[string]Plugin{}
+	for _, pl := range started {
+		byName[pl.Candidate().Name] = pl
+	}
+	var ordered []Plugin
+	for _, c := range p.Enabled {
+		if pl, ok := byName[c.Name]; ok {
+			ordered = append(ordered, pl)
+		}
+	}
+
+	regs, diags, code := p.validateRegistration(ordered)
+	if p.Options.WarningsAsErrors {
+		diags = diags.PromoteWarnings()
+	}
+	s.Diagnostics = append(s.Diagnostics, diags...)
+	s.Capabilities = p.capabilities
+
+	// Tell every plugin the verdict, concurrently: registration is one RPC each.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, pl := range ordered {
+		wg.Add(1)
+		go func(pl Plugin, reg stage.Registration) {
+			defer wg.Done()
+			rerr := safeRegister(ctx, pl, reg)
+			if rerr != nil && reg.Accepted {
+				mu.Lock()
+				s.Diagnostics = append(s.Diagnostics, diag.Fatalf("registering plugin %s failed: %v", pl.Candidate().Name, rerr).
+					WithHint("the plugin did not accept its registration; run with --verbose to see its log"))
+				if code == 0 {
+					code = ExitFatal
+				}
+				mu.Unlock()
+			}
+		}(pl, regs[i])
+	}
+	wg.Wait()
+	if ierr := interrupted(ctx); ierr != nil {
+		return s, ierr
+	}
+	if s.Diagnostics.HasFatal() {
+		if code == 0 {
+			code = ExitFatal
+		}
+		s.Diagnostics.Sort()
+		return s, &Error{Code: code, Msg: "plugin registration failed", Diagnostics: s.Diagnostics}
+	}
+	s.Plugins = ordered
+	return s, nil
+}
+
+func safeRegister(ctx context.Context, pl Plugin, reg stage.Registration) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return pl.Register(ctx, reg)
+}
+
+// validateRegistration decides, for each plugin in order, whether it is
+// accepted. code is the exit code its rejections call for: 2 when the user
+// fixes cluster.yaml (values, capabilities), 1 otherwise.
+func (p *Plan) validateRegistration(plugins []Plugin) ([]stage.Registration, diag.List, int) {
+	regs := make([]stage.Registration, len(plugins))
+	var diags diag.List
+	code := 0
+	reject := func(i int, c int, d diag.Diagnostic, reason string) {
+		if regs[i].Accepted {
+			regs[i] = stage.Registration{Accepted: false, Reason: reason}
+		} else {
+			regs[i].Reason += "; " + reason
+		}
+		d.Plugin = plugins[i].Candidate().Name
+		diags = append(diags, d)
+		if c > code {
+			code = c
+		}
+	}
+	seen := map[string]int{}
+	for i, pl := range plugins {
+		regs[i] = stage.Registration{Accepted: true}
+		cand, info := pl.Candidate(), pl.Info()
+		if info.Name != cand.Name {
+			reject(i, ExitFatal, diag.Fatalf("plugin found as %q (%s) says its name is %q", cand.Name, cand.Path, info.Name).
+				WithHint("a plugin's folder and executable must carry the name the plugin reports"),
+				fmt.Sprintf("name %q does not match its folder %q", info.Name, cand.Name))
+		}
+		if j, dup := seen[info.Name]; dup {
+			reason := fmt.Sprintf("name %q is also used by %s", info.Name, plugins[j].Candidate().Path)
+			reject(i, ExitFatal, diag.Fatalf("two plugins are named %q: %s and %s", info.Name, plugins[j].Candidate().Path, cand.Path).
+				WithHint("remove or rename one of them"), reason)
+		} else {
+			seen[info.Name] = i
+		}
+		pv := pl.ProtocolVersion()
+		if pv < 1 || pv > version.ProtocolVersion || !containsInt(info.ProtocolVersions, pv) {
+			reject(i, ExitFatal, diag.Fatalf("plugin %s speaks protocol versions %v; this kube-aws speaks 1..%d", cand.Name, info.ProtocolVersions, version.ProtocolVersion).
+				WithHint("upgrade the plugin or kube-aws so they share a protocol version"),
+				fmt.Sprintf("protocol version %d is not supported", pv))
+		}
+		if p.Config != nil && p.Deps.ValidateValues != nil && len(info.ValuesSchema) > 0 {
+			vd := p.Deps.ValidateValues(cand.Name, info.ValuesSchema, p.Config.Values[cand.Name])
+			vd = vd.WithDefaults(cand.Name, "")
+			for k := range vd {
+				if vd[k].File == "" {
+					vd[k].File = p.Config.Path
+				}
+			}
+			if vd.HasFatal() {
+				var msgs []string
+				for _, d := range vd.Fatals() {
+					msgs = append(msgs, d.Message)
+				}
+				reason := "values do not match the plugin's schema: " + strings.Join(msgs, "; ")
+				for _, d := range vd {
+					if d.Severity == diag.Fatal {
+						reject(i, ExitUsage, d, reason)
+						reason = "" // the reason is given once per plugin
+					} else {
+						diags = append(diags, d)
+					}
+				}
+			} else {
+				diags = append(diags, vd...)
+			}
+		}
+	}
+
+	// Capabilities: one provider each, among the plugins still accepted.
+	providers := map[string][]string{}
+	index := map[string]int{}
+	for i, pl := range plugins {
+		if !regs[i].Accepted {
+			continue
+		}
+		index[pl.Candidate().Name] = i
+		for _, c := range pl.Info().Capabilities {
+			providers[c] = append(providers[c], pl.Candidate().Name)
+		}
+	}
+	if len(providers) > 0 && p.Deps.ChooseProviders != nil {
+		var pref map[string]string
+		if p.Config != nil {
+			pref = p.Config.Cluster.Capabilities
+		}
+		chosen, cd := p.Deps.ChooseProviders(pref, providers)
+		p.capabilities = chosen
+		fatal := cd.HasFatal()
+		for _, d := range cd {
+			if d.Severity != diag.Fatal {
+				diags = append(diags, d)
+			}
+		}
+		if fatal {
+			caps := make([]string, 0, len(providers))
+			for c := range providers {
+				caps = append(caps, c)
+			}
+			sort.Strings(caps)
+			for _, d := range cd.Fatals() {
+				diags = append(diags, d)
+			}
+			if code < ExitUsage {
+				code = ExitUsage
+			}
+			for _, c := range caps {
+				if _, ok := chosen[c]; ok {
+					continue
+				}
+				for _, n := range providers[c] {
+					i := index[n]
+					if regs[i].Accepted {
+						regs[i] = stage.Registration{Reason: fmt.Sprintf("capability %q has several providers (%s) and cluster.yaml prefers none", c, strings.Join(providers[c], ", "))}
+					}
+				}
+			}
+		}
+	}
+	return regs, diags, code
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// pluginHashes returns the sha256 of every enabled plugin's executable,
+// computed once per session.
+func (s *Session) pluginHashes() (map[string]string, error) {
+	s.hashOnce.Do(func() {
+		hs := make(map[string]string, len(s.Plan.Enabled))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, c := range s.Plan.Enabled {
+			wg.Add(1)
+			go func(c Candidate) {
+				defer wg.Done()
+				h, err := fileHash(c.Path)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && s.hashErr == nil {
+					s.hashErr = fmt.Errorf("hashing plugin %s (%s): %w", c.Name, c.Path, err)
+				}
+				hs[c.Name] = h
+			}(c)
+		}
+		wg.Wait()
+		s.hashes = hs
+	})
+	return s.hashes, s.hashErr
+}

@@ -1,0 +1,245 @@
+package stages
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// StateVersion is the version of the state file format.
+const StateVersion = 1
+
+// State is .kube-aws/state/<stage>.json: a stage's merged result and the
+// hashes of what it was made from, so a later `kube-aws stage <next>` (in
+// another CI job, say) can refuse a result that no longer matches.
+type State struct {
+	Version int         `json:"version"`
+	Stage   stage.Name  `json:"stage"`
+	Inputs  StateInputs `json:"inputs"`
+	Result  StageResult `json:"result"`
+}
+
+// StateInputs are the hashes a state was made from.
+type StateInputs struct {
+	// Config is ConfigHash of cluster.yaml and its plugin config files.
+	Config string `json:"config"`
+	// Plugins maps every enabled plugin to the sha256 of its executable.
+	Plugins map[string]string `json:"plugins"`
+	// Previous is the sha256 of the previous stage's state file.
+	Previous string `json:"previous,omitempty"`
+}
+
+func (s *Session) statePath(name stage.Name) string {
+	return filepath.Join(s.Plan.Options.StateDir, string(name)+".json")
+}
+
+// writeState persists a stage's result atomically (temp file and rename),
+// scrubbed of every plain secret, and returns the sha256 of what it wrote.
+func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (string, error) {
+	hashes, err := s.pluginHashes()
+	if err != nil {
+		return "", err
+	}
+	st := State{Version: StateVersion, Stage: name, Inputs: StateInputs{Plugins: hashes, Previous: prev}, Result: *res}
+	if s.Plan.Config != nil {
+		st.Inputs.Config = s.Plan.Config.Hash
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encoding state of stage %s: %w", name, err)
+	}
+	b = append(b, '\n')
+	if cfg := s.Plan.Config; cfg != nil && len(cfg.Secrets) > 0 && s.Plan.Deps.Redact != nil {
+		// Belt and braces: Input.Secrets is never serialised and plugins only
+		// see markers, but a plain secret must never reach the disk.
+		b = []byte(s.Plan.Deps.Redact(string(b), cfg.Secrets))
+	}
+	p := s.statePath(name)
+	if err := writeFileAtomic(p, b, 0o600); err != nil {
+		return "", fmt.Errorf("writing state of stage %s: %w", name, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// writeFileAtomic writes to a temp file in the same folder and renames it
+// into place, so a reader sees the old file or the new one, never half.
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// loadCarry reads the state of every stage before name and checks that it
+// still matches cluster.yaml, the plugins and each other. It names the
+// earliest stage to run again.
+func (s *Session) loadCarry(name stage.Name) (*carry, error) {
+	c := s.freshCarry()
+	idx := name.Index()
+	hashes, err := s.pluginHashes()
+	if err != nil {
+		return nil, &Error{Code: ExitFatal, Msg: err.Error()}
+	}
+	prevHash := ""
+	for _, st := range stage.All[:idx] {
+		p := s.statePath(st)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, ConfigError("no state for stage %s (%s): run `kube-aws stage %s` first", st, p, st)
+		}
+		if err != nil {
+			return nil, &Error{Code: ExitFatal, Msg: fmt.Sprintf("reading state of stage %s: %v", st, err)}
+		}
+		var state State
+		dec := json.NewDecoder(bytes.NewReader(b))
+		if err := dec.Decode(&state); err != nil {
+			return nil, ConfigError("state of stage %s (%s) is not valid: %v; run `kube-aws stage %s` again", st, p, err, st)
+		}
+		if state.Version != StateVersion {
+			return nil, ConfigError("state of stage %s (%s) has version %d, this kube-aws reads version %d: run `kube-aws stage %s` again", st, p, state.Version, StateVersion, st)
+		}
+		if state.Stage != st {
+			return nil, ConfigError("%s holds the state of stage %q, not %s: run `kube-aws stage %s` again", p, state.Stage, st, st)
+		}
+		cfgHash := ""
+		if s.Plan.Config != nil {
+			cfgHash = s.Plan.Config.Hash
+		}
+		if state.Inputs.Config != cfgHash {
+			return nil, ConfigError("state of stage %s is stale: %s or a plugin config file changed since it ran: run `kube-aws stage %s` again", st, s.configName(), st)
+		}
+		if why := pluginsChanged(state.Inputs.Plugins, hashes); why != "" {
+			return nil, ConfigError("state of stage %s is stale: %s since it ran: run `kube-aws stage %s` again", st, why, st)
+		}
+		if state.Inputs.Previous != prevHash {
+			return nil, ConfigError("state of stage %s is stale: it was made from a different result of stage %s: run `kube-aws stage %s` again", st, st.Previous(), st)
+		}
+		sum := sha256.Sum256(b)
+		prevHash = hex.EncodeToString(sum[:])
+		r := state.Result
+		switch st {
+		case stage.Initialise:
+			c.values, c.constructs = r.Values, r.Constructs
+			if r.Capabilities != nil {
+				c.capabilities = r.Capabilities
+			}
+		case stage.Render:
+			if r.Rendered != nil {
+				rd := *r.Rendered
+				if !filepath.IsAbs(rd.Dir) {
+					rd.Dir = filepath.Join(s.Plan.ClusterDir, rd.Dir)
+				}
+				if err := verifyRendered(&rd); err != nil {
+					return nil, ConfigError("render output is stale: %v: run `kube-aws stage render` again", err)
+				}
+				c.rendered = &rd
+			}
+		case stage.Deploy:
+			c.deploy = r.Deploy
+		}
+	}
+	c.prevHash = prevHash
+	return c, nil
+}
+
+// freshCarry is where initialise starts: the configuration's values and the
+// capabilities chosen at registration.
+func (s *Session) freshCarry() *carry {
+	c := &carry{capabilities: s.Capabilities}
+	if s.Plan.Config != nil {
+		c.values = s.Plan.Config.Values
+	}
+	return c
+}
+
+func (s *Session) configName() string {
+	if s.Plan.Config != nil {
+		return s.Plan.Config.Path
+	}
+	return "cluster.yaml"
+}
+
+// pluginsChanged says which plugin differs between two hash sets, or "".
+func pluginsChanged(was, now map[string]string) string {
+	var names []string
+	for n := range was {
+		names = append(names, n)
+	}
+	for n := range now {
+		if _, ok := was[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var why []string
+	for _, n := range names {
+		w, inWas := was[n]
+		h, inNow := now[n]
+		switch {
+		case !inWas:
+			why = append(why, "plugin "+n+" was enabled")
+		case !inNow:
+			why = append(why, "plugin "+n+" was disabled or removed")
+		case w != h:
+			why = append(why, "plugin "+n+"'s executable changed")
+		}
+	}
+	return strings.Join(why, ", ")
+}
+
+// verifyRendered checks that the render output on disk is what render wrote:
+// deploy uploads those files, so an edit after render must not slip through.
+func verifyRendered(r *stage.Rendered) error {
+	for _, f := range r.Files {
+		p := filepath.Join(r.Dir, filepath.FromSlash(f.Path))
+		h, err := fileHash(p)
+		if err != nil {
+			return fmt.Errorf("%s is missing", p)
+		}
+		if h != f.SHA256 {
+			return fmt.Errorf("%s changed since render wrote it", p)
+		}
+	}
+	return nil
+}
