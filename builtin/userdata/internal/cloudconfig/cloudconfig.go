@@ -1,0 +1,356 @@
+// Package cloudconfig turns the merged constructs of every plugin into the
+// cloud-init userdata (#cloud-config) of each kind of machine: the
+// controllers, the etcd members and each node pool. It is the userdata
+// plugin's logic, kept out of package main so it is tested without the SDK's
+// server.
+//
+// What a machine gets:
+//   - every File targeted at its role (Target{Role: worker} with no NodePool
+//     means every pool), in write_files, sorted by path;
+//   - every Unit and drop-in, at /etc/systemd/system/<unit> and
+//     /etc/systemd/system/<unit>.d/<drop-in>.conf, and runcmd steps that
+//     reload systemd, enable the enabled units and start them without
+//     blocking cloud-init;
+//   - the kubelet's flags in /etc/kubernetes/kubelet.env (KUBELET_ARGS), with
+//     --node-labels and --register-with-taints built from the NodeLabels and
+//     NodeTaints constructs and the node pool's labels and taints;
+//   - on controllers, the API server static pod (builtin/apiserver/podspec)
+//     and every Kubernetes manifest under /etc/kubernetes/addons/.
+//
+// Sensitive values never appear in plain text: a sensitive file's content
+// must be made of ((secret:...)) markers, which are written as they are, and
+// every file holding a marker is listed in /etc/kube-aws/secrets.list so the
+// node decrypts and substitutes them (DecryptCommand) before any unit starts.
+package cloudconfig
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/builtin/apiserver/podspec"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Plugin is the name diagnostics carry.
+const Plugin = "userdata"
+
+// Paths on the machines.
+const (
+	SystemdDir     = "/etc/systemd/system"
+	KubeletEnvPath = "/etc/kubernetes/kubelet.env"
+	ManifestDir    = "/etc/kubernetes/manifests"
+	AddonsDir      = "/etc/kubernetes/addons"
+	SecretsList    = "/etc/kube-aws/secrets.list"
+	// DecryptCommand decrypts the ciphertext of every marker in the files
+	// SecretsList names and substitutes it in place. The bootstrap that
+	// fetches this userdata installs it; runcmd calls it before any unit
+	// starts, so no service ever reads a marker instead of its secret.
+	DecryptCommand = "/opt/kube-aws/bin/decrypt-secrets"
+	// HelmReleasesPath is where the helm plugin's install unit reads the
+	// releases; listed for decryption when a release's values hold a secret.
+	HelmReleasesPath = "/etc/kube-aws/charts/releases.json"
+)
+
+// Marker matches a redaction marker, ((secret:<plugin>/<json-pointer>)).
+var Marker = regexp.MustCompile(`\(\(secret:[^()\s]+\)\)`)
+
+// machine is one userdata document: a role, or one node pool.
+type machine struct {
+	// File is the rendered file's name without folder and extension.
+	File string
+	Role construct.Role
+	Pool *config.NodePool
+	// PoolIndex is the pool's index in cluster.yaml's nodePools.
+	PoolIndex int
+}
+
+// matches reports whether a construct aimed at t lands on the machine.
+func (m machine) matches(t construct.Target) bool {
+	if t.Role != m.Role {
+		return false
+	}
+	return m.Pool == nil || t.NodePool == "" || t.NodePool == m.Pool.Name
+}
+
+func (m machine) String() string {
+	if m.Pool != nil {
+		return "node pool " + m.Pool.Name
+	}
+	return string(m.Role)
+}
+
+// document is a #cloud-config document, built as data.
+type document struct {
+	WriteFiles []writeFile `json:"write_files,omitempty"`
+	RunCmd     [][]string  `json:"runcmd,omitempty"`
+}
+
+type writeFile struct {
+	Path        string `json:"path"`
+	Permissions string `json:"permissions"`
+	Owner       string `json:"owner"`
+	Content     string `json:"content"`
+}
+
+// Render builds userdata/controller.yaml, userdata/etcd.yaml and
+// userdata/nodepool-<name>.yaml. Fatal diagnostics mean the files are
+// incomplete and must not be used; the error return is for failures that are
+// kube-aws's own fault.
+func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, error) {
+	if set == nil {
+		set = &construct.Set{}
+	}
+	var diags diag.List
+	diags = append(diags, checkTargets(c, set)...)
+	diags = append(diags, CheckUnits(set.Units)...)
+
+	machines := []machine{{File: "controller", Role: construct.Controller}, {File: "etcd", Role: construct.Etcd}}
+	for i := range c.NodePools {
+		p := &c.NodePools[i]
+		machines = append(machines, machine{File: "nodepool-" + p.Name, Role: construct.Worker, Pool: p, PoolIndex: i})
+	}
+	var files []stage.File
+	for _, m := range machines {
+		content, d, err := renderMachine(c, set, m)
+		if err != nil {
+			return nil, diags, err
+		}
+		diags = append(diags, d...)
+		files = append(files, stage.File{Path: "userdata/" + m.File + ".yaml", Content: content, Mode: "0644"})
+	}
+	return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
+}
+
+func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, diag.List, error) {
+	var diags diag.List
+	var entries []writeFile
+	// origin remembers what wrote each path, for the duplicate-path fatal.
+	origin := map[string]string{}
+	add := func(f writeFile, what string) {
+		if prev, ok := origin[f.Path]; ok {
+			diags = append(diags, diag.Fatalf("%s and %s both write %s on %s", prev, what, f.Path, m).
+				WithHint("two plugins may not write the same file; drop one or use a systemd drop-in"))
+			return
+		}
+		origin[f.Path] = what
+		entries = append(entries, f)
+	}
+
+	for i, f := range set.Files {
+		if !m.matches(f.Target) {
+			continue
+		}
+		where := fmt.Sprintf("constructs.files[%d]", i)
+		if !path.IsAbs(f.Path) {
+			diags = append(diags, diag.Fatalf("file %q for %s: path must be absolute", f.Path, f.Target).At(where))
+			continue
+		}
+		mode := f.Mode
+		if mode == "" {
+			mode = "0644"
+			if f.Sensitive {
+				mode = "0600"
+			}
+		}
+		if f.Sensitive {
+			if rest := strings.TrimSpace(Marker.ReplaceAllString(f.Content, "")); rest != "" || !Marker.MatchString(f.Content) {
+				// The content is never quoted here: it may be the secret.
+				diags = append(diags, diag.Fatalf("sensitive file %s for %s holds plain text; userdata never carries sensitive content in plain text", f.Path, f.Target).
+					At(where).WithHint("give the secret in cluster.yaml (valueFrom, or a property marked x-kube-aws-sensitive) and write its ((secret:...)) marker as the file's content"))
+				continue
+			}
+		}
+		add(writeFile{Path: path.Clean(f.Path), Permissions: mode, Owner: owner(f.Owner), Content: f.Content}, "file "+where)
+	}
+
+	var enable, restart []string
+	var hasUnits bool
+	for i, u := range set.Units {
+		if !m.matches(u.Target) {
+			continue
+		}
+		hasUnits = true
+		where := fmt.Sprintf("unit %s (constructs.units[%d])", u.Name, i)
+		if u.Content != "" {
+			add(writeFile{Path: SystemdDir + "/" + u.Name, Permissions: "0644", Owner: owner(""), Content: u.Content}, where)
+		}
+		for _, d := range u.DropIns {
+			add(writeFile{Path: DropInPath(u.Name, d.Name), Permissions: "0644", Owner: owner(""), Content: d.Content}, where)
+		}
+		switch {
+		case u.Enable:
+			enable = append(enable, u.Name)
+		case u.Content == "" && len(u.DropIns) > 0:
+			// Drop-ins for a unit the OS already runs only take effect on
+			// restart; try-restart leaves a stopped unit stopped.
+			restart = append(restart, u.Name)
+		}
+	}
+
+	if m.Role != construct.Etcd || targetsKubelet(set, m) {
+		env, d := kubeletEnv(set, m, len(set.APIServer.Flags) > 0)
+		diags = append(diags, d...)
+		add(writeFile{Path: KubeletEnvPath, Permissions: "0644", Owner: owner(""), Content: env}, "the kubelet's flags")
+	}
+
+	if m.Role == construct.Controller {
+		if len(set.APIServer.Flags) > 0 {
+			pod, err := podspec.StaticPod(set.APIServer.Flags, set.APIServer.Volumes, c.KubernetesVersion)
+			if err != nil {
+				diags = append(diags, diag.Fatalf("kube-apiserver static pod: %v", err).At("constructs.apiServer"))
+			} else {
+				add(writeFile{Path: podspec.ManifestPath, Permissions: "0600", Owner: owner(""), Content: string(pod)}, "the API server static pod")
+			}
+		}
+		for i, mf := range set.Manifests {
+			where := fmt.Sprintf("constructs.manifests[%d]", i)
+			name, err := manifestFile(mf.Name)
+			if err != nil {
+				diags = append(diags, diag.Fatalf("manifest %q: %v", mf.Name, err).At(where))
+				continue
+			}
+			add(writeFile{Path: AddonsDir + "/" + name, Permissions: "0644", Owner: owner(""), Content: mf.Content}, "manifest "+where)
+		}
+	}
+
+	// Every file holding a marker is decrypted on the node, sensitive or not.
+	var secretPaths []string
+	for _, e := range entries {
+		if Marker.MatchString(e.Content) {
+			secretPaths = append(secretPaths, e.Path)
+		}
+	}
+	if m.Role == construct.Controller && helmValuesHoldSecrets(set.HelmReleases) {
+		secretPaths = append(secretPaths, HelmReleasesPath)
+	}
+	sort.Strings(secretPaths)
+	if len(secretPaths) > 0 {
+		add(writeFile{Path: SecretsList, Permissions: "0600", Owner: owner(""), Content: strings.Join(secretPaths, "\n") + "\n"}, "the secrets list")
+	}
+
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	doc := document{WriteFiles: entries}
+	if len(secretPaths) > 0 {
+		doc.RunCmd = append(doc.RunCmd, []string{DecryptCommand, SecretsList})
+	}
+	if hasUnits {
+		doc.RunCmd = append(doc.RunCmd, []string{"systemctl", "daemon-reload"})
+	}
+	if len(restart) > 0 {
+		doc.RunCmd = append(doc.RunCmd, append([]string{"systemctl", "try-restart", "--no-block"}, restart...))
+	}
+	if len(enable) > 0 {
+		doc.RunCmd = append(doc.RunCmd, append([]string{"systemctl", "enable"}, enable...))
+		// --no-block: a unit that waits for the API server (Helm installs)
+		// must not hold cloud-init, and so the boot, hostage.
+		doc.RunCmd = append(doc.RunCmd, append([]string{"systemctl", "start", "--no-block"}, enable...))
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, diags, fmt.Errorf("userdata for %s: %w", m, err)
+	}
+	return append([]byte("#cloud-config\n"), out...), diags, nil
+}
+
+// DropInPath is where a unit's drop-in goes; ".conf" is added when missing
+// because systemd ignores drop-ins with any other suffix.
+func DropInPath(unitName, dropIn string) string {
+	if !strings.HasSuffix(dropIn, ".conf") {
+		dropIn += ".conf"
+	}
+	return SystemdDir + "/" + unitName + ".d/" + dropIn
+}
+
+func owner(o string) string {
+	if o == "" {
+		return "root:root"
+	}
+	return o
+}
+
+// manifestFile turns a manifest's name into its file name under AddonsDir.
+func manifestFile(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return "", fmt.Errorf("name must be a plain file name")
+	}
+	switch path.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return name, nil
+	}
+	return name + ".yaml", nil
+}
+
+func helmValuesHoldSecrets(rs []construct.HelmRelease) bool {
+	for _, r := range rs {
+		if Marker.Match(r.Values) {
+			return true
+		}
+	}
+	return false
+}
+
+func targetsKubelet(set *construct.Set, m machine) bool {
+	for _, f := range set.KubeletFlags {
+		if m.matches(f.Target) {
+			return true
+		}
+	}
+	for _, l := range set.NodeLabels {
+		if m.matches(l.Target) {
+			return true
+		}
+	}
+	for _, t := range set.NodeTaints {
+		if m.matches(t.Target) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTargets makes sure every construct lands somewhere: a construct for a
+// node pool that cluster.yaml does not have would silently do nothing.
+func checkTargets(c *config.Cluster, set *construct.Set) diag.List {
+	pools := map[string]bool{}
+	for _, p := range c.NodePools {
+		pools[p.Name] = true
+	}
+	var diags diag.List
+	check := func(t construct.Target, what, where string) {
+		switch {
+		case t.Role != construct.Controller && t.Role != construct.Etcd && t.Role != construct.Worker:
+			diags = append(diags, diag.Fatalf("%s targets role %q", what, t.Role).At(where).
+				WithHint("use controller, etcd or worker"))
+		case t.NodePool != "" && t.Role != construct.Worker:
+			diags = append(diags, diag.Fatalf("%s targets node pool %q with role %s", what, t.NodePool, t.Role).At(where).
+				WithHint("a node pool target needs role worker"))
+		case t.NodePool != "" && !pools[t.NodePool]:
+			diags = append(diags, diag.Fatalf("%s targets node pool %q, which cluster.yaml does not define", what, t.NodePool).At(where).
+				WithHint("add the pool to nodePools or fix the name"))
+		}
+	}
+	for i, f := range set.Files {
+		check(f.Target, "file "+f.Path, fmt.Sprintf("constructs.files[%d]", i))
+	}
+	for i, u := range set.Units {
+		check(u.Target, "unit "+u.Name, fmt.Sprintf("constructs.units[%d]", i))
+	}
+	for i, f := range set.KubeletFlags {
+		check(f.Target, "kubelet flag --"+f.Name, fmt.Sprintf("constructs.kubeletFlags[%d]", i))
+	}
+	for i, l := range set.NodeLabels {
+		check(l.Target, "node label "+l.Key, fmt.Sprintf("constructs.nodeLabels[%d]", i))
+	}
+	for i, t := range set.NodeTaints {
+		check(t.Target, "node taint "+t.Key, fmt.Sprintf("constructs.nodeTaints[%d]", i))
+	}
+	return diags
+}

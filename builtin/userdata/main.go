@@ -1,0 +1,40 @@
+// Command userdata is the built-in kube-aws plugin that renders the cloud-init
+// userdata of every machine: userdata/controller.yaml, userdata/etcd.yaml and
+// userdata/nodepool-<name>.yaml, from the units, drop-ins, files, kubelet
+// flags, labels, taints, API server flags and manifests every plugin
+// contributed. It implements only render: it owns no constructs of its own.
+// The logic is in internal/cloudconfig.
+package main
+
+import (
+	"context"
+
+	"github.com/kube-aws/kube-aws/builtin/userdata/internal/cloudconfig"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+func main() { sdk.Serve(plugin{}) }
+
+type plugin struct{}
+
+func (plugin) Info() stage.PluginInfo {
+	return stage.PluginInfo{
+		Name:        cloudconfig.Plugin,
+		Version:     version.Version,
+		Description: "cloud-init userdata for controllers, etcd and each node pool",
+	}
+}
+
+func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error) {
+	c, err := req.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	files, diags, err := cloudconfig.Render(c, req.Constructs)
+	if err != nil {
+		return nil, err
+	}
+	return &stage.Result{Files: files, Diagnostics: diags}, nil
+}
