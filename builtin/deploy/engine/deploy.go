@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Result is what Deploy did.
+type Result struct {
+	// Deploy is the stage result: every stack deployed so far (in
+	// dependency order) and the cluster outputs.
+	Deploy stage.DeployResult
+	// Changed is true when any stack was created or updated.
+	Changed bool
+	// Uploaded counts objects put in S3 (assets and secrets); Present
+	// counts those already there.
+	Uploaded, Present int
+	// Created, Updated and Unchanged name stacks by what happened to them.
+	Created, Updated, Unchanged []string
+}
+
+// Cluster output names Deploy lifts from the control-plane stack's outputs.
+var clusterOutputs = map[string]string{
+	"APIEndpoint":     "APIEndpoint",
+	"APIEndpointURL":  "APIEndpoint",
+	"APIEndpointName": "APIEndpoint",
+	"APIServerURL":    "APIEndpoint",
+	"LoadBalancerDNS": "APILoadBalancerDNS",
+	"VPCId":           "VPCId",
+	"VpcId":           "VPCId",
+}
+
+// Deploy uploads assets and sensitive values, then creates or updates every
+// stack in dependency order, holding the cluster's deploy lock throughout.
+// A rerun after a failed or interrupted Deploy resumes it. The Result is
+// returned with the error too, holding the stacks that were deployed.
+func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
+	ctx, cancel := e.run(ctx)
+	defer cancel()
+	p, err := e.prepare(t)
+	if err != nil {
+		return nil, err
+	}
+	release, err := e.lock(ctx, p, "deploy")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	a, err := e.uploadAssets(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.uploadSecrets(ctx, p, a); err != nil {
+		return nil, err
+	}
+	res := &Result{Deploy: stage.DeployResult{Outputs: map[string]string{}}}
+	res.Uploaded, res.Present = int(a.uploaded.Load()), int(a.present.Load())
+	if res.Uploaded > 0 {
+		e.say("", "uploaded %d objects to s3://%s (%d already there)", res.Uploaded, p.loc.Bucket, res.Present)
+	}
+
+	var mu sync.Mutex
+	outputs := map[string]map[string]string{}
+	statuses := map[string]stage.StackStatus{}
+	outcome := map[string]string{}
+	get := func(stack string) (map[string]string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		o, ok := outputs[stack]
+		return o, ok
+	}
+	err = p.graph.walk(ctx, e.opts.Parallelism, false, func(ctx context.Context, stack string) error {
+		in, err := e.input(p, stack, a.keys, get, false)
+		if err != nil {
+			return err
+		}
+		o, err := e.deployStack(ctx, p, stack, in)
+		if err != nil {
+			return err
+		}
+		outs := outputsOf(o.stack)
+		e.say(stack, "%s %s (%s)", o.action, in.name, o.stack.StackStatus)
+		mu.Lock()
+		defer mu.Unlock()
+		outputs[stack] = outs
+		outcome[stack] = o.action
+		statuses[stack] = stage.StackStatus{
+			Name: in.name, ID: aws.ToString(o.stack.StackId), Status: string(o.stack.StackStatus),
+			Outputs: outs, Changed: o.changed,
+		}
+		return nil
+	})
+	for _, stack := range p.graph.order {
+		st, ok := statuses[stack]
+		if !ok {
+			continue
+		}
+		res.Deploy.Stacks = append(res.Deploy.Stacks, st)
+		switch outcome[stack] {
+		case "created", "recreated":
+			res.Created = append(res.Created, stack)
+		case "updated":
+			res.Updated = append(res.Updated, stack)
+		default:
+			res.Unchanged = append(res.Unchanged, stack)
+		}
+		res.Changed = res.Changed || st.Changed
+	}
+	liftOutputs(res.Deploy.Outputs, outputs)
+	if err != nil {
+		return res, fmt.Errorf("deploying cluster %s: %w", p.cluster, err)
+	}
+	return res, nil
+}
+
+// liftOutputs copies well-known stack outputs (the API endpoint, say) to
+// cluster outputs; control-plane wins over network, which wins over others.
+func liftOutputs(dst map[string]string, outputs map[string]map[string]string) {
+	stacks := make([]string, 0, len(outputs))
+	for s := range outputs {
+		stacks = append(stacks, s)
+	}
+	rank := func(s string) int {
+		switch s {
+		case "control-plane":
+			return 0
+		case "network":
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(stacks, func(i, j int) bool {
+		if rank(stacks[i]) != rank(stacks[j]) {
+			return rank(stacks[i]) < rank(stacks[j])
+		}
+		return stacks[i] < stacks[j]
+	})
+	for _, s := range stacks {
+		keys := make([]string, 0, len(outputs[s]))
+		for out := range outputs[s] {
+			keys = append(keys, out)
+		}
+		sort.Strings(keys)
+		for _, out := range keys {
+			if name, ok := clusterOutputs[out]; ok {
+				if _, set := dst[name]; !set {
+					dst[name] = outputs[s][out]
+				}
+			}
+		}
+	}
+}

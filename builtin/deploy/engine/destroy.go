@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+)
+
+// DestroyResult is what Destroy removed.
+type DestroyResult struct {
+	// Deleted names the stacks deleted; Absent those already gone.
+	Deleted, Absent []string
+}
+
+// Destroy deletes every stack of the cluster in reverse dependency order
+// (node pools before the control plane before the network) and waits for
+// each, holding the deploy lock. Stacks already gone are skipped, so a rerun
+// finishes an interrupted Destroy. Assets in S3 are kept: they are small,
+// content-addressed, and may be shared with a redeploy.
+func (e *Engine) Destroy(ctx context.Context, t Target) (*DestroyResult, error) {
+	ctx, cancel := e.run(ctx)
+	defer cancel()
+	p, err := e.prepare(t)
+	if err != nil {
+		return nil, err
+	}
+	release, err := e.lock(ctx, p, "destroy")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var mu sync.Mutex
+	res := &DestroyResult{}
+	err = p.graph.walk(ctx, e.opts.Parallelism, true, func(ctx context.Context, stack string) error {
+		name := p.stackName(stack)
+		st, err := e.describe(ctx, name)
+		if err != nil {
+			return err
+		}
+		if st != nil && st.StackStatus != types.StackStatusDeleteComplete {
+			if err := e.deleteAndWait(ctx, stack, name); err != nil {
+				return err
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if st == nil {
+			res.Absent = append(res.Absent, stack)
+		} else {
+			res.Deleted = append(res.Deleted, stack)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("destroying cluster %s: %w", p.cluster, err)
+	}
+	return res, nil
+}

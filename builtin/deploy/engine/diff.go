@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Stack actions a Diff reports.
+const (
+	ActionCreate   = "create"   // the stack does not exist yet
+	ActionRecreate = "recreate" // a failed create: it would be deleted and created again
+	ActionUpdate   = "update"   // the change set has changes
+	ActionNone     = "none"     // nothing would change
+)
+
+// ResourceChange is one resource a change set would touch.
+type ResourceChange struct {
+	// Action is Add, Modify, Remove, Import or Dynamic.
+	Action       string `json:"action"`
+	LogicalID    string `json:"logicalId"`
+	PhysicalID   string `json:"physicalId,omitempty"`
+	ResourceType string `json:"resourceType"`
+	// Replacement is True, False or Conditional for Modify.
+	Replacement string `json:"replacement,omitempty"`
+}
+
+func (c ResourceChange) String() string {
+	s := fmt.Sprintf("%s %s (%s)", c.Action, c.LogicalID, c.ResourceType)
+	if c.Replacement == "True" || c.Replacement == "Conditional" {
+		s += " replacement: " + c.Replacement
+	}
+	return s
+}
+
+// StackDiff is what would happen to one stack.
+type StackDiff struct {
+	Stack     string `json:"stack"`
+	StackName string `json:"stackName"`
+	// Status is the stack's current status ("" when it does not exist).
+	Status  string           `json:"status,omitempty"`
+	Action  string           `json:"action"`
+	Changes []ResourceChange `json:"changes,omitempty"`
+}
+
+// DiffResult is a preview of a deploy.
+type DiffResult struct {
+	// Stacks in dependency order.
+	Stacks  []StackDiff `json:"stacks"`
+	Changed bool        `json:"changed"`
+}
+
+// Diff previews a deploy: a change set per existing stack, what each would
+// change per resource, every change set deleted again, nothing executed.
+// Absent stacks are reported as "create" with every resource of their
+// template; a change set cannot be made for them before the stacks they take
+// parameters from exist. Parameters from other stacks' outputs use the
+// outputs those stacks have now.
+func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
+	ctx, cancel := e.run(ctx)
+	defer cancel()
+	p, err := e.prepare(t)
+	if err != nil {
+		return nil, err
+	}
+	keys, contents, err := assetKeys(p)
+	if err != nil {
+		return nil, err
+	}
+	current := map[string]*types.Stack{}
+	var mu sync.Mutex
+	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {
+		st, err := e.describe(ctx, p.stackName(stack))
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		current[stack] = st
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	outputs := func(stack string) (map[string]string, bool) {
+		st := current[stack]
+		if st == nil {
+			return nil, false
+		}
+		return outputsOf(st), true
+	}
+	diffs := map[string]*StackDiff{}
+	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {
+		d := &StackDiff{Stack: stack, StackName: p.stackName(stack)}
+		defer func() { mu.Lock(); diffs[stack] = d; mu.Unlock() }()
+		st := current[stack]
+		if st != nil {
+			d.Status = string(st.StackStatus)
+		}
+		switch {
+		case st == nil || st.StackStatus == types.StackStatusReviewInProgress:
+			d.Action, d.Changes = ActionCreate, templateAdds(p.tmpl[stack])
+			return nil
+		case st.StackStatus == types.StackStatusRollbackComplete || st.StackStatus == types.StackStatusRollbackFailed || st.StackStatus == types.StackStatusCreateFailed:
+			d.Action, d.Changes = ActionRecreate, templateAdds(p.tmpl[stack])
+			return nil
+		}
+		in, err := e.input(p, stack, keys, outputs, true)
+		if err != nil {
+			return err
+		}
+		if in.templateURL != nil {
+			// CloudFormation reads big templates from S3: put this one
+			// there (content-addressed, so Deploy will find it present).
+			if err := e.putIfAbsent(ctx, p.loc.Bucket, keys[p.graph.specs[stack].Template], contents[p.graph.specs[stack].Template]); err != nil {
+				return err
+			}
+		}
+		cs, err := e.makeChangeSet(ctx, stack, in, types.ChangeSetTypeUpdate, "kube-aws diff (never executed)")
+		if err != nil {
+			return err
+		}
+		if cs == nil {
+			d.Action = ActionNone
+			return nil
+		}
+		e.deleteChangeSet(ctx, in.name, cs.name)
+		// A change set that changes only parameters can list no resource
+		// (moto does so); it is a change all the same.
+		d.Action, d.Changes = ActionUpdate, cs.changes
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &DiffResult{}
+	for _, stack := range p.graph.order {
+		d := diffs[stack]
+		res.Stacks = append(res.Stacks, *d)
+		res.Changed = res.Changed || d.Action != ActionNone
+	}
+	return res, nil
+}
+
+func templateAdds(t *template) []ResourceChange {
+	ids := make([]string, 0, len(t.Resources))
+	for id := range t.Resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]ResourceChange, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, ResourceChange{Action: "Add", LogicalID: id, ResourceType: t.Resources[id].Type})
+	}
+	return out
+}
+
+func (e *Engine) putIfAbsent(ctx context.Context, bucket, key string, body []byte) error {
+	exists, err := e.objectExists(ctx, bucket, key)
+	if err != nil || exists {
+		return err
+	}
+	_, err = e.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
+	if err != nil {
+		return fmt.Errorf("uploading template to s3://%s/%s: %w", bucket, key, err)
+	}
+	return nil
+}

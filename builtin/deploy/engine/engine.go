@@ -1,0 +1,287 @@
+// Package engine deploys a rendered kube-aws cluster to AWS: it uploads
+// assets and sensitive values to S3 under content-addressed keys, then
+// creates or updates one CloudFormation stack per rendered stack as a
+// dependency graph (independent stacks in parallel, bounded), passing outputs
+// on as parameters. It also previews (Diff), checks (Validate) and removes
+// (Destroy) a cluster, and keeps two deploys of one cluster apart with a lock
+// object in S3.
+//
+// It is a library so that the deploy plugin and the kube-aws commands (up,
+// diff, validate, destroy) share one implementation. Only binaries that
+// import it link the AWS SDK.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultTimeout      = 60 * time.Minute
+	DefaultParallelism  = 4
+	DefaultPollInterval = 10 * time.Second
+	DefaultMaxAttempts  = 10
+	DefaultMaxBackoff   = 20 * time.Second
+)
+
+// MaxInlineTemplate is the largest template CloudFormation accepts inline
+// (TemplateBody); larger ones are passed by TemplateURL.
+const MaxInlineTemplate = 51200
+
+// Options configure an Engine.
+type Options struct {
+	// Region every call goes to: the --region flag, else cluster.yaml's
+	// region; empty means the AWS configuration's (AWS_REGION, profile).
+	Region string
+	// Profile is a shared-config profile; empty means the default chain.
+	Profile string
+	// EndpointURL sends every AWS call to an emulator such as moto
+	// (S3 then uses path-style addressing).
+	EndpointURL string
+	// Credentials, when set, replace the default credential chain (tests).
+	Credentials aws.CredentialsProvider
+	// HTTPClient, when set, is used for every AWS call.
+	HTTPClient *http.Client
+
+	// Timeout bounds a whole Deploy, Diff, Validate or Destroy.
+	Timeout time.Duration
+	// Parallelism bounds how many stacks are worked on at once.
+	Parallelism int
+	// PollInterval is the longest pause between two polls of a stack; polls
+	// start fast and back off to it, so quick stacks finish quickly.
+	PollInterval time.Duration
+	// MaxAttempts and MaxBackoff tune the SDK's retries of throttled or
+	// failed calls.
+	MaxAttempts int
+	MaxBackoff  time.Duration
+
+	// ConfirmRecreate allows deleting and recreating a stack that is in
+	// ROLLBACK_COMPLETE (a failed create): the user said --yes.
+	ConfirmRecreate bool
+	// Who identifies this deploy in the lock; empty means user@host pid N.
+	Who string
+
+	// Reporter receives progress; nil discards it.
+	Reporter Reporter
+}
+
+// Engine deploys clusters. It is safe for concurrent use by the methods it
+// runs itself; create one per command.
+type Engine struct {
+	opts Options
+	cfg  aws.Config
+	cfn  *cloudformation.Client
+	s3   *s3.Client
+	kms  *kms.Client
+	asg  *autoscaling.Client
+}
+
+// Target is what to deploy: the cluster configuration, the render output
+// and, for Deploy only, the plain text of sensitive values (by marker).
+type Target struct {
+	Cluster  *config.Cluster
+	Rendered *stage.Rendered
+	Secrets  map[string]string
+}
+
+// New loads the AWS configuration and makes the clients.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = DefaultParallelism
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.Reporter == nil {
+		opts.Reporter = ReporterFunc(func(Event) {})
+	}
+	if opts.Who == "" {
+		opts.Who = defaultWho()
+	}
+	var lo []func(*awsconfig.LoadOptions) error
+	if opts.Region != "" {
+		lo = append(lo, awsconfig.WithRegion(opts.Region))
+	}
+	if opts.Profile != "" {
+		lo = append(lo, awsconfig.WithSharedConfigProfile(opts.Profile))
+	}
+	if opts.Credentials != nil {
+		lo = append(lo, awsconfig.WithCredentialsProvider(opts.Credentials))
+	}
+	if opts.HTTPClient != nil {
+		lo = append(lo, awsconfig.WithHTTPClient(opts.HTTPClient))
+	}
+	lo = append(lo, awsconfig.WithRetryer(func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = opts.MaxAttempts
+			o.MaxBackoff = opts.MaxBackoff
+			// Many stacks polled in parallel get throttled together; the
+			// client-side retry quota would turn that into hard failures.
+			o.RateLimiter = ratelimit.None
+		})
+	}))
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS configuration (profile %q): %w; check ~/.aws/config or the AWS_* environment variables", opts.Profile, err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region: set region in cluster.yaml, pass --region, or set AWS_REGION")
+	}
+	e := &Engine{opts: opts, cfg: cfg}
+	ep := func() *string {
+		if opts.EndpointURL == "" {
+			return nil
+		}
+		return aws.String(opts.EndpointURL)
+	}
+	e.cfn = cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = ep() })
+	e.s3 = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = ep()
+		o.UsePathStyle = opts.EndpointURL != ""
+	})
+	e.kms = kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = ep() })
+	e.asg = autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.BaseEndpoint = ep() })
+	return e, nil
+}
+
+func defaultWho() string {
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "unknown"
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s pid %d", user, host, os.Getpid())
+}
+
+// Region is the region every call goes to.
+func (e *Engine) Region() string { return e.cfg.Region }
+
+// location is the S3 bucket and key prefix of cluster.yaml's s3URI.
+type location struct {
+	Bucket, Prefix string
+}
+
+func (l location) key(parts ...string) string {
+	k := strings.Join(parts, "/")
+	if l.Prefix == "" {
+		return k
+	}
+	return l.Prefix + "/" + k
+}
+
+func parseS3URI(uri string) (location, error) {
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	if !ok || rest == "" {
+		return location{}, fmt.Errorf("cluster.yaml s3URI %q: want s3://bucket[/prefix]", uri)
+	}
+	bucket, prefix, _ := strings.Cut(rest, "/")
+	if bucket == "" {
+		return location{}, fmt.Errorf("cluster.yaml s3URI %q: the bucket name is empty; want s3://bucket[/prefix]", uri)
+	}
+	return location{Bucket: bucket, Prefix: strings.Trim(prefix, "/")}, nil
+}
+
+// prepared is a Target checked and read: the graph of stacks with their
+// templates, and where things go in S3.
+type prepared struct {
+	t       Target
+	cluster string
+	loc     location
+	region  string
+	graph   *graph
+	tmpl    map[string]*template // by stack name
+}
+
+func (e *Engine) prepare(t Target) (*prepared, error) {
+	if t.Cluster == nil {
+		return nil, errors.New("no cluster configuration given")
+	}
+	if t.Cluster.ClusterName == "" {
+		return nil, errors.New("cluster.yaml clusterName is empty")
+	}
+	if t.Rendered == nil {
+		return nil, errors.New("no render output given: run `kube-aws render` (or `kube-aws stage render`) first")
+	}
+	loc, err := parseS3URI(t.Cluster.S3URI)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGraph(t.Rendered.Stacks)
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{t: t, cluster: t.Cluster.ClusterName, loc: loc, region: e.cfg.Region, graph: g, tmpl: map[string]*template{}}
+	for _, s := range t.Rendered.Stacks {
+		body, err := os.ReadFile(filepath.Join(t.Rendered.Dir, filepath.FromSlash(s.Template)))
+		if err != nil {
+			return nil, fmt.Errorf("stack %s: reading its template: %w; run `kube-aws render` again", s.Name, err)
+		}
+		tp, err := parseTemplate(body)
+		if err != nil {
+			return nil, fmt.Errorf("stack %s: template %s: %w", s.Name, s.Template, err)
+		}
+		for param := range s.ParameterSources {
+			if _, ok := tp.Parameters[param]; !ok {
+				return nil, fmt.Errorf("stack %s: parameter %s has a source (%s) but template %s does not declare it; this is a render bug", s.Name, param, s.ParameterSources[param], s.Template)
+			}
+		}
+		p.tmpl[s.Name] = tp
+	}
+	return p, nil
+}
+
+// stackName is the CloudFormation name of a rendered stack.
+func (p *prepared) stackName(stack string) string {
+	return p.cluster + "-" + stack
+}
+
+// run bounds an operation by the total timeout.
+func (e *Engine) run(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.opts.Timeout)
+}
+
+// apiCode returns the AWS error code of err, or "".
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func apiMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorMessage()
+	}
+	return ""
+}

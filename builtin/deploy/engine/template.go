@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// template is what the engine needs to know of a rendered template: which
+// parameters it takes, which outputs it promises, which resources it makes.
+// Render writes JSON (templates are built as data), so JSON is all we parse.
+type template struct {
+	Body       []byte
+	Parameters map[string]templateParam
+	Outputs    map[string]json.RawMessage
+	Resources  map[string]templateResource
+}
+
+type templateParam struct {
+	Default json.RawMessage `json:"Default"`
+}
+
+type templateResource struct {
+	Type string `json:"Type"`
+}
+
+func parseTemplate(body []byte) (*template, error) {
+	var t struct {
+		Parameters map[string]templateParam    `json:"Parameters"`
+		Outputs    map[string]json.RawMessage  `json:"Outputs"`
+		Resources  map[string]templateResource `json:"Resources"`
+	}
+	if err := json.Unmarshal(body, &t); err != nil {
+		return nil, fmt.Errorf("not a JSON CloudFormation template: %w", err)
+	}
+	if len(t.Resources) == 0 {
+		return nil, fmt.Errorf("declares no Resources; CloudFormation needs at least one")
+	}
+	return &template{Body: body, Parameters: t.Parameters, Outputs: t.Outputs, Resources: t.Resources}, nil
+}
+
+// outputNames lists the template's outputs in a stable order.
+func (t *template) outputNames() []string {
+	names := make([]string, 0, len(t.Outputs))
+	for n := range t.Outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,209 @@
+// Package awstest starts moto, a real AWS API emulator, in server mode on
+// 127.0.0.1 for tests, benchmarks and the demo. kube-aws has no AWS account to
+// test against: every AWS call in tests goes over HTTP to a moto_server that
+// this package started and stops again.
+//
+// moto_server is looked up in $KUBE_AWS_VENV/bin, else in <repo root>/.venv/bin
+// (`make venv` creates it).
+package awstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// Region is the region tests use; moto accepts any.
+const Region = "us-east-1"
+
+// AccessKeyID and SecretAccessKey are fixed test credentials. moto does not
+// check signatures; fixed values keep the user's real credentials out of tests.
+const (
+	AccessKeyID     = "AKIAKUBEAWSTEST00000"
+	SecretAccessKey = "kube-aws-test-secret-key-not-real"
+)
+
+// Credentials returns a provider of the fixed test credentials.
+func Credentials() aws.CredentialsProvider {
+	return credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, "")
+}
+
+// MotoServerPath finds moto_server: $KUBE_AWS_VENV/bin/moto_server, else
+// <repo root>/.venv/bin/moto_server, where the repo root is the nearest
+// folder above the working directory holding go.mod.
+func MotoServerPath() (string, error) {
+	var tried []string
+	if v := os.Getenv("KUBE_AWS_VENV"); v != "" {
+		p := filepath.Join(v, "bin", "moto_server")
+		if isExec(p) {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	if root, err := repoRoot(); err == nil {
+		p := filepath.Join(root, ".venv", "bin", "moto_server")
+		if isExec(p) {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("moto_server not found (looked at %v): run `make venv` in the repository root, or set KUBE_AWS_VENV to a virtualenv with moto[server] installed", tried)
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// freePort asks the kernel for a free port on 127.0.0.1. Another process may
+// take it before moto binds it; StartServer retries once on that.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartServer starts moto_server on 127.0.0.1 on a free port and waits until
+// it answers. stop kills its whole process group (moto_server may fork) and
+// is safe to call more than once.
+func StartServer() (url string, stop func(), err error) {
+	bin, err := MotoServerPath()
+	if err != nil {
+		return "", nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		url, stop, err := startOnce(bin)
+		if err == nil {
+			return url, stop, nil
+		}
+		lastErr = err
+	}
+	return "", nil, lastErr
+}
+
+func startOnce(bin string) (string, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, fmt.Errorf("finding a free port for moto: %w", err)
+	}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	// Its own process group, so that stop reaches every child, and so that a
+	// Ctrl-C meant for the test is not what kills moto half way.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.CreateTemp("", "moto-*.log")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		os.Remove(logf.Name())
+		return "", nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(3 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
+			logf.Close()
+			os.Remove(logf.Name())
+		})
+	}
+
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(logf.Name())
+			stop()
+			return "", nil, fmt.Errorf("moto_server exited before it was ready:\n%s", out)
+		default:
+		}
+		// /moto-api/ is moto's own dashboard: a 200 there means the server
+		// and every backend are loaded.
+		resp, err := client.Get(url + "/moto-api/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return url, stop, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	return "", nil, fmt.Errorf("moto_server on %s did not answer within 30s", url)
+}
+
+// Start starts moto for one test and stops it at the end of the test. It
+// fails the test (never skips it) when moto is not installed.
+func Start(t testing.TB) string {
+	t.Helper()
+	url, stop, err := StartServer()
+	if err != nil {
+		t.Fatalf("starting moto: %v", err)
+	}
+	t.Cleanup(stop)
+	return url
+}
+
+// Reset drops every resource moto holds, so that one server can serve
+// several independent tests in sequence.
+func Reset(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/moto-api/reset", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("resetting moto at %s: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("resetting moto at %s: HTTP %d", url, resp.StatusCode)
+	}
+	return nil
+}
