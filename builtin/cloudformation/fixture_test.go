@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+// fixtures are the cluster configurations every render test runs on.
+var fixtures = []string{"minimal", "full"}
+
+// loadFixture reads testdata/<name>.yaml strictly: a typo in a fixture must
+// fail the test, not silently drop a setting.
+func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
+	t.Helper()
+	y, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var c config.Cluster
+	if err := yaml.UnmarshalStrict(y, &c); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return j, &c
+}
+
+// request builds the stage input the host would send.
+func request(t *testing.T, cfg json.RawMessage, c *config.Cluster, st stage.Name, set *construct.Set) *sdk.Request {
+	t.Helper()
+	in := &stage.Input{Stage: st, Config: cfg, Constructs: set, Values: map[string]stage.PluginValues{}}
+	for name, p := range c.Plugins {
+		in.Values[name] = stage.PluginValues{Values: p.Values}
+	}
+	return &sdk.Request{Input: in, Plugin: "cloudformation"}
+}
+
+// otherPlugins stands for what other plugins contribute in initialise in the
+// "full" fixture: a whole extra stack wired to the network stack, and a
+// patch to a node pool's auto scaling group. Render must carry both.
+func otherPlugins() *construct.Set {
+	return &construct.Set{
+		Stacks: []construct.Stack{{
+			Name:        "bastion",
+			Description: "bastion host (test plugin)",
+			Parameters: map[string]json.RawMessage{
+				"VpcId": json.RawMessage(`{"Type":"AWS::EC2::VPC::Id"}`),
+			},
+			ParameterSources: map[string]string{"VpcId": "network.VpcId"},
+			Resources: map[string]json.RawMessage{
+				"BastionSecurityGroup": json.RawMessage(`{"Type":"AWS::EC2::SecurityGroup","Properties":{"GroupDescription":"bastion","VpcId":{"Ref":"VpcId"},"SecurityGroupIngress":[{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"192.0.2.0/24"}]}}`),
+			},
+			Outputs: map[string]json.RawMessage{
+				"BastionSecurityGroupId": json.RawMessage(`{"Value":{"Fn::GetAtt":["BastionSecurityGroup","GroupId"]}}`),
+			},
+			Tags: map[string]string{"plugin": "bastion"},
+		}},
+		Patches: []construct.Patch{{
+			Stack:     "nodepool-general",
+			LogicalID: "AutoScalingGroup",
+			Merge:     json.RawMessage(`{"Properties":{"HealthCheckGracePeriod":300,"MetricsCollection":[{"Granularity":"1Minute"}]}}`),
+		}},
+	}
+}
+
+// merged appends b's contributions to a's, as the host's merge would for
+// contributions that do not conflict.
+func merged(a, b *construct.Set) *construct.Set {
+	out := *a
+	out.Stacks = append(append([]construct.Stack(nil), a.Stacks...), b.Stacks...)
+	out.Patches = append(append([]construct.Patch(nil), a.Patches...), b.Patches...)
+	out.Protected = append(append([]construct.Protected(nil), a.Protected...), b.Protected...)
+	return &out
+}
+
+// renderFixture runs the plugin's initialise and render on a fixture exactly
+// as the host would call them, and fails on any fatal diagnostic.
+func renderFixture(t *testing.T, name string) *stage.Result {
+	t.Helper()
+	cfg, c := loadFixture(t, name)
+	ctx := context.Background()
+	init, err := plugin{}.Initialise(ctx, request(t, cfg, c, stage.Initialise, nil))
+	if err != nil {
+		t.Fatalf("%s: initialise: %v", name, err)
+	}
+	if init.Diagnostics.HasFatal() {
+		t.Fatalf("%s: initialise: %v", name, init.Diagnostics)
+	}
+	set := init.Constructs
+	if name == "full" {
+		set = merged(set, otherPlugins())
+	}
+	res, err := plugin{}.Render(ctx, request(t, cfg, c, stage.Render, set))
+	if err != nil {
+		t.Fatalf("%s: render: %v", name, err)
+	}
+	if res.Diagnostics.HasFatal() {
+		t.Fatalf("%s: render: %v", name, res.Diagnostics)
+	}
+	return res
+}

@@ -1,0 +1,173 @@
+package stacks
+
+import (
+	"fmt"
+
+	"github.com/awslabs/goformation/v4/cloudformation/elasticloadbalancingv2"
+	"github.com/awslabs/goformation/v4/cloudformation/route53"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+// Initialise returns the base constructs of a cluster: the network, etcd,
+// control-plane and nodepool-<name> stacks, and the protected paths of their
+// launch templates. The iam stack is the iam plugin's.
+func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
+	var diags diag.List
+	subnets, d := computeSubnets(c)
+	diags = append(diags, d...)
+	if diags.HasFatal() {
+		return &construct.Set{}, diags
+	}
+	set := &construct.Set{}
+
+	net, d := network(c, subnets)
+	diags = append(diags, d...)
+	set.Stacks = append(set.Stacks, net.done())
+
+	etcdSubnets, d := pickSubnets(subnets, c.Etcd.Subnets, "etcd.subnets")
+	diags = append(diags, d...)
+	etcd := newStack(cfn.StackEtcd, fmt.Sprintf("kube-aws %s: etcd", c.ClusterName))
+	set.Protected = append(set.Protected, machineStack(etcd, c, machines{
+		role: construct.Etcd, name: "etcd", instanceType: c.Etcd.InstanceType, rootVolume: c.Etcd.RootVolumeSize,
+		min: c.Etcd.Count, max: c.Etcd.Count, desired: c.Etcd.Count,
+		subnets: etcdSubnets, sgOutput: cfn.OutputEtcdSecurityGroup,
+	})...)
+	set.Stacks = append(set.Stacks, etcd.done())
+
+	cp, prot, d := controlPlane(c, subnets)
+	diags = append(diags, d...)
+	set.Protected = append(set.Protected, prot...)
+	set.Stacks = append(set.Stacks, cp.done())
+
+	seen := map[string]string{}
+	for i, p := range c.NodePools {
+		path := fmt.Sprintf("nodePools[%d]", i)
+		camel := cfn.CamelName(p.Name)
+		if camel == "" {
+			diags = append(diags, diag.Fatalf("node pool name %q has no letters or digits", p.Name).At(path+".name"))
+			continue
+		}
+		if other, dup := seen[camel]; dup {
+			diags = append(diags, diag.Fatalf("node pools %q and %q give the same CloudFormation name %s", other, p.Name, camel).
+				At(path+".name").WithHint("rename one of them"))
+			continue
+		}
+		seen[camel] = p.Name
+		sn, d := pickSubnets(subnets, p.Subnets, path+".subnets")
+		diags = append(diags, d...)
+		st := newStack(cfn.NodePoolStack(p.Name), fmt.Sprintf("kube-aws %s: node pool %s", c.ClusterName, p.Name))
+		set.Protected = append(set.Protected, machineStack(st, c, machines{
+			role: construct.Worker, pool: p.Name, name: cfn.NodePoolStack(p.Name),
+			instanceType: p.InstanceType, min: p.MinSize, max: p.MaxSize, desired: p.DesiredCapacity,
+			subnets: sn, spot: p.Spot, sgOutput: cfn.OutputWorkerSecurityGroup, asgTags: poolTags(c, p),
+		})...)
+		set.Stacks = append(set.Stacks, st.done())
+	}
+
+	if c.Network.VPCID == "" && !c.Network.NATGateways {
+		for _, sn := range subnets {
+			if sn.Private {
+				diags = append(diags, diag.Warningf("private subnets without NAT gateways: machines there cannot reach S3 or the internet to boot").
+					At("network.natGateways").WithHint("set network.natGateways: true, or put the machines in public subnets"))
+				break
+			}
+		}
+	}
+	for i := range set.Stacks {
+		set.Stacks[i].Tags = map[string]string{"kube-aws:cluster": c.ClusterName, "kube-aws:stack": set.Stacks[i].Name}
+	}
+	return set, diags
+}
+
+// controlPlane builds the controllers' stack: their launch template and auto
+// scaling group, the network load balancer in front of the API servers on
+// 443, and a Route 53 alias for apiEndpoint.dnsName when a zone is given.
+func controlPlane(c *config.Cluster, subnets []config.Subnet) (*stack, []construct.Protected, diag.List) {
+	var diags diag.List
+	s := newStack(cfn.StackControlPlane, fmt.Sprintf("kube-aws %s: control plane", c.ClusterName))
+	sn, d := pickSubnets(subnets, c.Controller.Subnets, "controller.subnets")
+	diags = append(diags, d...)
+
+	// The load balancer goes in one subnet per zone (a network load
+	// balancer takes no more), public unless the endpoint is private.
+	var lbSubnets []config.Subnet
+	zones := map[string]bool{}
+	for _, x := range subnets {
+		if x.Private == c.APIEndpoint.Private && !zones[x.AvailabilityZone] {
+			zones[x.AvailabilityZone] = true
+			lbSubnets = append(lbSubnets, x)
+		}
+	}
+	if len(lbSubnets) == 0 {
+		kind := "public"
+		if c.APIEndpoint.Private {
+			kind = "private"
+		}
+		diags = append(diags, diag.Fatalf("the API load balancer needs a %s subnet and there is none", kind).At("apiEndpoint.private"))
+	}
+	s.wired(paramVpcID, "AWS::EC2::VPC::Id", cfn.StackNetwork, cfn.OutputVpcID)
+	scheme := "internet-facing"
+	if c.APIEndpoint.Private {
+		scheme = "internal"
+	}
+	s.resource("LoadBalancer", &elasticloadbalancingv2.LoadBalancer{
+		Type:    "network",
+		Scheme:  scheme,
+		Subnets: subnetParams(s, lbSubnets),
+		LoadBalancerAttributes: []elasticloadbalancingv2.LoadBalancer_LoadBalancerAttribute{
+			{Key: "load_balancing.cross_zone.enabled", Value: "true"},
+		},
+		Tags: tagList(c.ClusterName, c.ClusterName+"-api"),
+	})
+	s.resource("TargetGroup", &elasticloadbalancingv2.TargetGroup{
+		Port:                       443,
+		Protocol:                   "TCP",
+		TargetType:                 "instance",
+		VpcId:                      cfn.Ref(paramVpcID),
+		HealthCheckProtocol:        "TCP",
+		HealthCheckIntervalSeconds: 10,
+		HealthyThresholdCount:      3,
+		UnhealthyThresholdCount:    3,
+		Tags:                       tagList(c.ClusterName, c.ClusterName+"-api"),
+	})
+	s.resource("Listener", &elasticloadbalancingv2.Listener{
+		LoadBalancerArn: cfn.Ref("LoadBalancer"),
+		Port:            443,
+		Protocol:        "TCP",
+		DefaultActions:  []elasticloadbalancingv2.Listener_Action{{Type: "forward", TargetGroupArn: cfn.Ref("TargetGroup")}},
+	})
+
+	prot := machineStack(s, c, machines{
+		role: construct.Controller, name: "controller", instanceType: c.Controller.InstanceType,
+		rootVolume: c.Controller.RootVolumeSize, min: c.Controller.Count, max: c.Controller.Count, desired: c.Controller.Count,
+		subnets: sn, sgOutput: cfn.OutputControllerSecurityGroup, targetGroups: []string{cfn.Ref("TargetGroup")},
+	})
+
+	endpoint := cfn.Join("", "https://", cfn.GetAtt("LoadBalancer", "DNSName"))
+	if c.APIEndpoint.DNSName != "" {
+		endpoint = "https://" + c.APIEndpoint.DNSName
+	}
+	if c.APIEndpoint.HostedZoneID != "" {
+		if c.APIEndpoint.DNSName == "" {
+			diags = append(diags, diag.Fatalf("apiEndpoint.hostedZoneId is set but apiEndpoint.dnsName is not").
+				At("apiEndpoint.dnsName").WithHint("name the record to create in the zone"))
+		} else {
+			s.resource("APIEndpointRecord", &route53.RecordSet{
+				HostedZoneId: c.APIEndpoint.HostedZoneID,
+				Name:         c.APIEndpoint.DNSName,
+				Type:         "A",
+				AliasTarget: &route53.RecordSet_AliasTarget{
+					DNSName:      cfn.GetAtt("LoadBalancer", "DNSName"),
+					HostedZoneId: cfn.GetAtt("LoadBalancer", "CanonicalHostedZoneID"),
+				},
+			})
+		}
+	}
+	s.output("APIEndpoint", endpoint, "URL of the Kubernetes API")
+	s.output("LoadBalancerDNSName", cfn.GetAtt("LoadBalancer", "DNSName"), "DNS name of the API load balancer")
+	return s, prot, diags
+}

@@ -1,0 +1,188 @@
+package stacks
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/awslabs/goformation/v4/cloudformation/autoscaling"
+	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+)
+
+// Logical IDs every machine stack uses. Plugins patch these by name.
+const (
+	LaunchTemplateID   = "LaunchTemplate"
+	AutoScalingGroupID = "AutoScalingGroup"
+)
+
+// Parameters of machine stacks besides cfn.ParamAssetsBucket,
+// cfn.ParamUserDataKey and cfn.ParamInstanceProfile.
+const (
+	paramImageID       = "ImageId"
+	paramSecurityGroup = "SecurityGroupId"
+	paramVpcID         = "VpcId"
+)
+
+// defaultImage is the SSM parameter of the image machines boot when
+// cluster.yaml names no AMI: Amazon Linux 2023 ships cloud-init and the AWS
+// CLI, which the bootstrap needs, and AWS keeps the parameter current.
+const defaultImageX86 = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+const defaultImageArm = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64"
+
+// graviton matches instance families with a "g" after the generation
+// (m6g, c7gn, t4g, x2gd): Arm machines need the arm64 image.
+var graviton = regexp.MustCompile(`^[a-z]+[0-9]+[a-z]*g[a-z]*$`)
+
+// bootstrap is the whole EC2 userdata of every machine. The real userdata is
+// rendered by the userdata plugin, is larger than EC2's 16 KB limit allows,
+// and changes without touching the templates; so the launch template only
+// fetches it from S3 (parameters filled by deploy) and hands it to
+// cloud-init. Fn::Sub fills ${AWS::Region}, ${AssetsBucket} and ${UserDataKey}.
+const bootstrap = `#!/bin/bash
+# kube-aws bootstrap (%s): fetch this machine's cloud-init userdata from S3 and run it.
+set -euo pipefail
+mkdir -p /var/lib/kube-aws
+for attempt in 1 2 3 4 5 6; do
+  if aws s3 cp --region "${AWS::Region}" "s3://${AssetsBucket}/${UserDataKey}" /var/lib/kube-aws/userdata.yaml; then
+    break
+  fi
+  sleep $((attempt * 5))
+done
+test -s /var/lib/kube-aws/userdata.yaml
+cloud-init --file /var/lib/kube-aws/userdata.yaml init
+cloud-init --file /var/lib/kube-aws/userdata.yaml modules --mode config
+cloud-init --file /var/lib/kube-aws/userdata.yaml modules --mode final
+`
+
+// machines describes the machines of one stack.
+type machines struct {
+	role         construct.Role
+	pool         string // node pools only
+	name         string // for Name tags: controller, etcd, nodepool-<name>
+	instanceType string
+	rootVolume   int
+	min, max     int
+	desired      int
+	subnets      []config.Subnet
+	spot         *config.Spot
+	sgOutput     string
+	asgTags      []autoscaling.AutoScalingGroup_TagProperty
+	targetGroups []string
+}
+
+// machineStack adds to s the parameters, launch template and auto scaling
+// group of a set of machines, and returns the protected paths of the launch
+// template: its bootstrap userdata and instance profile.
+func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected {
+	s.param(cfn.ParamAssetsBucket, "String", "S3 bucket holding the cluster's assets (filled by deploy)", nil)
+	s.param(cfn.ParamUserDataKey, "String", "S3 key of this stack's userdata (filled by deploy)", nil)
+	if c.AMI != "" {
+		s.param(paramImageID, "AWS::EC2::Image::Id", "Image every machine boots", c.AMI)
+	} else {
+		img := defaultImageX86
+		if graviton.MatchString(strings.SplitN(m.instanceType, ".", 2)[0]) {
+			img = defaultImageArm
+		}
+		s.param(paramImageID, "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "SSM parameter naming the image every machine boots", img)
+	}
+	s.wired(cfn.ParamInstanceProfile, "String", cfn.StackIAM, cfn.InstanceProfileOutput(m.role, m.pool))
+	s.wired(paramSecurityGroup, "AWS::EC2::SecurityGroup::Id", cfn.StackNetwork, m.sgOutput)
+	zone := subnetParams(s, m.subnets)
+
+	name := c.ClusterName + "-" + m.name
+	data := &ec2.LaunchTemplate_LaunchTemplateData{
+		ImageId:            cfn.Ref(paramImageID),
+		InstanceType:       m.instanceType,
+		KeyName:            c.KeyName,
+		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: cfn.Ref(cfn.ParamInstanceProfile)},
+		SecurityGroupIds:   []string{cfn.Ref(paramSecurityGroup)},
+		UserData:           cfn.Base64(cfn.Sub(fmt.Sprintf(bootstrap, m.name))),
+		// IMDSv2 only; a hop limit of 2 lets containers reach it.
+		MetadataOptions: &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: 2, HttpEndpoint: "enabled"},
+		TagSpecifications: []ec2.LaunchTemplate_TagSpecification{
+			{ResourceType: "instance", Tags: tagList(c.ClusterName, name)},
+			{ResourceType: "volume", Tags: tagList(c.ClusterName, name)},
+		},
+	}
+	if m.rootVolume > 0 {
+		data.BlockDeviceMappings = []ec2.LaunchTemplate_BlockDeviceMapping{{
+			DeviceName: "/dev/xvda",
+			Ebs:        &ec2.LaunchTemplate_Ebs{VolumeSize: m.rootVolume, VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true},
+		}}
+	}
+	if m.spot != nil {
+		data.InstanceMarketOptions = &ec2.LaunchTemplate_InstanceMarketOptions{
+			MarketType:  "spot",
+			SpotOptions: &ec2.LaunchTemplate_SpotOptions{MaxPrice: m.spot.MaxPrice, SpotInstanceType: "one-time"},
+		}
+	}
+	s.resource(LaunchTemplateID, &ec2.LaunchTemplate{LaunchTemplateData: data})
+
+	asgTags := []autoscaling.AutoScalingGroup_TagProperty{
+		{Key: "Name", Value: name, PropagateAtLaunch: true},
+		{Key: "kubernetes.io/cluster/" + c.ClusterName, Value: "owned", PropagateAtLaunch: true},
+	}
+	asgTags = append(asgTags, m.asgTags...)
+	s.resource(AutoScalingGroupID, &autoscaling.AutoScalingGroup{
+		MinSize:           strconv.Itoa(m.min),
+		MaxSize:           strconv.Itoa(m.max),
+		DesiredCapacity:   strconv.Itoa(m.desired),
+		VPCZoneIdentifier: zone,
+		LaunchTemplate: &autoscaling.AutoScalingGroup_LaunchTemplateSpecification{
+			LaunchTemplateId: cfn.Ref(LaunchTemplateID),
+			Version:          cfn.GetAtt(LaunchTemplateID, "LatestVersionNumber"),
+		},
+		TargetGroupARNs: m.targetGroups,
+		Tags:            asgTags,
+	})
+	s.output("AutoScalingGroupName", cfn.Ref(AutoScalingGroupID), "Auto scaling group of the "+m.name+" machines")
+
+	reason := "the bootstrap userdata and instance profile are kube-aws's: change the userdata through units and files, the role through IAM statements"
+	return []construct.Protected{
+		{Stack: s.c.Name, LogicalID: LaunchTemplateID, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
+		{Stack: s.c.Name, LogicalID: LaunchTemplateID, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
+	}
+}
+
+// subnetParams declares one parameter per subnet, wired to the network
+// stack's output of that subnet, and returns Refs to them in order.
+func subnetParams(s *stack, subnets []config.Subnet) []string {
+	refs := make([]string, 0, len(subnets))
+	for _, sn := range subnets {
+		p := cfn.SubnetOutput(sn.Name)
+		if _, done := s.c.Parameters[p]; !done {
+			s.wired(p, "AWS::EC2::Subnet::Id", cfn.StackNetwork, p)
+		}
+		refs = append(refs, cfn.Ref(p))
+	}
+	return refs
+}
+
+// poolTags are the auto scaling group tags of a node pool: the cluster
+// autoscaler discovers pools by the first two and builds nodes for an empty
+// pool from the labels and taints. They do not propagate to instances: the
+// kubelet registers labels and taints itself.
+func poolTags(c *config.Cluster, p config.NodePool) []autoscaling.AutoScalingGroup_TagProperty {
+	out := []autoscaling.AutoScalingGroup_TagProperty{
+		{Key: "k8s.io/cluster-autoscaler/enabled", Value: "true"},
+		{Key: "k8s.io/cluster-autoscaler/" + c.ClusterName, Value: "owned"},
+	}
+	keys := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, autoscaling.AutoScalingGroup_TagProperty{Key: "k8s.io/cluster-autoscaler/node-template/label/" + k, Value: p.Labels[k]})
+	}
+	for _, t := range p.Taints {
+		out = append(out, autoscaling.AutoScalingGroup_TagProperty{Key: "k8s.io/cluster-autoscaler/node-template/taint/" + t.Key, Value: t.Value + ":" + t.Effect})
+	}
+	return out
+}

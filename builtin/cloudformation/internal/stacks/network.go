@@ -1,0 +1,222 @@
+package stacks
+
+import (
+	"fmt"
+
+	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+	"github.com/awslabs/goformation/v4/cloudformation/tags"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+// Security group logical IDs of the network stack.
+const (
+	controllerSG = "ControllerSecurityGroup"
+	etcdSG       = "EtcdSecurityGroup"
+	workerSG     = "WorkerSecurityGroup"
+)
+
+// network builds the network stack: for a new VPC the VPC itself, its
+// subnets, route tables, internet gateway and optional NAT gateways; for an
+// existing VPC only outputs passing the given IDs on. Either way it holds the
+// security groups of every role, so that their ingress rules can refer to
+// each other without wiring parameters in a cycle between stacks.
+func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
+	s := newStack(cfn.StackNetwork, fmt.Sprintf("kube-aws %s: network", c.ClusterName))
+	var diags diag.List
+	existing := c.Network.VPCID != ""
+
+	vpc := c.Network.VPCID
+	if !existing {
+		cidr := c.Network.VPCCIDR
+		if cidr == "" {
+			cidr = DefaultVPCCIDR
+		}
+		s.resource("VPC", &ec2.VPC{
+			CidrBlock:          cidr,
+			EnableDnsSupport:   true,
+			EnableDnsHostnames: true,
+			Tags:               tagList(c.ClusterName, c.ClusterName+"-vpc"),
+		})
+		vpc = cfn.Ref("VPC")
+		s.resource("InternetGateway", &ec2.InternetGateway{Tags: tagList(c.ClusterName, c.ClusterName+"-igw")})
+		s.resource("InternetGatewayAttachment", &ec2.VPCGatewayAttachment{
+			VpcId: vpc, InternetGatewayId: cfn.Ref("InternetGateway"),
+		})
+		s.resource("PublicRouteTable", &ec2.RouteTable{VpcId: vpc, Tags: tagList(c.ClusterName, c.ClusterName+"-public")})
+		s.resource("PublicRoute", &ec2.Route{
+			RouteTableId:         cfn.Ref("PublicRouteTable"),
+			DestinationCidrBlock: "0.0.0.0/0",
+			GatewayId:            cfn.Ref("InternetGateway"),
+			// The route fails until the gateway is attached to the VPC.
+			AWSCloudFormationDependsOn: []string{"InternetGatewayAttachment"},
+		})
+		diags = append(diags, newSubnets(s, c, subnets, vpc)...)
+	} else {
+		for i, sn := range subnets {
+			if sn.ID == "" {
+				diags = append(diags, diag.Fatalf("subnet %q of an existing VPC has no id", sn.Name).
+					At(fmt.Sprintf("network.subnets[%d].id", i)))
+			}
+		}
+	}
+	s.output(cfn.OutputVpcID, vpc, "The VPC of the cluster")
+
+	var pub, priv []string
+	for _, sn := range subnets {
+		id := sn.ID
+		if !existing {
+			id = cfn.Ref(subnetID(sn))
+		}
+		if id == "" {
+			continue
+		}
+		s.output(cfn.SubnetOutput(sn.Name), id, fmt.Sprintf("Subnet %s (%s)", sn.Name, sn.AvailabilityZone))
+		if sn.Private {
+			priv = append(priv, id)
+		} else {
+			pub = append(pub, id)
+		}
+	}
+	// CloudFormation refuses an output with an empty value, so a list with
+	// no subnet in it is left out rather than output as "".
+	if len(pub) > 0 {
+		s.output(cfn.OutputPublicSubnetIDs, cfn.Join(",", pub...), "Public subnets, comma-separated")
+	}
+	if len(priv) > 0 {
+		s.output(cfn.OutputPrivateSubnetIDs, cfn.Join(",", priv...), "Private subnets, comma-separated")
+	}
+	securityGroups(s, c, vpc)
+	return s, diags
+}
+
+func subnetID(sn config.Subnet) string { return "Subnet" + cfn.CamelName(sn.Name) }
+
+// newSubnets adds the subnets of a new VPC, their route table associations,
+// one private route table per zone and, when asked for, one NAT gateway per
+// zone that has private subnets.
+func newSubnets(s *stack, c *config.Cluster, subnets []config.Subnet, vpc string) diag.List {
+	var diags diag.List
+	firstPublic := map[string]string{}
+	anyPublic := ""
+	for _, sn := range subnets {
+		if !sn.Private {
+			if _, ok := firstPublic[sn.AvailabilityZone]; !ok {
+				firstPublic[sn.AvailabilityZone] = subnetID(sn)
+			}
+			if anyPublic == "" {
+				anyPublic = subnetID(sn)
+			}
+		}
+	}
+	privateRT := map[string]string{}
+	for i, sn := range subnets {
+		id := subnetID(sn)
+		if sn.CIDR == "" {
+			diags = append(diags, diag.Fatalf("subnet %q of a new VPC has no cidr", sn.Name).
+				At(fmt.Sprintf("network.subnets[%d].cidr", i)))
+		}
+		role := tags.Tag{Key: "kubernetes.io/role/elb", Value: "1"}
+		if sn.Private {
+			role = tags.Tag{Key: "kubernetes.io/role/internal-elb", Value: "1"}
+		}
+		s.resource(id, &ec2.Subnet{
+			VpcId:               vpc,
+			AvailabilityZone:    sn.AvailabilityZone,
+			CidrBlock:           sn.CIDR,
+			MapPublicIpOnLaunch: !sn.Private,
+			Tags:                tagList(c.ClusterName, c.ClusterName+"-"+sn.Name, role),
+		})
+		rt := "PublicRouteTable"
+		if sn.Private {
+			az := cfn.CamelName(sn.AvailabilityZone)
+			rt = "PrivateRouteTable" + az
+			if _, ok := privateRT[sn.AvailabilityZone]; !ok {
+				privateRT[sn.AvailabilityZone] = rt
+				s.resource(rt, &ec2.RouteTable{VpcId: vpc, Tags: tagList(c.ClusterName, c.ClusterName+"-private-"+sn.AvailabilityZone)})
+				if c.Network.NATGateways {
+					natSubnet := firstPublic[sn.AvailabilityZone]
+					if natSubnet == "" {
+						natSubnet = anyPublic
+					}
+					if natSubnet == "" {
+						diags = append(diags, diag.Fatalf("NAT gateways need a public subnet, and network.subnets has none").
+							At("network.natGateways"))
+						continue
+					}
+					s.resource("NatEIP"+az, &ec2.EIP{
+						Domain:                     "vpc",
+						Tags:                       tagList(c.ClusterName, c.ClusterName+"-nat-"+sn.AvailabilityZone),
+						AWSCloudFormationDependsOn: []string{"InternetGatewayAttachment"},
+					})
+					s.resource("NatGateway"+az, &ec2.NatGateway{
+						AllocationId: cfn.GetAtt("NatEIP"+az, "AllocationId"),
+						SubnetId:     cfn.Ref(natSubnet),
+						Tags:         tagList(c.ClusterName, c.ClusterName+"-nat-"+sn.AvailabilityZone),
+					})
+					s.resource("PrivateRoute"+az, &ec2.Route{
+						RouteTableId:         cfn.Ref(rt),
+						DestinationCidrBlock: "0.0.0.0/0",
+						NatGatewayId:         cfn.Ref("NatGateway" + az),
+					})
+				}
+			}
+		}
+		s.resource(id+"RouteTableAssociation", &ec2.SubnetRouteTableAssociation{
+			SubnetId: cfn.Ref(id), RouteTableId: cfn.Ref(rt),
+		})
+	}
+	return diags
+}
+
+// securityGroups adds a group per role and the rules between them. Rules are
+// separate SecurityGroupIngress resources because groups that admit each
+// other cannot name each other inside their own definitions.
+func securityGroups(s *stack, c *config.Cluster, vpc string) {
+	groups := []struct{ id, role, output string }{
+		{controllerSG, "controller", cfn.OutputControllerSecurityGroup},
+		{etcdSG, "etcd", cfn.OutputEtcdSecurityGroup},
+		{workerSG, "worker", cfn.OutputWorkerSecurityGroup},
+	}
+	for _, g := range groups {
+		s.resource(g.id, &ec2.SecurityGroup{
+			GroupDescription: fmt.Sprintf("kube-aws %s %s", c.ClusterName, g.role),
+			VpcId:            vpc,
+			Tags:             tagList(c.ClusterName, c.ClusterName+"-"+g.role),
+		})
+		s.output(g.output, cfn.GetAtt(g.id, "GroupId"), "Security group of the "+g.role+" machines")
+	}
+	type rule struct {
+		id, to, from, proto, desc string
+		fromPort, toPort          int
+		cidr                      string
+	}
+	rules := []rule{
+		// The network load balancer keeps the client's address, so the API
+		// port is open to clients wherever they are; the API server
+		// authenticates them.
+		{id: "ControllerIngressAPI", to: controllerSG, proto: "tcp", fromPort: 443, toPort: 443, cidr: "0.0.0.0/0", desc: "Kubernetes API"},
+		{id: "ControllerIngressController", to: controllerSG, from: controllerSG, proto: "-1", desc: "controllers to controllers"},
+		{id: "ControllerIngressWorker", to: controllerSG, from: workerSG, proto: "-1", desc: "workers to controllers (API, pod network)"},
+		{id: "WorkerIngressController", to: workerSG, from: controllerSG, proto: "-1", desc: "controllers to workers (kubelet, pod network)"},
+		{id: "WorkerIngressWorker", to: workerSG, from: workerSG, proto: "-1", desc: "workers to workers (pod network)"},
+		{id: "EtcdIngressController", to: etcdSG, from: controllerSG, proto: "tcp", fromPort: 2379, toPort: 2379, desc: "etcd clients"},
+		{id: "EtcdIngressEtcd", to: etcdSG, from: etcdSG, proto: "tcp", fromPort: 2379, toPort: 2380, desc: "etcd peers"},
+	}
+	for _, r := range rules {
+		ing := &ec2.SecurityGroupIngress{
+			GroupId:     cfn.GetAtt(r.to, "GroupId"),
+			IpProtocol:  r.proto,
+			FromPort:    r.fromPort,
+			ToPort:      r.toPort,
+			CidrIp:      r.cidr,
+			Description: r.desc,
+		}
+		if r.from != "" {
+			ing.SourceSecurityGroupId = cfn.GetAtt(r.from, "GroupId")
+		}
+		s.resource(r.id, ing)
+	}
+}

@@ -1,0 +1,53 @@
+package cfn
+
+import (
+	"encoding/base64"
+	"encoding/json"
+)
+
+// These helpers produce intrinsic functions in goformation's convention (a
+// base64-wrapped JSON object) so they fit goformation's typed string fields.
+// They differ from cloudformation.Ref, Sub and friends in one way that
+// matters: the argument is encoded with encoding/json, not Go's %q, so a
+// script with any character in it survives (Go quoting writes \x.. and \a,
+// which are not JSON, and the intrinsic would silently become a plain string).
+
+func encode(name string, arg any) string {
+	b, err := json.Marshal(map[string]any{name: arg})
+	if err != nil {
+		panic("cfn: encoding intrinsic " + name + ": " + err.Error())
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// Ref refers to a parameter or resource of the same template.
+func Ref(name string) string { return encode("Ref", name) }
+
+// GetAtt reads an attribute of a resource of the same template.
+func GetAtt(resource, attribute string) string {
+	return encode("Fn::GetAtt", []string{resource, attribute})
+}
+
+// Sub substitutes ${Name} references in s.
+func Sub(s string) string { return encode("Fn::Sub", s) }
+
+// Base64 encodes its argument, typically the result of Sub.
+func Base64(v string) string { return encode("Fn::Base64", v) }
+
+// Join joins values, each a literal or an intrinsic from these helpers.
+func Join(sep string, values ...string) string {
+	vs := make([]any, len(values))
+	for i, v := range values {
+		vs[i] = v
+	}
+	return encode("Fn::Join", []any{sep, vs})
+}
+
+// RefObj is Ref as plain data, for places that hold JSON values rather than
+// goformation strings (outputs, policy documents).
+func RefObj(name string) map[string]any { return map[string]any{"Ref": name} }
+
+// GetAttObj is GetAtt as plain data.
+func GetAttObj(resource, attribute string) map[string]any {
+	return map[string]any{"Fn::GetAtt": []any{resource, attribute}}
+}
