@@ -1,0 +1,215 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Source says where a plugin was found.
+type Source string
+
+const (
+	// SourceBuiltin plugins ship with kube-aws and are on by default.
+	SourceBuiltin Source = "builtin"
+	// SourceContrib plugins ship with kube-aws and are off until enabled.
+	SourceContrib Source = "contrib"
+	// SourceUser plugins live beside cluster.yaml or in a --plugin-dir.
+	SourceUser Source = "user"
+)
+
+// Sources are the folders Discover looks in. Built-in and contrib folders
+// hold executables named after their plugin directly (builtin/<name>); user
+// folders hold one folder per plugin with an executable of the same name
+// (plugins/<name>/<name>), so a user plugin can ship files beside it.
+type Sources struct {
+	BuiltinDir string
+	ContribDir string
+	UserDirs   []string
+}
+
+// Candidate is a plugin executable found on disk, not yet started.
+type Candidate struct {
+	Name string
+	// Path is the executable, absolute.
+	Path string
+	// Dir is the folder holding the executable.
+	Dir    string
+	Source Source
+}
+
+// DefaultSources returns where kube-aws looks for plugins:
+// $KUBE_AWS_BUILTIN_DIR and $KUBE_AWS_CONTRIB_DIR, else
+// <dir of the kube-aws executable>/kube-aws-plugins/{builtin,contrib} (where
+// `make build` puts them); and <clusterDir>/plugins plus every plugin dir.
+func DefaultSources(clusterDir string, pluginDirs []string) Sources {
+	var exeDir string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		exeDir = filepath.Dir(exe)
+	}
+	dir := func(env, sub string) string {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+		if exeDir == "" {
+			return ""
+		}
+		return filepath.Join(exeDir, "kube-aws-plugins", sub)
+	}
+	src := Sources{
+		BuiltinDir: dir("KUBE_AWS_BUILTIN_DIR", "builtin"),
+		ContribDir: dir("KUBE_AWS_CONTRIB_DIR", "contrib"),
+	}
+	if clusterDir != "" {
+		src.UserDirs = append(src.UserDirs, filepath.Join(clusterDir, "plugins"))
+	}
+	src.UserDirs = append(src.UserDirs, pluginDirs...)
+	return src
+}
+
+// Discover lists the plugins in src, built-ins first, then contrib, then user
+// plugins, each group sorted by name. Missing folders are fine. It reports,
+// all at once: a name found twice (naming both paths, because picking one
+// silently would run the wrong code), a plugin file that is not executable,
+// and a user plugin folder without its executable. On error the candidates
+// that were found are returned too, so a listing can still show them.
+func Discover(src Sources) ([]Candidate, error) {
+	var (
+		cands []Candidate
+		errs  []error
+	)
+	flat := func(dir string, source Source) {
+		if dir == "" {
+			return
+		}
+		dir = absClean(dir)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("reading %s plugin folder %s: %w", source, dir, err))
+			}
+			return
+		}
+		for _, e := range entries {
+			if ignored(e.Name()) {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			fi, err := os.Stat(path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s plugin %s: %w", source, path, err))
+				continue
+			}
+			if fi.IsDir() {
+				continue
+			}
+			if err := checkExecutable(path, fi); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: dir, Source: source})
+		}
+	}
+	flat(src.BuiltinDir, SourceBuiltin)
+	flat(src.ContribDir, SourceContrib)
+
+	seenDirs := map[string]bool{}
+	for _, dir := range src.UserDirs {
+		if dir == "" {
+			continue
+		}
+		dir = absClean(dir)
+		if seenDirs[dir] {
+			continue // the same folder given twice is not a duplicate plugin
+		}
+		seenDirs[dir] = true
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("reading plugin folder %s: %w", dir, err))
+			}
+			continue
+		}
+		for _, e := range entries {
+			if ignored(e.Name()) {
+				continue
+			}
+			pdir := filepath.Join(dir, e.Name())
+			fi, err := os.Stat(pdir)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("plugin %s: %w", pdir, err))
+				continue
+			}
+			if !fi.IsDir() {
+				errs = append(errs, fmt.Errorf("%s is a file, but a user plugin is a folder holding an executable of the same name: move it to %s",
+					pdir, filepath.Join(pdir, e.Name())))
+				continue
+			}
+			path := filepath.Join(pdir, e.Name())
+			fi, err = os.Stat(path)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("plugin folder %s has no executable named %s: put the plugin's executable at %s, or remove the folder",
+						pdir, e.Name(), path))
+				} else {
+					errs = append(errs, fmt.Errorf("plugin %s: %w", path, err))
+				}
+				continue
+			}
+			if fi.IsDir() {
+				errs = append(errs, fmt.Errorf("plugin %s is a folder, not an executable", path))
+				continue
+			}
+			if err := checkExecutable(path, fi); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: pdir, Source: SourceUser})
+		}
+	}
+
+	// Sort within each source; sources keep their order.
+	rank := map[Source]int{SourceBuiltin: 0, SourceContrib: 1, SourceUser: 2}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if rank[cands[i].Source] != rank[cands[j].Source] {
+			return rank[cands[i].Source] < rank[cands[j].Source]
+		}
+		return cands[i].Name < cands[j].Name
+	})
+	first := map[string]Candidate{}
+	for _, c := range cands {
+		if prev, ok := first[c.Name]; ok {
+			errs = append(errs, fmt.Errorf("plugin %s is found twice: %s (%s) and %s (%s); remove or rename one of them",
+				c.Name, prev.Path, prev.Source, c.Path, c.Source))
+			continue
+		}
+		first[c.Name] = c
+	}
+	return cands, errors.Join(errs...)
+}
+
+// ignored skips dot files (.gitkeep, .DS_Store) and the lock file.
+func ignored(name string) bool {
+	return strings.HasPrefix(name, ".")
+}
+
+func checkExecutable(path string, fi fs.FileInfo) error {
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("plugin %s is not executable: run `chmod +x %s`, or remove it if it is not a plugin", path, path)
+	}
+	return nil
+}
+
+func absClean(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}

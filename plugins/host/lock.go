@@ -1,0 +1,197 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// LockfileName is the name of the lock file beside cluster.yaml.
+const LockfileName = "plugins.lock"
+
+// lockfileVersion is the format version written into plugins.lock.
+const lockfileVersion = 1
+
+// Lockfile is plugins.lock: the sha256 of every non-built-in plugin, written
+// by `kube-aws plugins lock` and checked before any plugin starts. Built-in
+// plugins ship inside kube-aws's own release and are not listed.
+//
+// On disk it is YAML, so it reads well in a review:
+//
+//	# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.
+//	version: 1
+//	plugins:
+//	- name: dex
+//	  source: user
+//	  path: plugins/dex/dex
+//	  sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//
+// Paths are relative to the folder holding plugins.lock when the plugin is
+// inside it, absolute otherwise; in memory they are always absolute.
+type Lockfile struct {
+	Version int         `json:"version"`
+	Plugins []LockEntry `json:"plugins"`
+}
+
+// LockEntry is one locked plugin.
+type LockEntry struct {
+	Name   string `json:"name"`
+	Source Source `json:"source"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+const lockHeader = "# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.\n" +
+	"# kube-aws refuses to start a plugin whose sha256 differs from its entry here.\n"
+
+// LockCandidates hashes every non-built-in candidate.
+func LockCandidates(cands []Candidate) (*Lockfile, error) {
+	l := &Lockfile{Version: lockfileVersion, Plugins: []LockEntry{}}
+	var errs []error
+	for _, c := range cands {
+		if c.Source == SourceBuiltin {
+			continue
+		}
+		sum, err := FileSHA256(c.Path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("locking plugin %s: %w", c.Name, err))
+			continue
+		}
+		l.Plugins = append(l.Plugins, LockEntry{Name: c.Name, Source: c.Source, Path: absClean(c.Path), SHA256: sum})
+	}
+	sort.Slice(l.Plugins, func(i, j int) bool { return l.Plugins[i].Name < l.Plugins[j].Name })
+	return l, errors.Join(errs...)
+}
+
+// ReadLockfile reads plugins.lock. A missing file is reported with an error
+// wrapping fs.ErrNotExist, so callers can treat "no lock" as "no check".
+func ReadLockfile(path string) (*Lockfile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var l Lockfile
+	if err := yaml.UnmarshalStrict(data, &l); err != nil {
+		return nil, fmt.Errorf("%s is not a valid plugins.lock: %v; regenerate it with `kube-aws plugins lock`", path, err)
+	}
+	if l.Version != lockfileVersion {
+		return nil, fmt.Errorf("%s has format version %d; this kube-aws reads version %d: regenerate it with `kube-aws plugins lock`", path, l.Version, lockfileVersion)
+	}
+	base := filepath.Dir(absClean(path))
+	for i, e := range l.Plugins {
+		if e.Name == "" || e.SHA256 == "" {
+			return nil, fmt.Errorf("%s: entry %d lacks a name or sha256; regenerate it with `kube-aws plugins lock`", path, i+1)
+		}
+		if _, err := hex.DecodeString(e.SHA256); err != nil || len(e.SHA256) != 64 {
+			return nil, fmt.Errorf("%s: plugin %s has an invalid sha256 %q; regenerate it with `kube-aws plugins lock`", path, e.Name, e.SHA256)
+		}
+		if e.Path != "" && !filepath.IsAbs(e.Path) {
+			l.Plugins[i].Path = filepath.Join(base, filepath.FromSlash(e.Path))
+		}
+	}
+	return &l, nil
+}
+
+// Write writes the lock file atomically, with paths relative to its folder
+// where possible so that the cluster folder can be moved or cloned.
+func (l *Lockfile) Write(path string) error {
+	base := filepath.Dir(absClean(path))
+	out := Lockfile{Version: lockfileVersion, Plugins: make([]LockEntry, len(l.Plugins))}
+	for i, e := range l.Plugins {
+		if rel, err := filepath.Rel(base, e.Path); err == nil && filepath.IsAbs(e.Path) && !strings.HasPrefix(rel, "..") {
+			e.Path = filepath.ToSlash(rel)
+		}
+		out.Plugins[i] = e
+	}
+	data, err := yaml.Marshal(out)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, append([]byte(lockHeader), data...), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Entry returns the entry of the named plugin, or nil.
+func (l *Lockfile) Entry(name string) *LockEntry {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Plugins {
+		if l.Plugins[i].Name == name {
+			return &l.Plugins[i]
+		}
+	}
+	return nil
+}
+
+// Verify checks every non-built-in candidate against the lock and reports
+// every difference: a plugin missing from the lock, a changed binary, a
+// plugin found elsewhere than where it was locked, and a locked plugin that
+// is gone.
+func (l *Lockfile) Verify(cands []Candidate) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c.Source == SourceBuiltin {
+			continue
+		}
+		seen[c.Name] = true
+		e := l.Entry(c.Name)
+		if e == nil {
+			errs = append(errs, notLockedError(c))
+			continue
+		}
+		if e.Path != "" && absClean(e.Path) != absClean(c.Path) {
+			errs = append(errs, fmt.Errorf("plugin %s was locked at %s but is now at %s; if you moved it on purpose run `kube-aws plugins lock`", c.Name, e.Path, c.Path))
+			continue
+		}
+		have, err := FileSHA256(c.Path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("verifying plugin %s: %w", c.Name, err))
+			continue
+		}
+		if have != strings.ToLower(e.SHA256) {
+			errs = append(errs, mismatchError(c, e.SHA256, have))
+		}
+	}
+	if l != nil {
+		for _, e := range l.Plugins {
+			if !seen[e.Name] {
+				errs = append(errs, fmt.Errorf("plugins.lock lists plugin %s (%s) but it was not found; run `kube-aws plugins lock` to drop it", e.Name, e.Path))
+			}
+		}
+	}
+	return errs
+}
+
+func notLockedError(c Candidate) error {
+	return fmt.Errorf("plugin %s (%s) is not in plugins.lock, so kube-aws will not start it; if you trust it run `kube-aws plugins lock`", c.Name, c.Path)
+}
+
+func mismatchError(c Candidate, want, have string) error {
+	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, c.Path, want, have)
+}
+
+// FileSHA256 returns the hex sha256 of a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,235 @@
+// Package plugintest lets a plugin author test the built plugin binary, not
+// just its Go methods, in an ordinary Go test: Build compiles the plugin's
+// main package, Run launches the binary through kube-aws's own host code
+// (handshake, registration, stage calls, events, timeouts) and returns what
+// each stage returned.
+//
+//	func TestMyPlugin(t *testing.T) {
+//		bin := plugintest.Build(t, ".")
+//		out := plugintest.Run(t, bin, &stage.Input{Config: []byte(`{}`)})
+//		if out.Results[stage.Initialise].Diagnostics.HasFatal() { ... }
+//	}
+//
+// Builds are cached for the life of the test binary, so many tests can share
+// one build; call Main from TestMain to remove them afterwards.
+package plugintest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
+)
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var (
+	builds   sync.Map // package key -> *build
+	buildDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "kube-aws-plugintest-") })
+	buildSeq struct {
+		sync.Mutex
+		n int
+	}
+)
+
+// Build compiles the main package pkg (an import path, or a path relative to
+// the test's folder such as "." or "./testdata/myplugin") and returns the
+// binary's path. The binary is named after the package's last path element,
+// which is the plugin's name when it takes its name from its executable.
+// Each package is built once per test binary; tests must not modify the
+// returned file (copy it first).
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	key := pkg
+	if strings.HasPrefix(pkg, ".") || filepath.IsAbs(pkg) {
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			t.Fatalf("plugintest.Build(%q): %v", pkg, err)
+		}
+		key = abs
+	}
+	v, _ := builds.LoadOrStore(key, &build{})
+	b := v.(*build)
+	b.once.Do(func() {
+		dir, err := buildDir()
+		if err != nil {
+			b.err = err
+			return
+		}
+		buildSeq.Lock()
+		buildSeq.n++
+		sub := filepath.Join(dir, fmt.Sprint(buildSeq.n))
+		buildSeq.Unlock()
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.err = err
+			return
+		}
+		out := filepath.Join(sub, filepath.Base(key))
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+			return
+		}
+		b.path = out
+	})
+	if b.err != nil {
+		t.Fatalf("plugintest.Build: %v", b.err)
+	}
+	return b.path
+}
+
+// Main runs the tests and then removes the binaries Build made. Use it as
+//
+//	func TestMain(m *testing.M) { plugintest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the binaries Build made.
+func Cleanup() {
+	if dir, err := buildDir(); err == nil {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// Outcome is what a plugin did across a Run.
+type Outcome struct {
+	Plugin *host.Plugin
+	// Results holds each stage's result.
+	Results map[stage.Name]*stage.Result
+	// Events holds the events each stage streamed, in order.
+	Events map[stage.Name][]stage.Event
+	// Output is the plugin's stdout and stderr, each line prefixed
+	// "[<name>] " as kube-aws would log it.
+	Output *Buffer
+}
+
+// Buffer is a concurrency-safe bytes buffer for plugin output.
+type Buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Run launches the plugin binary, registers it and runs the given stages in
+// order (every stage the plugin implements when none are given), failing the
+// test on any error. See RunWith.
+func Run(t testing.TB, binaryPath string, in *stage.Input, stages ...stage.Name) *Outcome {
+	t.Helper()
+	out, err := RunWith(t, binaryPath, host.Options{}, in, stages...)
+	if err != nil {
+		t.Fatalf("plugintest.Run %s: %v\nplugin output:\n%s", binaryPath, err, out.Output)
+	}
+	return out
+}
+
+// RunWith is Run with launch options (timeouts, environment, store folder)
+// that returns the first error instead of failing the test, for tests of
+// plugins that are meant to fail. The Outcome holds everything up to the
+// failure. The plugin is killed before RunWith returns.
+//
+// Later stages see the earlier ones' output the way kube-aws passes it on:
+// unless in says otherwise, render and later get initialise's constructs, and
+// the plugin's values become what initialise returned.
+func RunWith(t testing.TB, binaryPath string, opts host.Options, in *stage.Input, stages ...stage.Name) (*Outcome, error) {
+	t.Helper()
+	out := &Outcome{Results: map[stage.Name]*stage.Result{}, Events: map[stage.Name][]stage.Event{}, Output: &Buffer{}}
+	if opts.Stderr == nil {
+		opts.Stderr = out.Output
+	}
+	if opts.StoreDir == "" {
+		opts.StoreDir = t.TempDir()
+	}
+	abs, err := filepath.Abs(binaryPath)
+	if err != nil {
+		return out, err
+	}
+	cand := host.Candidate{Name: filepath.Base(abs), Path: abs, Dir: filepath.Dir(abs), Source: host.SourceUser}
+	ctx := context.Background()
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
+	}
+	ps, err := host.Launch(ctx, []host.Candidate{cand}, opts)
+	if err != nil {
+		return out, err
+	}
+	p := ps[0]
+	out.Plugin = p
+	defer p.Kill()
+	if err := p.Register(ctx, stage.Registration{Accepted: true}); err != nil {
+		return out, err
+	}
+	if len(stages) == 0 {
+		stages = p.Info.Stages
+	}
+	if in == nil {
+		in = &stage.Input{}
+	}
+	cur := *in
+	if len(cur.Config) == 0 {
+		cur.Config = json.RawMessage(`{}`)
+	}
+	for _, s := range stages {
+		stageIn := cur
+		stageIn.Stage = s
+		var mu sync.Mutex
+		res, err := p.Run(ctx, &stageIn, func(ev stage.Event) {
+			mu.Lock()
+			out.Events[s] = append(out.Events[s], ev)
+			mu.Unlock()
+		})
+		if err != nil {
+			return out, err
+		}
+		out.Results[s] = res
+		if s == stage.Initialise {
+			if in.Constructs == nil && res.Constructs != nil {
+				cur.Constructs = res.Constructs
+			}
+			if len(res.Values) > 0 {
+				vals := make(map[string]stage.PluginValues, len(cur.Values)+1)
+				for k, v := range cur.Values {
+					vals[k] = v
+				}
+				pv := vals[p.Info.Name]
+				pv.Values = res.Values
+				vals[p.Info.Name] = pv
+				cur.Values = vals
+			}
+		}
+		if s == stage.Deploy && in.Deploy == nil && res.Deploy != nil {
+			cur.Deploy = res.Deploy
+		}
+	}
+	return out, nil
+}

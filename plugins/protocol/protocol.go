@@ -1,0 +1,438 @@
+// Package protocol is the one place that touches the generated gRPC code of
+// plugins/proto/v1. It follows the pattern of hashicorp/go-plugin's
+// examples/grpc: one Go interface (Plugin, and Host for the services kube-aws
+// serves back), a gRPC client adapter used by kube-aws and a gRPC server
+// adapter used by the SDK inside the plugin process, plus the conversions
+// between proto messages and the core types (core/stage, core/construct,
+// core/diag). Everything above this package speaks core types only, so a
+// protocol version 2 is a second set of adapters, not a change to the host or
+// to plugins.
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
+	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
+)
+
+const (
+	// MagicCookieKey and MagicCookieValue are go-plugin's handshake cookie: a
+	// plugin started by anything but kube-aws refuses to run, and kube-aws
+	// never mistakes an unrelated go-plugin binary for one of its plugins.
+	MagicCookieKey   = "KUBE_AWS_PLUGIN"
+	MagicCookieValue = "b3c1f5de-kube-aws-plugin"
+
+	// PluginKey is the name under which the one plugin type is dispensed.
+	PluginKey = "kube-aws"
+
+	// MaxMessageSize bounds a gRPC message in both directions. Rendered
+	// stacks, charts and the whole construct set travel in single messages,
+	// so the default 4 MiB is far too small.
+	MaxMessageSize = 256 << 20
+)
+
+// Handshake is the go-plugin handshake shared by kube-aws and every plugin.
+// ProtocolVersion is only the fallback for peers that do not negotiate;
+// VersionedPlugins is what both sides really use.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  version.ProtocolVersion,
+	MagicCookieKey:   MagicCookieKey,
+	MagicCookieValue: MagicCookieValue,
+}
+
+// SupportedVersions lists the protocol versions this build speaks.
+var SupportedVersions = []int{version.ProtocolVersion}
+
+// Host is what kube-aws serves back to a plugin over go-plugin's GRPCBroker:
+// events and the plugin's persistent key-value store.
+type Host interface {
+	Emit(ev stage.Event) error
+	StoreGet(key string) ([]byte, bool, error)
+	StorePut(key string, value []byte) error
+	StoreDelete(key string) error
+	StoreList(prefix string) ([]string, error)
+}
+
+// Plugin is the Go face of the Plugin gRPC service. The SDK implements it
+// inside the plugin process; the client adapter implements it for kube-aws.
+type Plugin interface {
+	// GetInfo asks the plugin to describe itself. protocolVersion is the
+	// version go-plugin negotiated.
+	GetInfo(ctx context.Context, protocolVersion int, hostVersion string) (stage.PluginInfo, error)
+	// NotifyRegistration tells the plugin whether kube-aws accepted it.
+	NotifyRegistration(ctx context.Context, reg stage.Registration) error
+	// RunStage runs in.Stage. On the kube-aws side, host is served to the
+	// plugin (it must be comparable, a pointer in practice, because one
+	// broker service is kept per Host value rather than per call) and emit
+	// receives the events the plugin streams. On the plugin side, host
+	// reaches kube-aws and emit streams an event back; emit fails once
+	// RunStage has returned.
+	RunStage(ctx context.Context, in *stage.Input, host Host, emit func(stage.Event) error) (*stage.Result, error)
+}
+
+// ServerOptions are the gRPC server options both sides use.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}
+}
+
+// DialOptions are the gRPC dial options both sides use.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(MaxMessageSize),
+		grpc.MaxCallSendMsgSize(MaxMessageSize),
+	)}
+}
+
+// NewGRPCServer is the ServeConfig.GRPCServer both sides use.
+func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts, ServerOptions()...)...)
+}
+
+// GRPCPlugin is the go-plugin plugin.GRPCPlugin for kube-aws plugins. Impl is
+// set inside the plugin process and left nil in kube-aws.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl Plugin
+}
+
+// ServerPlugins is ServeConfig.VersionedPlugins for a plugin process.
+func ServerPlugins(impl Plugin) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{version.ProtocolVersion: {PluginKey: &GRPCPlugin{Impl: impl}}}
+}
+
+// ClientPlugins is ClientConfig.VersionedPlugins for kube-aws.
+func ClientPlugins() map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{version.ProtocolVersion: {PluginKey: &GRPCPlugin{}}}
+}
+
+// GRPCServer registers the plugin side of the Plugin service.
+func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
+		return errors.New("protocol.GRPCPlugin served without an Impl")
+	}
+	pb.RegisterPluginServer(s, &pluginServer{impl: p.Impl, broker: broker, hosts: map[uint32]*hostClient{}})
+	return nil
+}
+
+// GRPCClient returns the kube-aws side of the Plugin service, a Plugin.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (interface{}, error) {
+	return &pluginClient{client: pb.NewPluginClient(conn), broker: broker}, nil
+}
+
+// Dispense returns the Plugin of a started go-plugin client.
+func Dispense(c *plugin.Client) (Plugin, error) {
+	rpc, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := rpc.Dispense(PluginKey)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := raw.(Plugin)
+	if !ok {
+		return nil, fmt.Errorf("dispensed %T, not a protocol.Plugin", raw)
+	}
+	return p, nil
+}
+
+// ---- kube-aws side ----
+
+type pluginClient struct {
+	client pb.PluginClient
+	broker *plugin.GRPCBroker
+
+	mu     sync.Mutex
+	host   Host
+	hostID uint32
+}
+
+func (c *pluginClient) GetInfo(ctx context.Context, protocolVersion int, hostVersion string) (stage.PluginInfo, error) {
+	info, err := c.client.GetInfo(ctx, &pb.GetInfoRequest{ProtocolVersion: int32(protocolVersion), HostVersion: hostVersion})
+	if err != nil {
+		return stage.PluginInfo{}, err
+	}
+	return InfoFromPB(info), nil
+}
+
+func (c *pluginClient) NotifyRegistration(ctx context.Context, reg stage.Registration) error {
+	_, err := c.client.NotifyRegistrationStatus(ctx, &pb.RegistrationStatus{Accepted: reg.Accepted, Reason: reg.Reason})
+	return err
+}
+
+// serveHost serves h over the broker once and returns its id. Serving is
+// asynchronous: the plugin only dials when it first uses the store, and the
+// broker hands it the address whenever that is, so no stage call waits for
+// a listener it may never use.
+func (c *pluginClient) serveHost(h Host) uint32 {
+	if h == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.host != nil && c.host == h {
+		return c.hostID
+	}
+	id := c.broker.NextId()
+	go c.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+		s := NewGRPCServer(opts)
+		pb.RegisterHostServer(s, &hostServer{impl: h})
+		return s
+	})
+	c.host, c.hostID = h, id
+	return id
+}
+
+func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host, emit func(stage.Event) error) (*stage.Result, error) {
+	if in == nil {
+		return nil, errors.New("RunStage called with a nil input")
+	}
+	req := InputToPB(in, c.serveHost(host))
+	// Cancelling the call's context when we return releases the stream even
+	// if we stop reading right after the result.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		stream grpc.ServerStreamingClient[pb.StageEvent]
+		err    error
+	)
+	switch in.Stage {
+	case stage.Initialise:
+		stream, err = c.client.Initialise(ctx, req)
+	case stage.Render:
+		stream, err = c.client.Render(ctx, req)
+	case stage.Deploy:
+		stream, err = c.client.Deploy(ctx, req)
+	case stage.Validate:
+		stream, err = c.client.Validate(ctx, req)
+	default:
+		return nil, fmt.Errorf("unknown stage %q", in.Stage)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			return nil, errors.New("the plugin ended the stage without sending a result")
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch p := ev.GetPayload().(type) {
+		case *pb.StageEvent_Event:
+			if emit != nil {
+				if err := emit(EventFromPB(p.Event)); err != nil {
+					return nil, err
+				}
+			}
+		case *pb.StageEvent_Result:
+			return ResultFromPB(p.Result), nil
+		}
+	}
+}
+
+type hostServer struct {
+	pb.UnimplementedHostServer
+	impl Host
+}
+
+func (s *hostServer) Emit(_ context.Context, ev *pb.Event) (*pb.Ack, error) {
+	return &pb.Ack{}, s.impl.Emit(EventFromPB(ev))
+}
+
+func (s *hostServer) StoreGet(_ context.Context, k *pb.StoreKey) (*pb.StoreValue, error) {
+	v, found, err := s.impl.StoreGet(k.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.StoreValue{Found: found, Value: v}, nil
+}
+
+func (s *hostServer) StorePut(_ context.Context, e *pb.StoreEntry) (*pb.Ack, error) {
+	return &pb.Ack{}, s.impl.StorePut(e.GetKey(), e.GetValue())
+}
+
+func (s *hostServer) StoreDelete(_ context.Context, k *pb.StoreKey) (*pb.Ack, error) {
+	return &pb.Ack{}, s.impl.StoreDelete(k.GetKey())
+}
+
+func (s *hostServer) StoreList(_ context.Context, r *pb.StoreListRequest) (*pb.StoreListResponse, error) {
+	keys, err := s.impl.StoreList(r.GetPrefix())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.StoreListResponse{Keys: keys}, nil
+}
+
+// ---- plugin side ----
+
+// ErrStageOver is returned by emit once the stage has returned.
+var ErrStageOver = errors.New("the stage has already returned; events can no longer be sent")
+
+type pluginServer struct {
+	pb.UnimplementedPluginServer
+	impl   Plugin
+	broker *plugin.GRPCBroker
+
+	mu    sync.Mutex
+	hosts map[uint32]*hostClient
+}
+
+func (s *pluginServer) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.PluginInfo, error) {
+	info, err := s.impl.GetInfo(ctx, int(req.GetProtocolVersion()), req.GetHostVersion())
+	if err != nil {
+		return nil, err
+	}
+	return InfoToPB(info), nil
+}
+
+func (s *pluginServer) NotifyRegistrationStatus(ctx context.Context, st *pb.RegistrationStatus) (*pb.Ack, error) {
+	return &pb.Ack{}, s.impl.NotifyRegistration(ctx, stage.Registration{Accepted: st.GetAccepted(), Reason: st.GetReason()})
+}
+
+func (s *pluginServer) Initialise(req *pb.StageRequest, stream pb.Plugin_InitialiseServer) error {
+	return s.run(stage.Initialise, req, stream)
+}
+
+func (s *pluginServer) Render(req *pb.StageRequest, stream pb.Plugin_RenderServer) error {
+	return s.run(stage.Render, req, stream)
+}
+
+func (s *pluginServer) Deploy(req *pb.StageRequest, stream pb.Plugin_DeployServer) error {
+	return s.run(stage.Deploy, req, stream)
+}
+
+func (s *pluginServer) Validate(req *pb.StageRequest, stream pb.Plugin_ValidateServer) error {
+	return s.run(stage.Validate, req, stream)
+}
+
+// hostFor returns the (lazily dialled) client of the Host service with the
+// given broker id. go-plugin lets each id be dialled once, so it is cached.
+func (s *pluginServer) hostFor(id uint32) Host {
+	if id == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[id]
+	if !ok {
+		h = &hostClient{broker: s.broker, id: id}
+		s.hosts[id] = h
+	}
+	return h
+}
+
+func (s *pluginServer) run(name stage.Name, req *pb.StageRequest, stream grpc.ServerStreamingServer[pb.StageEvent]) error {
+	in, id := InputFromPB(req)
+	// The RPC decides the stage, whatever the request says.
+	in.Stage = name
+	var (
+		mu   sync.Mutex
+		over bool
+	)
+	emit := func(ev stage.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if over {
+			return ErrStageOver
+		}
+		return stream.Send(&pb.StageEvent{Payload: &pb.StageEvent_Event{Event: EventToPB(ev)}})
+	}
+	res, err := s.impl.RunStage(stream.Context(), in, s.hostFor(id), emit)
+	mu.Lock()
+	over = true
+	mu.Unlock()
+	if err != nil {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+		return status.Error(codes.Unknown, err.Error())
+	}
+	return stream.Send(&pb.StageEvent{Payload: &pb.StageEvent_Result{Result: ResultToPB(res)}})
+}
+
+// hostClient is the plugin's view of the Host service. It dials on first
+// use, so a plugin that never touches the store never pays for a connection.
+type hostClient struct {
+	broker *plugin.GRPCBroker
+	id     uint32
+
+	once   sync.Once
+	client pb.HostClient
+	err    error
+}
+
+func (h *hostClient) get() (pb.HostClient, error) {
+	h.once.Do(func() {
+		conn, err := h.broker.DialWithOptions(h.id, DialOptions()...)
+		if err != nil {
+			h.err = fmt.Errorf("connecting to kube-aws host services: %w", err)
+			return
+		}
+		h.client = pb.NewHostClient(conn)
+	})
+	return h.client, h.err
+}
+
+func (h *hostClient) Emit(ev stage.Event) error {
+	c, err := h.get()
+	if err != nil {
+		return err
+	}
+	_, err = c.Emit(context.Background(), EventToPB(ev))
+	return err
+}
+
+func (h *hostClient) StoreGet(key string) ([]byte, bool, error) {
+	c, err := h.get()
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := c.StoreGet(context.Background(), &pb.StoreKey{Key: key})
+	if err != nil {
+		return nil, false, err
+	}
+	return v.GetValue(), v.GetFound(), nil
+}
+
+func (h *hostClient) StorePut(key string, value []byte) error {
+	c, err := h.get()
+	if err != nil {
+		return err
+	}
+	_, err = c.StorePut(context.Background(), &pb.StoreEntry{Key: key, Value: value})
+	return err
+}
+
+func (h *hostClient) StoreDelete(key string) error {
+	c, err := h.get()
+	if err != nil {
+		return err
+	}
+	_, err = c.StoreDelete(context.Background(), &pb.StoreKey{Key: key})
+	return err
+}
+
+func (h *hostClient) StoreList(prefix string) ([]string, error) {
+	c, err := h.get()
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.StoreList(context.Background(), &pb.StoreListRequest{Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	return r.GetKeys(), nil
+}
