@@ -143,14 +143,20 @@ func TestConflicts(t *testing.T) {
 	}{
 		{
 			name: "resource",
-			a:    net(func(s *construct.Stack) { s.Resources = map[string]json.RawMessage{"VPC": raw(`{"Type":"AWS::EC2::VPC","Properties":{"CidrBlock":"10.0.0.0/16"}}`)} }),
-			b:    net(func(s *construct.Stack) { s.Resources = map[string]json.RawMessage{"VPC": raw(`{"Type":"AWS::EC2::VPC","Properties":{"CidrBlock":"10.1.0.0/16"}}`)} }),
+			a: net(func(s *construct.Stack) {
+				s.Resources = map[string]json.RawMessage{"VPC": raw(`{"Type":"AWS::EC2::VPC","Properties":{"CidrBlock":"10.0.0.0/16"}}`)}
+			}),
+			b: net(func(s *construct.Stack) {
+				s.Resources = map[string]json.RawMessage{"VPC": raw(`{"Type":"AWS::EC2::VPC","Properties":{"CidrBlock":"10.1.0.0/16"}}`)}
+			}),
 			path: "constructs.stacks[network].resources.VPC", contains: []string{"/Properties/CidrBlock", `"10.0.0.0/16"`, `"10.1.0.0/16"`},
 		},
 		{
 			name: "output",
 			a:    net(func(s *construct.Stack) { s.Outputs = map[string]json.RawMessage{"Id": raw(`{"Value":{"Ref":"VPC"}}`)} }),
-			b:    net(func(s *construct.Stack) { s.Outputs = map[string]json.RawMessage{"Id": raw(`{"Value":{"Ref":"OtherVPC"}}`)} }),
+			b: net(func(s *construct.Stack) {
+				s.Outputs = map[string]json.RawMessage{"Id": raw(`{"Value":{"Ref":"OtherVPC"}}`)}
+			}),
 			path: "constructs.stacks[network].outputs.Id", contains: []string{`"VPC"`, `"OtherVPC"`},
 		},
 		{
@@ -161,14 +167,20 @@ func TestConflicts(t *testing.T) {
 		},
 		{
 			name: "condition",
-			a:    net(func(s *construct.Stack) { s.Conditions = map[string]json.RawMessage{"C": raw(`{"Fn::Equals":["a","a"]}`)} }),
-			b:    net(func(s *construct.Stack) { s.Conditions = map[string]json.RawMessage{"C": raw(`{"Fn::Equals":["a","b"]}`)} }),
+			a: net(func(s *construct.Stack) {
+				s.Conditions = map[string]json.RawMessage{"C": raw(`{"Fn::Equals":["a","a"]}`)}
+			}),
+			b: net(func(s *construct.Stack) {
+				s.Conditions = map[string]json.RawMessage{"C": raw(`{"Fn::Equals":["a","b"]}`)}
+			}),
 			path: "constructs.stacks[network].conditions.C", contains: []string{"/Fn::Equals/1"},
 		},
 		{
 			name: "mapping",
 			a:    net(func(s *construct.Stack) { s.Mappings = map[string]json.RawMessage{"M": raw(`{"r":{"ami":"x"}}`)} }),
-			b:    net(func(s *construct.Stack) { s.Mappings = map[string]json.RawMessage{"M": raw(`{"r":{"ami":"y"},"s":{}}`)} }),
+			b: net(func(s *construct.Stack) {
+				s.Mappings = map[string]json.RawMessage{"M": raw(`{"r":{"ami":"y"},"s":{}}`)}
+			}),
 			path: "constructs.stacks[network].mappings.M", contains: []string{`"x"`, `"y"`},
 		},
 		{
@@ -477,9 +489,9 @@ func TestInvalidBodies(t *testing.T) {
 func TestDeterministicAndInputsUntouched(t *testing.T) {
 	mk := func() []Contribution {
 		a := construct.Set{
-			Stacks: []construct.Stack{stack("z", map[string]string{"R": `{"Type":"T","Properties":{"A":1}}`}), stack("a", map[string]string{"Q": `{"Type":"T"}`})},
-			Units:  []construct.Unit{{Target: worker, Name: "z.service", Content: "z"}, {Target: controller, Name: "a.service", Content: "a", DropIns: []construct.DropIn{{Name: "2", Content: "x"}, {Name: "1", Content: "y"}}}},
-			Files:  []construct.File{{Target: worker, Path: "/z"}, {Target: worker, Path: "/a"}},
+			Stacks:    []construct.Stack{stack("z", map[string]string{"R": `{"Type":"T","Properties":{"A":1}}`}), stack("a", map[string]string{"Q": `{"Type":"T"}`})},
+			Units:     []construct.Unit{{Target: worker, Name: "z.service", Content: "z"}, {Target: controller, Name: "a.service", Content: "a", DropIns: []construct.DropIn{{Name: "2", Content: "x"}, {Name: "1", Content: "y"}}}},
+			Files:     []construct.File{{Target: worker, Path: "/z"}, {Target: worker, Path: "/a"}},
 			APIServer: construct.APIServer{Flags: []construct.Flag{{Name: "z", Value: "1"}, {Name: "feature-gates", Value: "B=true,A=true"}}},
 		}
 		b := construct.Set{

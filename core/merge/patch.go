@@ -106,9 +106,15 @@ func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
 	}
 	refused := false
 	if typeTouched {
-		bt, _ := resolve(before, []string{"Type"})
-		at, _ := resolve(after, []string{"Type"})
-		if !valueEqual(bt, at) {
+		bt, bok := resolve(before, []string{"Type"})
+		at, aok := resolve(after, []string{"Type"})
+		if !bok {
+			bt = absent
+		}
+		if !aok {
+			at = absent
+		}
+		if bok != aok || !valueEqual(bt, at) {
 			refused = true
 			m.fatal(pp.plugin, path,
 				fmt.Sprintf("plugin %q may not change the Type of %s from %s to %s",
