@@ -30,6 +30,10 @@ type Cluster struct {
 	PluginOrder []string `json:"pluginOrder,omitempty"`
 	// Capabilities names the preferred provider of a capability: cni: calico.
 	Capabilities map[string]string `json:"capabilities,omitempty"`
+
+	// src remembers where every value came from when the cluster was
+	// parsed from a file; nil for a Cluster built in Go.
+	src *source
 }
 
 // Network is a new VPC (VPCCIDR, optional Subnets with CIDRs) or an existing

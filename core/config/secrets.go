@@ -1,0 +1,412 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// SensitiveKeyword marks a property sensitive in a plugin's values schema:
+// {"type": "string", "x-kube-aws-sensitive": true}.
+const SensitiveKeyword = "x-kube-aws-sensitive"
+
+// Secrets maps each redaction marker to the plain text it stands for. It
+// lives in memory only: this package never writes it anywhere, and
+// stage.Input.Secrets (deploy only) is never persisted.
+type Secrets map[string]string
+
+// Marker is the redaction marker of a sensitive value:
+// ((secret:<plugin><json-pointer>)) where the pointer points into the
+// plugin's stage.PluginValues: /values/clientSecret for the cluster-level
+// value, /nodePools/<pool>/clientSecret for a node pool's own value. So
+// ((secret:dex/values/clientSecret)).
+func Marker(plugin, pointer string) string {
+	return "((secret:" + plugin + pointer + "))"
+}
+
+// MarkerPattern matches any redaction marker.
+var MarkerPattern = regexp.MustCompile(`\(\(secret:[^()\s]+\)\)`)
+
+// Resolved is the outcome of ResolveSecrets.
+type Resolved struct {
+	// Values are what plugins and state see: every sensitive value replaced
+	// by its marker.
+	Values map[string]stage.PluginValues
+	// Plain are the same values in plain text. They exist only so that the
+	// plugin schemas can check them (core/config/values); never persist or
+	// log them.
+	Plain map[string]stage.PluginValues
+	// Secrets maps each marker in Values to its plain text.
+	Secrets Secrets
+}
+
+// ResolveSecrets resolves the secret sources in the effective values
+// ({valueFrom: {env: NAME}} from the environment, {valueFrom: {file: PATH}}
+// from a file relative to baseDir, one trailing newline removed) and
+// replaces every sensitive value by its marker. Sensitive is a value from a
+// secret source, or a value at a property whose plugin schema (schemas, by
+// plugin name; may be nil) says "x-kube-aws-sensitive": true. A missing
+// variable or file is a fatal diagnostic with the config path; so are
+// sensitive values without a kmsKeyArn to encrypt them with. Diagnostics
+// never contain a resolved value.
+func ResolveSecrets(c *Cluster, values map[string]stage.PluginValues, schemas map[string]json.RawMessage, baseDir string) (*Resolved, diag.List) {
+	r := &Resolved{Values: map[string]stage.PluginValues{}, Plain: map[string]stage.PluginValues{}, Secrets: Secrets{}}
+	var diags diag.List
+	for _, plugin := range sortedKeys(values) {
+		pv := values[plugin]
+		sw := newSchemaWalker(schemas[plugin])
+		res := &resolver{c: c, plugin: plugin, baseDir: baseDir, sw: sw, secrets: r.Secrets, clusterMarkers: map[string]string{}}
+		var red, plain stage.PluginValues
+		red.Values, plain.Values = res.tree(pv.Values, "", "/values")
+		for _, pool := range sortedKeys(pv.NodePools) {
+			res.pool = pool
+			rv, pl := res.tree(pv.NodePools[pool], pool, "/nodePools/"+escapePointer(pool))
+			if red.NodePools == nil {
+				red.NodePools, plain.NodePools = map[string]json.RawMessage{}, map[string]json.RawMessage{}
+			}
+			red.NodePools[pool], plain.NodePools[pool] = rv, pl
+		}
+		diags = append(diags, res.diags...)
+		r.Values[plugin], r.Plain[plugin] = red, plain
+	}
+	if len(r.Secrets) > 0 && c.KMSKeyARN == "" {
+		markers := sortedKeys(r.Secrets)
+		diags = append(diags, posDiag(c, diag.Fatalf("cluster.yaml has %d sensitive value(s) (%s...) but no kmsKeyArn to encrypt them with", len(markers), markers[0]).
+			At("kmsKeyArn").WithHint("set kmsKeyArn to a KMS key in the cluster's region: sensitive values are uploaded encrypted and decrypted on the node")))
+	}
+	return r, diags
+}
+
+type resolver struct {
+	c       *Cluster
+	plugin  string
+	pool    string
+	baseDir string
+	sw      *schemaWalker
+	secrets Secrets
+	diags   diag.List
+	// clusterMarkers maps a pointer relative to the values to the marker of
+	// the cluster-level sensitive value there, so that a pool inheriting the
+	// same value reuses its marker.
+	clusterMarkers map[string]string
+}
+
+// tree resolves one values document; base is its pointer inside the
+// plugin's stage.PluginValues.
+func (r *resolver) tree(raw json.RawMessage, pool, base string) (redacted, plain json.RawMessage) {
+	if len(raw) == 0 {
+		return raw, raw
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw, raw
+	}
+	red, pl := r.walk(v, r.sw.root(), "", base)
+	redB, err1 := json.Marshal(red)
+	plB, err2 := json.Marshal(pl)
+	if err1 != nil || err2 != nil {
+		return raw, raw
+	}
+	return redB, plB
+}
+
+func (r *resolver) path(rel string) string {
+	return r.c.ValuesPath(r.plugin, r.pool, rel)
+}
+
+func (r *resolver) fatal(rel, hint, format string, args ...any) {
+	d := diag.Fatalf(format, args...).At(r.path(rel)).WithHint(hint)
+	d.Plugin = r.plugin
+	r.diags = append(r.diags, posDiag(r.c, d))
+}
+
+// walk returns the redacted and the plain form of v at pointer rel.
+func (r *resolver) walk(v any, schemas []map[string]any, rel, base string) (any, any) {
+	if src, ok := secretSource(v); ok {
+		plain, ok := r.source(src, rel)
+		if !ok {
+			return v, v
+		}
+		return r.mark(plain, plain, rel, base), plain
+	}
+	sensitive := r.sw.sensitive(schemas)
+	var red, plain any
+	switch t := v.(type) {
+	case map[string]any:
+		rm, pm := make(map[string]any, len(t)), make(map[string]any, len(t))
+		for k, child := range t {
+			crel := rel + "/" + escapePointer(k)
+			rm[k], pm[k] = r.walk(child, r.sw.property(schemas, k), crel, base)
+		}
+		red, plain = rm, pm
+	case []any:
+		rl, pl := make([]any, len(t)), make([]any, len(t))
+		for i, child := range t {
+			crel := rel + "/" + strconv.Itoa(i)
+			rl[i], pl[i] = r.walk(child, r.sw.item(schemas, i), crel, base)
+		}
+		red, plain = rl, pl
+	default:
+		red, plain = v, v
+	}
+	if !sensitive || plain == nil {
+		return red, plain
+	}
+	text, ok := plain.(string)
+	if !ok {
+		b, _ := json.Marshal(plain)
+		text = string(b)
+	}
+	return r.mark(text, plain, rel, base), plain
+}
+
+// mark records a sensitive value and returns its marker.
+func (r *resolver) mark(text string, plain any, rel, base string) string {
+	if r.pool == "" {
+		m := Marker(r.plugin, base+rel)
+		r.secrets[m] = text
+		r.clusterMarkers[rel] = m
+		return m
+	}
+	if m, ok := r.clusterMarkers[rel]; ok && r.secrets[m] == text {
+		return m
+	}
+	m := Marker(r.plugin, base+rel)
+	r.secrets[m] = text
+	return m
+}
+
+// source resolves a valueFrom object.
+func (r *resolver) source(src any, rel string) (string, bool) {
+	m, ok := src.(map[string]any)
+	hint := "write valueFrom: {env: NAME} to read an environment variable, or valueFrom: {file: PATH} to read a file relative to cluster.yaml"
+	if !ok || len(m) != 1 {
+		r.fatal(rel+"/valueFrom", hint, "valueFrom must have exactly one of env or file")
+		return "", false
+	}
+	if name, ok := m["env"]; ok {
+		s, isStr := name.(string)
+		if !isStr || s == "" {
+			r.fatal(rel+"/valueFrom/env", hint, "valueFrom.env must name an environment variable")
+			return "", false
+		}
+		val, found := os.LookupEnv(s)
+		if !found {
+			r.fatal(rel+"/valueFrom/env", fmt.Sprintf("export %s before running kube-aws (in CI, from the pipeline's secret store), or change %s", s, r.path(rel)),
+				"environment variable %s is not set", s)
+			return "", false
+		}
+		return val, true
+	}
+	if file, ok := m["file"]; ok {
+		s, isStr := file.(string)
+		if !isStr || s == "" {
+			r.fatal(rel+"/valueFrom/file", hint, "valueFrom.file must be a path")
+			return "", false
+		}
+		full := s
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(r.baseDir, s)
+		}
+		data, err := os.ReadFile(full)
+		if err != nil {
+			r.fatal(rel+"/valueFrom/file", fmt.Sprintf("create %s (paths are relative to the folder of cluster.yaml), or change %s", full, r.path(rel)),
+				"cannot read secret file %s: %v", s, unwrapPathError(err))
+			return "", false
+		}
+		text := strings.TrimSuffix(string(data), "\n")
+		text = strings.TrimSuffix(text, "\r")
+		return text, true
+	}
+	r.fatal(rel+"/valueFrom", hint, "valueFrom must have env or file")
+	return "", false
+}
+
+// Redact replaces every occurrence of a secret's plain text in s (as is, or
+// as it appears inside a JSON string) by its marker. Use it on anything that
+// may echo a value: log lines, stderr, error messages. Longer secrets are
+// replaced first so that a secret containing another is not half-redacted.
+func Redact(s string, secrets Secrets) string {
+	if len(secrets) == 0 || s == "" {
+		return s
+	}
+	return newRedactor(secrets).Replace(s)
+}
+
+func newRedactor(secrets Secrets) *strings.Replacer {
+	type kv struct{ plain, marker string }
+	var pairs []kv
+	for marker, plain := range secrets {
+		if plain == "" {
+			continue
+		}
+		pairs = append(pairs, kv{plain, marker})
+		b, _ := json.Marshal(plain)
+		if esc := string(b[1 : len(b)-1]); esc != plain {
+			pairs = append(pairs, kv{esc, marker})
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool {
+		if len(pairs[i].plain) != len(pairs[j].plain) {
+			return len(pairs[i].plain) > len(pairs[j].plain)
+		}
+		return pairs[i].marker < pairs[j].marker
+	})
+	args := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		args = append(args, p.plain, p.marker)
+	}
+	return strings.NewReplacer(args...)
+}
+
+// RedactedJSON marshals v (a Cluster for stage.Input.Config, say) and
+// redacts every secret in it.
+func RedactedJSON(v any, secrets Secrets) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(secrets) == 0 {
+		return b, nil
+	}
+	return json.RawMessage(Redact(string(b), secrets)), nil
+}
+
+// schemaWalker finds the subschemas that apply to a value's children, enough
+// to see x-kube-aws-sensitive: properties, patternProperties,
+// additionalProperties, items, prefixItems, local $ref and
+// allOf/anyOf/oneOf. It is not a validator (core/config/values is); keeping it
+// small keeps a JSON Schema library out of plugin binaries.
+type schemaWalker struct {
+	doc map[string]any
+}
+
+func newSchemaWalker(raw json.RawMessage) *schemaWalker {
+	w := &schemaWalker{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &w.doc)
+	}
+	return w
+}
+
+func (w *schemaWalker) root() []map[string]any {
+	if w.doc == nil {
+		return nil
+	}
+	return w.expand([]map[string]any{w.doc})
+}
+
+// expand follows $ref and the combinators, returning every schema that
+// applies to the same instance.
+func (w *schemaWalker) expand(in []map[string]any) []map[string]any {
+	var out []map[string]any
+	var visit func(s map[string]any, depth int)
+	visit = func(s map[string]any, depth int) {
+		if s == nil || depth > 32 {
+			return
+		}
+		out = append(out, s)
+		if ref, ok := s["$ref"].(string); ok {
+			visit(w.ref(ref), depth+1)
+		}
+		for _, key := range []string{"allOf", "anyOf", "oneOf"} {
+			if list, ok := s[key].([]any); ok {
+				for _, sub := range list {
+					if m, ok := sub.(map[string]any); ok {
+						visit(m, depth+1)
+					}
+				}
+			}
+		}
+	}
+	for _, s := range in {
+		visit(s, 0)
+	}
+	return out
+}
+
+// ref resolves a local reference (#/$defs/x or #/definitions/x).
+func (w *schemaWalker) ref(ref string) map[string]any {
+	if !strings.HasPrefix(ref, "#") {
+		return nil
+	}
+	var cur any = w.doc
+	for _, seg := range pointerSegments(strings.TrimPrefix(ref, "#")) {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[seg]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+func (w *schemaWalker) sensitive(schemas []map[string]any) bool {
+	for _, s := range schemas {
+		if b, ok := s[SensitiveKeyword].(bool); ok && b {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *schemaWalker) property(schemas []map[string]any, key string) []map[string]any {
+	var out []map[string]any
+	for _, s := range schemas {
+		matched := false
+		if props, ok := s["properties"].(map[string]any); ok {
+			if sub, ok := props[key].(map[string]any); ok {
+				out = append(out, sub)
+				matched = true
+			}
+		}
+		if pats, ok := s["patternProperties"].(map[string]any); ok {
+			for pat, sub := range pats {
+				if re, err := regexp.Compile(pat); err == nil && re.MatchString(key) {
+					if m, ok := sub.(map[string]any); ok {
+						out = append(out, m)
+						matched = true
+					}
+				}
+			}
+		}
+		if !matched {
+			if sub, ok := s["additionalProperties"].(map[string]any); ok {
+				out = append(out, sub)
+			}
+		}
+	}
+	return w.expand(out)
+}
+
+func (w *schemaWalker) item(schemas []map[string]any, i int) []map[string]any {
+	var out []map[string]any
+	for _, s := range schemas {
+		if prefix, ok := s["prefixItems"].([]any); ok && i < len(prefix) {
+			if m, ok := prefix[i].(map[string]any); ok {
+				out = append(out, m)
+			}
+			continue
+		}
+		switch items := s["items"].(type) {
+		case map[string]any:
+			out = append(out, items)
+		case []any: // draft-07 tuple form
+			if i < len(items) {
+				if m, ok := items[i].(map[string]any); ok {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return w.expand(out)
+}
