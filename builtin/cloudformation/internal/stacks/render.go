@@ -1,8 +1,6 @@
 package stacks
 
 import (
-	"bytes"
-	"encoding/json"
 	"sort"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
@@ -41,21 +39,7 @@ func Render(c *config.Cluster, v Values, set *construct.Set) ([]stage.File, []st
 	if set == nil {
 		set = &construct.Set{}
 	}
-	var diags diag.List
-	stacks := map[string]*construct.Stack{}
-	var names []string
-	for _, s := range set.Stacks {
-		if s.Name == cfn.StackIAM {
-			continue
-		}
-		if cur, ok := stacks[s.Name]; ok {
-			diags = append(diags, mergeStack(cur, s)...)
-			continue
-		}
-		cp := copyStack(s)
-		stacks[s.Name] = &cp
-		names = append(names, s.Name)
-	}
+	stacks, names, diags := cfn.CollectStacks(set.Stacks, func(name string) bool { return name != cfn.StackIAM })
 	diags = append(diags, cfn.ApplyPatches(stacks, set.Patches, set.Protected)...)
 	for i, p := range set.Patches {
 		if _, ok := stacks[p.Stack]; !ok && p.Stack != cfn.StackIAM {
@@ -75,86 +59,4 @@ func Render(c *config.Cluster, v Values, set *construct.Set) ([]stage.File, []st
 		specs = append(specs, r.Spec)
 	}
 	return files, specs, diags
-}
-
-// copyStack copies the maps that rendering changes, so the caller's set is
-// never modified.
-func copyStack(s construct.Stack) construct.Stack {
-	cp := s
-	cp.Resources = copyRaw(s.Resources)
-	cp.Outputs = copyRaw(s.Outputs)
-	cp.Parameters = copyRaw(s.Parameters)
-	cp.Conditions = copyRaw(s.Conditions)
-	cp.Mappings = copyRaw(s.Mappings)
-	cp.DependsOn = append([]string(nil), s.DependsOn...)
-	cp.Tags = copyStr(s.Tags)
-	cp.ParameterSources = copyStr(s.ParameterSources)
-	return cp
-}
-
-func copyRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func copyStr(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// mergeStack folds a second contribution to the same stack into cur. The
-// merge in core/merge normally leaves one Stack per name; this keeps render
-// correct if it does not. Identical entries are fine, different ones fatal.
-func mergeStack(cur *construct.Stack, s construct.Stack) diag.List {
-	var diags diag.List
-	section := func(kind string, dst *map[string]json.RawMessage, src map[string]json.RawMessage) {
-		for k, v := range src {
-			if *dst == nil {
-				*dst = map[string]json.RawMessage{}
-			}
-			if old, ok := (*dst)[k]; ok && !bytes.Equal(old, v) {
-				diags = append(diags, diag.Fatalf("stack %s: two contributions define %s %s differently", cur.Name, kind, k))
-				continue
-			}
-			(*dst)[k] = v
-		}
-	}
-	section("resource", &cur.Resources, s.Resources)
-	section("output", &cur.Outputs, s.Outputs)
-	section("parameter", &cur.Parameters, s.Parameters)
-	section("condition", &cur.Conditions, s.Conditions)
-	section("mapping", &cur.Mappings, s.Mappings)
-	cur.DependsOn = append(cur.DependsOn, s.DependsOn...)
-	if cur.Description == "" {
-		cur.Description = s.Description
-	}
-	for k, v := range s.Tags {
-		if cur.Tags == nil {
-			cur.Tags = map[string]string{}
-		}
-		cur.Tags[k] = v
-	}
-	for k, v := range s.ParameterSources {
-		if cur.ParameterSources == nil {
-			cur.ParameterSources = map[string]string{}
-		}
-		if old, ok := cur.ParameterSources[k]; ok && old != v {
-			diags = append(diags, diag.Fatalf("stack %s: parameter %s has two sources, %s and %s", cur.Name, k, old, v))
-			continue
-		}
-		cur.ParameterSources[k] = v
-	}
-	return diags
 }

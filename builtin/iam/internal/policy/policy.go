@@ -1,0 +1,332 @@
+// Package policy is the logic of the iam built-in plugin, apart from the SDK
+// server so it is testable as plain functions. Initialise contributes the
+// IAM statements kube-aws itself needs as ordinary IAM constructs (so every
+// plugin sees them, and they merge in plugin order like anyone's); Render
+// builds the iam stack: one role, inline policy and instance profile per
+// role (controller, etcd, each node pool) holding every merged statement for
+// it, with outputs the machine stacks take as parameters.
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/awslabs/goformation/v4/cloudformation"
+	"github.com/awslabs/goformation/v4/cloudformation/iam"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// MaxInlinePolicyBytes is IAM's limit on the inline policies of one role,
+// counted without whitespace.
+const MaxInlinePolicyBytes = 10_240
+
+// Initialise returns the statements every kube-aws machine needs.
+func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
+	var diags diag.List
+	var out []construct.IAMStatement
+	all := []construct.Target{{Role: construct.Controller}, {Role: construct.Etcd}, {Role: construct.Worker}}
+
+	bucket, prefix, err := parseS3URI(c.S3URI)
+	if err != nil {
+		diags = append(diags, diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix"))
+	} else {
+		obj := fmt.Sprintf("arn:%s:s3:::%s/*", partition(c.Region), bucket)
+		if prefix != "" {
+			obj = fmt.Sprintf("arn:%s:s3:::%s/%s/*", partition(c.Region), bucket, prefix)
+		}
+		for _, t := range all {
+			// Every machine's bootstrap fetches its userdata from here.
+			out = append(out, construct.IAMStatement{Target: t, Sid: "KubeAwsAssets", Effect: "Allow",
+				Actions: []string{"s3:GetObject"}, Resources: []string{obj}})
+		}
+	}
+	if c.KMSKeyARN != "" {
+		for _, t := range all {
+			// Sensitive values are uploaded encrypted and decrypted at boot.
+			out = append(out, construct.IAMStatement{Target: t, Sid: "KubeAwsDecrypt", Effect: "Allow",
+				Actions: []string{"kms:Decrypt"}, Resources: []string{c.KMSKeyARN}})
+		}
+	}
+	// What the AWS cloud provider on the controllers needs to manage load
+	// balancers, volumes and routes (cloud-provider-aws's documented policy).
+	out = append(out, construct.IAMStatement{
+		Target: construct.Target{Role: construct.Controller}, Sid: "KubeAwsCloudProvider", Effect: "Allow",
+		Actions: []string{
+			"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeTags",
+			"ec2:AttachVolume", "ec2:AuthorizeSecurityGroupIngress", "ec2:CreateRoute", "ec2:CreateSecurityGroup",
+			"ec2:CreateTags", "ec2:CreateVolume", "ec2:DeleteRoute", "ec2:DeleteSecurityGroup", "ec2:DeleteVolume",
+			"ec2:Describe*", "ec2:DetachVolume", "ec2:ModifyInstanceAttribute", "ec2:ModifyVolume",
+			"ec2:RevokeSecurityGroupIngress", "elasticloadbalancing:*", "iam:CreateServiceLinkedRole", "kms:DescribeKey",
+		},
+		Resources: []string{"*"},
+	})
+	// etcd members find each other through their auto scaling group.
+	out = append(out, construct.IAMStatement{
+		Target: construct.Target{Role: construct.Etcd}, Sid: "KubeAwsEtcdDiscovery", Effect: "Allow",
+		Actions:   []string{"autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances", "ec2:DescribeTags"},
+		Resources: []string{"*"},
+	})
+	// The kubelet looks itself up and pulls images from ECR.
+	out = append(out, construct.IAMStatement{
+		Target: construct.Target{Role: construct.Worker}, Sid: "KubeAwsNode", Effect: "Allow",
+		Actions: []string{
+			"ec2:DescribeInstances", "ec2:DescribeRegions",
+			"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:DescribeRepositories",
+			"ecr:GetAuthorizationToken", "ecr:GetDownloadUrlForLayer", "ecr:GetRepositoryPolicy", "ecr:ListImages",
+		},
+		Resources: []string{"*"},
+	})
+	return &construct.Set{IAM: out}, diags
+}
+
+// role is one machine role and what its policy holds so far.
+type role struct {
+	prefix     string
+	label      string // for descriptions: controller, etcd, node pool NAME
+	role       construct.Role
+	pool       string
+	statements []any
+	sids       map[string]string // Sid -> its statement JSON
+}
+
+var sidPattern = regexp.MustCompile(`^[A-Za-z0-9]*$`)
+
+// Render builds stacks/iam.json from the cluster and the merged constructs.
+func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackSpec, diag.List) {
+	if set == nil {
+		set = &construct.Set{}
+	}
+	var diags diag.List
+	roles := []*role{
+		{prefix: cfn.RolePrefix(construct.Controller, ""), label: "controller", role: construct.Controller},
+		{prefix: cfn.RolePrefix(construct.Etcd, ""), label: "etcd", role: construct.Etcd},
+	}
+	pools := map[string]*role{}
+	seen := map[string]string{}
+	for i, p := range c.NodePools {
+		prefix := cfn.RolePrefix(construct.Worker, p.Name)
+		if other, dup := seen[prefix]; dup || cfn.CamelName(p.Name) == "" {
+			diags = append(diags, diag.Fatalf("node pool %q cannot be told apart from %q in IAM names (%s)", p.Name, other, prefix).
+				At(fmt.Sprintf("nodePools[%d].name", i)))
+			continue
+		}
+		seen[prefix] = p.Name
+		r := &role{prefix: prefix, label: "node pool " + p.Name, role: construct.Worker, pool: p.Name}
+		roles = append(roles, r)
+		pools[p.Name] = r
+	}
+
+	for i, st := range set.IAM {
+		targets, d := targetsOf(st.Target, roles, pools)
+		if d != nil {
+			diags = append(diags, d.At(fmt.Sprintf("iam[%d]", i)))
+			continue
+		}
+		body, d2 := statement(st)
+		if len(d2) > 0 {
+			for _, d := range d2 {
+				diags = append(diags, d.At(fmt.Sprintf("iam[%d]", i)))
+			}
+			if d2.HasFatal() {
+				continue
+			}
+		}
+		key, _ := cfn.Marshal(body, false)
+		for _, r := range targets {
+			if st.Sid != "" {
+				if prev, ok := r.sids[st.Sid]; ok {
+					if prev != string(key) {
+						diags = append(diags, diag.Fatalf("two different IAM statements with Sid %s for the %s role", st.Sid, r.label).
+							At(fmt.Sprintf("iam[%d]", i)).WithHint("Sids must be unique within a role's policy; rename one"))
+					}
+					continue
+				}
+				if r.sids == nil {
+					r.sids = map[string]string{}
+				}
+				r.sids[st.Sid] = string(key)
+			}
+			r.statements = append(r.statements, body)
+		}
+	}
+
+	s := construct.Stack{
+		Name:        cfn.StackIAM,
+		Description: fmt.Sprintf("kube-aws %s: IAM roles and instance profiles", c.ClusterName),
+		Resources:   map[string]json.RawMessage{},
+		Outputs:     map[string]json.RawMessage{},
+		Tags:        map[string]string{"kube-aws:cluster": c.ClusterName, "kube-aws:stack": cfn.StackIAM},
+	}
+	assume := map[string]any{
+		"Version": "2012-10-17",
+		"Statement": []any{map[string]any{
+			"Effect":    "Allow",
+			"Principal": map[string]any{"Service": []any{"ec2.amazonaws.com"}},
+			"Action":    []any{"sts:AssumeRole"},
+		}},
+	}
+	for _, r := range roles {
+		res := &iam.Role{AssumeRolePolicyDocument: assume, Path: "/"}
+		if len(r.statements) > 0 {
+			doc := map[string]any{"Version": "2012-10-17", "Statement": r.statements}
+			compact, _ := cfn.Marshal(doc, false)
+			if n := len(compact); n > MaxInlinePolicyBytes {
+				diags = append(diags, diag.Fatalf("the %s role's policy is %d bytes, over IAM's limit of %d for a role's inline policies", r.label, n, MaxInlinePolicyBytes).
+					WithHint("merge statements, use wildcards in action names, or attach a managed policy through a patch to ManagedPolicyArns"))
+			}
+			res.Policies = []iam.Role_Policy{{PolicyName: "kube-aws-" + strings.ToLower(string(r.role)) + poolSuffix(r.pool), PolicyDocument: doc}}
+		}
+		s.Resources[r.prefix+"Role"] = cfn.MustRaw(res)
+		s.Resources[r.prefix+"InstanceProfile"] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(r.prefix + "Role")}})
+		s.Outputs[cfn.InstanceProfileOutput(r.role, r.pool)] = cfn.MustRaw(cloudformation.Output{
+			Value: cfn.Ref(r.prefix + "InstanceProfile"), Description: "Instance profile of the " + r.label + " machines"})
+		s.Outputs[cfn.RoleArnOutput(r.role, r.pool)] = cfn.MustRaw(cloudformation.Output{
+			Value: cfn.GetAtt(r.prefix+"Role", "Arn"), Description: "Role ARN of the " + r.label + " machines"})
+		s.Outputs[r.prefix+"RoleName"] = cfn.MustRaw(cloudformation.Output{
+			Value: cfn.Ref(r.prefix + "Role"), Description: "Role name of the " + r.label + " machines"})
+	}
+
+	// Other plugins may add to the iam stack (a managed policy, say) and
+	// patch its roles; fold those in like any stack.
+	stacks, _, d := cfn.CollectStacks(set.Stacks, func(name string) bool { return name == cfn.StackIAM })
+	diags = append(diags, d...)
+	if extra, ok := stacks[cfn.StackIAM]; ok {
+		extra.Description = ""
+		diags = append(diags, cfn.MergeStack(&s, *extra)...)
+	}
+	diags = append(diags, cfn.ApplyPatches(map[string]*construct.Stack{cfn.StackIAM: &s}, set.Patches, set.Protected)...)
+
+	r, d := cfn.RenderStack(s, c.Tags, nil)
+	diags = append(diags, d...)
+	if r == nil {
+		return nil, nil, diags
+	}
+	return []stage.File{r.File}, []stage.StackSpec{r.Spec}, diags
+}
+
+func poolSuffix(pool string) string {
+	if pool == "" {
+		return ""
+	}
+	return "-" + pool
+}
+
+// targetsOf resolves a statement's target to roles: a worker target without
+// a pool is every pool.
+func targetsOf(t construct.Target, roles []*role, pools map[string]*role) ([]*role, *diag.Diagnostic) {
+	var out []*role
+	switch t.Role {
+	case construct.Controller, construct.Etcd:
+		for _, r := range roles {
+			if r.role == t.Role {
+				out = append(out, r)
+			}
+		}
+	case construct.Worker:
+		if t.NodePool != "" {
+			r, ok := pools[t.NodePool]
+			if !ok {
+				d := diag.Fatalf("IAM statement for node pool %q, which cluster.yaml does not define", t.NodePool)
+				return nil, &d
+			}
+			return []*role{r}, nil
+		}
+		for _, r := range roles {
+			if r.role == construct.Worker {
+				out = append(out, r)
+			}
+		}
+	default:
+		d := diag.Fatalf("IAM statement for unknown role %q", t.Role).WithHint("use controller, etcd or worker")
+		return nil, &d
+	}
+	return out, nil
+}
+
+// statement turns a construct into a policy statement, checking what IAM
+// would reject and warning about a statement that allows everything.
+func statement(st construct.IAMStatement) (map[string]any, diag.List) {
+	var diags diag.List
+	effect := st.Effect
+	if effect == "" {
+		effect = "Allow"
+	}
+	if effect != "Allow" && effect != "Deny" {
+		diags = append(diags, diag.Fatalf("IAM statement %s has effect %q, want Allow or Deny", st.Sid, st.Effect))
+	}
+	if !sidPattern.MatchString(st.Sid) {
+		diags = append(diags, diag.Fatalf("IAM statement Sid %q may hold only letters and digits", st.Sid))
+	}
+	if len(st.Actions) == 0 || len(st.Resources) == 0 {
+		diags = append(diags, diag.Fatalf("IAM statement %s needs at least one action and one resource", st.Sid))
+	}
+	if effect == "Allow" && contains(st.Actions, "*") && contains(st.Resources, "*") {
+		diags = append(diags, diag.Warningf("IAM statement %s for %s allows every action on every resource", st.Sid, st.Target).
+			WithHint("name the actions and resources the plugin needs"))
+	}
+	body := map[string]any{
+		"Effect":   effect,
+		"Action":   strs(st.Actions),
+		"Resource": strs(st.Resources),
+	}
+	if st.Sid != "" {
+		body["Sid"] = st.Sid
+	}
+	if len(st.Condition) > 0 && string(st.Condition) != "null" {
+		cond, err := cfn.Decode(st.Condition)
+		if err != nil {
+			diags = append(diags, diag.Fatalf("IAM statement %s: condition is not JSON: %v", st.Sid, err))
+		} else {
+			body["Condition"] = cond
+		}
+	}
+	return body, diags
+}
+
+func strs(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseS3URI splits s3://bucket/prefix.
+func parseS3URI(u string) (bucket, prefix string, err error) {
+	rest, ok := strings.CutPrefix(u, "s3://")
+	if !ok {
+		return "", "", fmt.Errorf("s3URI %q does not start with s3://", u)
+	}
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	if bucket == "" {
+		return "", "", fmt.Errorf("s3URI %q names no bucket", u)
+	}
+	return bucket, strings.Trim(prefix, "/"), nil
+}
+
+// partition is the ARN partition of a region.
+func partition(region string) string {
+	switch {
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	}
+	return "aws"
+}

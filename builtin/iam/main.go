@@ -1,0 +1,50 @@
+// Command iam is the built-in plugin that owns the cluster's IAM: its
+// initialise contributes the statements kube-aws's own machines need, and
+// its render writes stacks/iam.json with a role, inline policy and instance
+// profile per role (controller, etcd, each node pool) merging every plugin's
+// statements. The logic lives in internal/policy.
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kube-aws/kube-aws/builtin/iam/internal/policy"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+func main() { sdk.Serve(plugin{}) }
+
+// Version is the plugin's version, reported at registration.
+const Version = "1.0.0"
+
+type plugin struct{}
+
+func (plugin) Info() stage.PluginInfo {
+	return stage.PluginInfo{
+		Name:         "iam",
+		Version:      Version,
+		Description:  "IAM roles, policies and instance profiles of the controllers, etcd and each node pool",
+		Stages:       []stage.Name{stage.Initialise, stage.Render},
+		ValuesSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
+	}
+}
+
+func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
+	c, err := req.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	set, diags := policy.Initialise(c)
+	return &stage.Result{Constructs: set, Diagnostics: diags}, nil
+}
+
+func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error) {
+	c, err := req.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	files, specs, diags := policy.Render(c, req.Constructs)
+	return &stage.Result{Files: files, Stacks: specs, Diagnostics: diags}, nil
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current render")
+
+// The cluster fixtures are shared with the cloudformation plugin's tests so
+// that both halves of a cluster are checked on the same configurations.
+var fixtures = []string{"minimal", "full"}
+
+func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
+	t.Helper()
+	y, err := os.ReadFile(filepath.Join("..", "cloudformation", "testdata", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c config.Cluster
+	if err := yaml.UnmarshalStrict(y, &c); err != nil {
+		t.Fatal(err)
+	}
+	return j, &c
+}
+
+// pluginStatements stands for other plugins' IAM contributions in the full
+// fixture: one for the controllers, one for every pool, one for one pool.
+var pluginStatements = []construct.IAMStatement{
+	{Target: construct.Target{Role: construct.Controller}, Sid: "Route53", Effect: "Allow",
+		Actions: []string{"route53:ChangeResourceRecordSets"}, Resources: []string{"arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ"}},
+	{Target: construct.Target{Role: construct.Worker}, Sid: "Logs", Effect: "Allow",
+		Actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, Resources: []string{"arn:aws:logs:eu-west-1:123456789012:log-group:prod:*"}},
+	{Target: construct.Target{Role: construct.Worker, NodePool: "spot-arm"}, Sid: "SpotTermination", Effect: "Allow",
+		Actions: []string{"autoscaling:CompleteLifecycleAction"}, Resources: []string{"*"},
+		Condition: json.RawMessage(`{"StringEquals":{"autoscaling:ResourceTag/kubernetes.io/cluster/prod":"owned"}}`)},
+}
+
+// run calls initialise then render the way the host does, merging the
+// plugin's own statements with extra ones in plugin order.
+func run(t *testing.T, name string, extra []construct.IAMStatement) *stage.Result {
+	t.Helper()
+	cfg, _ := loadFixture(t, name)
+	ctx := context.Background()
+	req := &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"}
+	init, err := plugin{}.Initialise(ctx, req)
+	if err != nil || init.Diagnostics.HasFatal() {
+		t.Fatalf("initialise: %v %v", err, init.Diagnostics)
+	}
+	set := *init.Constructs
+	set.IAM = append(append([]construct.IAMStatement(nil), set.IAM...), extra...)
+	req = &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: &set}, Plugin: "iam"}
+	res, err := plugin{}.Render(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func renderFixture(t *testing.T, name string) *stage.Result {
+	t.Helper()
+	var extra []construct.IAMStatement
+	if name == "full" {
+		extra = pluginStatements
+	}
+	res := run(t, name, extra)
+	if res.Diagnostics.HasFatal() {
+		t.Fatalf("%s: %v", name, res.Diagnostics)
+	}
+	return res
+}
+
+func template(t *testing.T, res *stage.Result) map[string]any {
+	t.Helper()
+	if len(res.Files) != 1 || res.Files[0].Path != "stacks/iam.json" {
+		t.Fatalf("want exactly stacks/iam.json, got %+v", res.Files)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(res.Files[0].Content, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// sids lists the Sids in a role's policy, in order.
+func sids(t *testing.T, tmpl map[string]any, roleID string) []string {
+	t.Helper()
+	res := tmpl["Resources"].(map[string]any)
+	r, ok := res[roleID].(map[string]any)
+	if !ok {
+		t.Fatalf("no resource %s", roleID)
+	}
+	pols := r["Properties"].(map[string]any)["Policies"].([]any)
+	if len(pols) != 1 {
+		t.Fatalf("%s: want one inline policy, got %d", roleID, len(pols))
+	}
+	var out []string
+	for _, s := range pols[0].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+		out = append(out, s.(map[string]any)["Sid"].(string))
+	}
+	return out
+}
+
+func TestRolesGetTheirStatementsInPluginOrder(t *testing.T) {
+	tmpl := template(t, renderFixture(t, "full"))
+	cases := map[string]string{
+		"ControllerRole":      "KubeAwsAssets KubeAwsDecrypt KubeAwsCloudProvider Route53",
+		"EtcdRole":            "KubeAwsAssets KubeAwsDecrypt KubeAwsEtcdDiscovery",
+		"NodePoolGeneralRole": "KubeAwsAssets KubeAwsDecrypt KubeAwsNode Logs",
+		"NodePoolSpotArmRole": "KubeAwsAssets KubeAwsDecrypt KubeAwsNode Logs SpotTermination",
+	}
+	for role, want := range cases {
+		if got := strings.Join(sids(t, tmpl, role), " "); got != want {
+			t.Errorf("%s: statements %q, want %q", role, got, want)
+		}
+	}
+	outputs := tmpl["Outputs"].(map[string]any)
+	for _, o := range []string{"ControllerInstanceProfile", "EtcdInstanceProfile", "NodePoolGeneralInstanceProfile",
+		"NodePoolSpotArmInstanceProfile", "ControllerRoleArn", "NodePoolSpotArmRoleArn"} {
+		if _, ok := outputs[o]; !ok {
+			t.Errorf("output %s missing", o)
+		}
+	}
+	// The assets statement points at the s3URI prefix, not the whole bucket.
+	b := string(renderFixture(t, "full").Files[0].Content)
+	if !strings.Contains(b, `"arn:aws:s3:::prod-assets/clusters/prod/*"`) {
+		t.Error("assets statement does not name the s3URI prefix")
+	}
+}
+
+func TestWildcardStatementWarns(t *testing.T) {
+	res := run(t, "minimal", []construct.IAMStatement{{Target: construct.Target{Role: construct.Worker}, Sid: "Everything",
+		Effect: "Allow", Actions: []string{"*"}, Resources: []string{"*"}}})
+	if res.Diagnostics.HasFatal() {
+		t.Fatalf("a wildcard statement is a warning, not fatal: %v", res.Diagnostics)
+	}
+	if !hasMessage(res.Diagnostics, diag.Warning, "Everything") {
+		t.Errorf("no warning naming the statement: %v", res.Diagnostics)
+	}
+	if len(res.Files) != 1 {
+		t.Error("render must still write the stack after a warning")
+	}
+}
+
+func TestBadStatementsAreFatal(t *testing.T) {
+	cases := map[string]construct.IAMStatement{
+		"node pool \"nope\"": {Target: construct.Target{Role: construct.Worker, NodePool: "nope"}, Actions: []string{"s3:GetObject"}, Resources: []string{"*"}},
+		"unknown":            {Target: construct.Target{Role: "bastion"}, Actions: []string{"s3:GetObject"}, Resources: []string{"*"}},
+		"effect":             {Target: construct.Target{Role: construct.Etcd}, Effect: "Maybe", Actions: []string{"s3:GetObject"}, Resources: []string{"*"}},
+		"Sid":                {Target: construct.Target{Role: construct.Etcd}, Sid: "not-alnum", Actions: []string{"s3:GetObject"}, Resources: []string{"*"}},
+		"action":             {Target: construct.Target{Role: construct.Etcd}, Resources: []string{"*"}},
+		"KubeAwsAssets":      {Target: construct.Target{Role: construct.Etcd}, Sid: "KubeAwsAssets", Actions: []string{"s3:PutObject"}, Resources: []string{"*"}},
+	}
+	for want, st := range cases {
+		res := run(t, "minimal", []construct.IAMStatement{st})
+		if !hasMessage(res.Diagnostics, diag.Fatal, want) {
+			t.Errorf("statement %+v: want a fatal mentioning %q, got %v", st, want, res.Diagnostics)
+		}
+	}
+}
+
+func TestPolicyOverIAMLimitIsFatal(t *testing.T) {
+	var many []construct.IAMStatement
+	for i := 0; i < 120; i++ {
+		many = append(many, construct.IAMStatement{Target: construct.Target{Role: construct.Controller},
+			Actions:   []string{"s3:GetObject"},
+			Resources: []string{"arn:aws:s3:::a-rather-long-bucket-name-for-testing/some/prefix/" + strings.Repeat("x", 10)}})
+	}
+	res := run(t, "minimal", many)
+	if !hasMessage(res.Diagnostics, diag.Fatal, "controller role's policy is") {
+		t.Errorf("want a fatal for the policy size, got %v", res.Diagnostics)
+	}
+}
+
+func hasMessage(l diag.List, sev diag.Severity, sub string) bool {
+	for _, d := range l {
+		if d.Severity == sev && strings.Contains(d.Message, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGoldenAndDeterministic(t *testing.T) {
+	for _, name := range fixtures {
+		a, b := renderFixture(t, name), renderFixture(t, name)
+		if !bytes.Equal(a.Files[0].Content, b.Files[0].Content) {
+			t.Errorf("%s: two renders differ", name)
+		}
+		spec, _ := cfn.Marshal(a.Stacks, true)
+		golden := map[string][]byte{name + ".iam.json": a.Files[0].Content, name + ".stacks.json": spec}
+		for f, got := range golden {
+			p := filepath.Join("testdata", "golden", f)
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatalf("%v (run go test ./builtin/iam -update)", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("%s differs from the golden file (run with -update and review the diff)", f)
+			}
+		}
+	}
+}
+
+// TestCfnLint wants cfn-lint to find nothing at all in iam.json. It fails,
+// not skips, without cfn-lint: run `make venv`.
+func TestCfnLint(t *testing.T) {
+	var lint string
+	cands := []string{filepath.Join(os.Getenv("KUBE_AWS_VENV"), "bin", "cfn-lint"), filepath.Join("..", "..", ".venv", "bin", "cfn-lint")}
+	for _, c := range cands {
+		if _, err := os.Stat(c); err == nil && (c != cands[0] || os.Getenv("KUBE_AWS_VENV") != "") {
+			lint = c
+			break
+		}
+	}
+	if lint == "" {
+		t.Fatalf("cfn-lint not found (looked at %v): run `make venv` to install it", cands)
+	}
+	for _, name := range fixtures {
+		_, c := loadFixture(t, name)
+		res := renderFixture(t, name)
+		p := filepath.Join(t.TempDir(), "iam.json")
+		if err := os.WriteFile(p, res.Files[0].Content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(lint, "--regions", c.Region, "--", p).CombinedOutput(); err != nil {
+			t.Errorf("%s: cfn-lint: %v\n%s", name, err, out)
+		}
+	}
+}
