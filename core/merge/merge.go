@@ -214,14 +214,18 @@ func (m *merger) result() *construct.Set {
 // fatal records a merge conflict. Plugin is the later plugin: the one whose
 // contribution could not be merged.
 func (m *merger) fatal(plugin, path, msg, hint string) {
-	m.diags = append(m.diags, diag.Diagnostic{
+	m.diags = append(m.diags, fatalDiag(plugin, path, msg, hint))
+}
+
+func fatalDiag(plugin, path, msg, hint string) diag.Diagnostic {
+	return diag.Diagnostic{
 		Severity: diag.Fatal,
 		Plugin:   plugin,
 		Stage:    string(stage.Initialise),
 		Path:     path,
 		Message:  msg,
 		Hint:     hint,
-	})
+	}
 }
 
 // by names who set something twice: two plugins, or one plugin twice.

@@ -1,13 +1,19 @@
 package merge
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
 )
 
 type pendingPatch struct {
@@ -15,6 +21,11 @@ type pendingPatch struct {
 	index  int // in the plugin's own Patches, for the diagnostic's path
 	patch  construct.Patch
 }
+
+// parallelPatches is the number of patches from which applying them is
+// spread over the CPUs. Patches to different resources are independent, and
+// MergePatch is the most expensive step of a merge.
+const parallelPatches = 64
 
 // applyPatches applies every patch, in plugin order, to the merged resources.
 // A patch that is refused is not applied, and the rest still are, so every
@@ -28,25 +39,97 @@ func (m *merger) applyPatches() {
 		k := [2]string{p.p.Stack, p.p.LogicalID}
 		protected[k] = append(protected[k], p)
 	}
-	for _, pp := range m.patches {
-		m.applyPatch(pp, protected[[2]string{pp.patch.Stack, pp.patch.LogicalID}])
+	// Patches to one resource apply in order, one after another; resources
+	// are patched independently, possibly in parallel. The merged stacks are
+	// only read while patching and written once every group is done, and
+	// diagnostics are reported in patch order, so the result does not
+	// depend on scheduling.
+	type group struct {
+		key     [2]string
+		patches []int
+		body    json.RawMessage
+		exists  bool
+	}
+	var groups []*group
+	byKey := map[[2]string]*group{}
+	for i, pp := range m.patches {
+		k := [2]string{pp.patch.Stack, pp.patch.LogicalID}
+		g := byKey[k]
+		if g == nil {
+			g = &group{key: k}
+			if st := m.stackByName[k[0]]; st != nil {
+				g.body, g.exists = st.s.Resources[k[1]]
+			}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.patches = append(g.patches, i)
+	}
+	outcomes := make([]diag.List, len(m.patches))
+	run := func(g *group) {
+		for _, i := range g.patches {
+			body, diags := m.patchOne(m.patches[i], g.body, g.exists, protected[g.key])
+			outcomes[i] = diags
+			if len(diags) == 0 {
+				g.body = body
+			}
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers > len(groups) {
+		workers = len(groups)
+	}
+	if len(m.patches) < parallelPatches || workers < 2 {
+		for _, g := range groups {
+			run(g)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(groups) {
+						return
+					}
+					run(groups[i])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for _, g := range groups {
+		if g.exists {
+			m.stackByName[g.key[0]].s.Resources[g.key[1]] = g.body
+		}
+	}
+	for _, d := range outcomes {
+		m.diags = append(m.diags, d...)
 	}
 }
 
-func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
+// patchOne checks one patch against the resource body it targets and returns
+// the patched body, or the reasons it was refused. It only reads the merger,
+// so patches to different resources can run concurrently.
+func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, protected []protectedAcc) (json.RawMessage, diag.List) {
 	p := pp.patch
 	path := fmt.Sprintf("constructs.patches[%d]", pp.index)
 	what := fmt.Sprintf("resource %q in stack %q", p.LogicalID, p.Stack)
+	var out diag.List
+	fatal := func(msg, hint string) (json.RawMessage, diag.List) {
+		out = append(out, fatalDiag(pp.plugin, path, msg, hint))
+		return nil, out
+	}
 	st := m.stackByName[p.Stack]
 	if st == nil {
 		msg := fmt.Sprintf("plugin %q patches %s, but no plugin defines stack %q", pp.plugin, what, p.Stack)
 		msg += m.suggestStacks(p.Stack, p.LogicalID)
-		m.fatal(pp.plugin, path, msg,
-			"check the stack and logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
-		return
+		return fatal(msg, "check the stack and logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
 	}
-	body, ok := st.s.Resources[p.LogicalID]
-	if !ok {
+	if !exists {
 		msg := fmt.Sprintf("plugin %q patches %s, but stack %q has no such resource", pp.plugin, what, p.Stack)
 		if s := similar(p.LogicalID, sortedKeys(st.s.Resources), 5); len(s) > 0 {
 			msg += fmt.Sprintf(" (similar logical IDs: %s)", strings.Join(s, ", "))
@@ -54,23 +137,18 @@ func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
 		if in := m.stacksWithResource(p.LogicalID); len(in) > 0 {
 			msg += fmt.Sprintf(" (a resource %q exists in stack %s)", p.LogicalID, strings.Join(in, ", "))
 		}
-		m.fatal(pp.plugin, path, msg,
-			"check the logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
-		return
+		return fatal(msg, "check the logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
 	}
 	// A merge patch that is not an object would replace the whole resource,
 	// which is defining it, not patching it.
 	if !isJSONObject(p.Merge) {
-		m.fatal(pp.plugin, path,
-			fmt.Sprintf("plugin %q patches %s with something that is not a JSON object: %s",
-				pp.plugin, what, truncate(string(p.Merge), maxShown)),
+		return fatal(fmt.Sprintf("plugin %q patches %s with something that is not a JSON object: %s",
+			pp.plugin, what, truncate(string(p.Merge), maxShown)),
 			`a patch is a JSON merge patch (RFC 7386) object, e.g. {"Properties": {"Tags": [...]}}`)
-		return
 	}
 	patchDoc, err := decodeJSON(p.Merge)
 	if err != nil {
-		m.fatal(pp.plugin, path, fmt.Sprintf("plugin %q patches %s with invalid JSON: %v", pp.plugin, what, err), "fix the patch's JSON")
-		return
+		return fatal(fmt.Sprintf("plugin %q patches %s with invalid JSON: %v", pp.plugin, what, err), "fix the patch's JSON")
 	}
 	patchObj := patchDoc.(map[string]any)
 
@@ -91,20 +169,23 @@ func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
 
 	patched, err := jsonpatch.MergePatch(body, p.Merge)
 	if err != nil {
-		m.fatal(pp.plugin, path, fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
-		return
+		return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
+	}
+	// MergePatch adds the new keys of one object in map order; sort them so
+	// the same input always gives the same bytes.
+	if addsSeveralKeys(patchObj) {
+		if patched, err = canonicalObject(patched); err != nil {
+			return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
+		}
 	}
 	if len(hits) == 0 && !typeTouched {
-		st.s.Resources[p.LogicalID] = patched
-		return
+		return patched, nil
 	}
 	before, errB := decodeJSON(body)
 	after, errA := decodeJSON(patched)
 	if errB != nil || errA != nil {
-		m.fatal(pp.plugin, path, fmt.Sprintf("plugin %q could not patch %s: the result is not valid JSON", pp.plugin, what), "fix the patch's JSON")
-		return
+		return fatal(fmt.Sprintf("plugin %q could not patch %s: the result is not valid JSON", pp.plugin, what), "fix the patch's JSON")
 	}
-	refused := false
 	if typeTouched {
 		bt, bok := resolve(before, []string{"Type"})
 		at, aok := resolve(after, []string{"Type"})
@@ -115,11 +196,10 @@ func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
 			at = absent
 		}
 		if bok != aok || !valueEqual(bt, at) {
-			refused = true
-			m.fatal(pp.plugin, path,
+			out = append(out, fatalDiag(pp.plugin, path,
 				fmt.Sprintf("plugin %q may not change the Type of %s from %s to %s",
 					pp.plugin, what, showValue(bt), showValue(at)),
-				"a patch changes a resource's properties; to make a different kind of resource, define a new one with its own logical ID")
+				"a patch changes a resource's properties; to make a different kind of resource, define a new one with its own logical ID"))
 		}
 	}
 	for _, h := range hits {
@@ -128,7 +208,6 @@ func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
 		if bok == aok && (!bok || valueEqual(bv, av)) {
 			continue // the patch names the path but leaves it as it was
 		}
-		refused = true
 		ptr := h.prot.p.Pointer
 		if ptr == "" {
 			ptr = "(the whole resource)"
@@ -139,12 +218,44 @@ func (m *merger) applyPatch(pp pendingPatch, protected []protectedAcc) {
 			msg += ": " + h.prot.p.Reason
 		}
 		msg += ")"
-		m.fatal(pp.plugin, path, msg,
-			"remove that part of the patch; contribute what is needed through its own construct (units, files, flags) instead of patching a protected value")
+		out = append(out, fatalDiag(pp.plugin, path, msg,
+			"remove that part of the patch; contribute what is needed through its own construct (units, files, flags) instead of patching a protected value"))
 	}
-	if !refused {
-		st.s.Resources[p.LogicalID] = patched
+	if len(out) > 0 {
+		return nil, out
 	}
+	return patched, nil
+}
+
+// addsSeveralKeys reports whether some object the patch merges into has two
+// or more keys in the patch, the only case where MergePatch's output order
+// depends on map iteration.
+func addsSeveralKeys(patch map[string]any) bool {
+	if len(patch) > 1 {
+		return true
+	}
+	for _, v := range patch {
+		if o, ok := v.(map[string]any); ok && addsSeveralKeys(o) {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalObject re-encodes a JSON text with sorted keys, numbers as
+// written and no HTML escaping (a userdata script keeps its && and <).
+func canonicalObject(b []byte) (json.RawMessage, error) {
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // touches reports whether a merge patch names anything at, under or above the

@@ -3,6 +3,7 @@ package merge
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -162,5 +163,44 @@ func TestBadPatchesAllReported(t *testing.T) {
 	}
 	if !strings.Contains(string(out.Stacks[0].Resources["ASG"]), `"MaxSize":"5"`) {
 		t.Error("the good patch between two bad ones was not applied")
+	}
+}
+
+func TestPatchOutputIsDeterministic(t *testing.T) {
+	b := base()
+	// Several new keys in one object: MergePatch alone would order them by
+	// map iteration.
+	p := patchSet("nodepool-a", "ASG", `{"Properties":{"K1":1,"K2":2,"K3":3,"K4":4,"K5":5,"K6":6,"K7":"a && b < c"}}`)
+	first := mustMerge(t, []Contribution{{"cloudformation", &b}, {"tweak", &p}})
+	want := string(first.Stacks[0].Resources["ASG"])
+	if !strings.Contains(want, `"a && b < c"`) {
+		t.Errorf("patched body escapes or loses a string: %s", want)
+	}
+	for i := 0; i < 30; i++ {
+		out := mustMerge(t, []Contribution{{"cloudformation", &b}, {"tweak", &p}})
+		if got := string(out.Stacks[0].Resources["ASG"]); got != want {
+			t.Fatalf("patched body differs between runs:\n%s\n%s", want, got)
+		}
+	}
+}
+
+func TestParallelPatchingMatchesSequential(t *testing.T) {
+	contribs := benchContributions(40, 30)
+	// A few bad patches, so diagnostics order is checked too.
+	bad := &construct.Set{Patches: []construct.Patch{
+		{Stack: "nodepool-pool3", LogicalID: "LaunchTemplate", Merge: raw(`{"Properties":{"LaunchTemplateData":{"UserData":"x"}}}`)},
+		{Stack: "nodepool-pool99", LogicalID: "ASG", Merge: raw(`{}`)},
+		{Stack: "nodepool-pool5", LogicalID: "ASG", Merge: raw(`{"Type":"X"}`)},
+	}}
+	contribs = append(contribs, Contribution{Plugin: "bad", Set: bad})
+	parOut, parDiags := Merge(contribs)
+	if len(parDiags) != 3 {
+		t.Fatalf("diagnostics:\n%s", parDiags.Error())
+	}
+	old := runtime.GOMAXPROCS(1)
+	seqOut, seqDiags := Merge(contribs)
+	runtime.GOMAXPROCS(old)
+	if !reflect.DeepEqual(parOut, seqOut) || !reflect.DeepEqual(parDiags, seqDiags) {
+		t.Error("parallel and sequential patching differ")
 	}
 }
