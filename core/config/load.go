@@ -32,10 +32,8 @@ type Pos struct {
 // at the offending line long after parsing.
 type source struct {
 	file string
-	// value is the position of the value at a config path; key the position
-	// of the key that introduced it (map entries and struct fields only).
+	// value is the position of the value at a config path.
 	value map[string]Pos
-	key   map[string]Pos
 	// bad holds the paths that already have a parse diagnostic (unknown
 	// key, wrong type), so that validation does not pile a second,
 	// misleading one ("x is required") on the same spot.
@@ -125,12 +123,25 @@ func parentPath(p string) string {
 	return p[:i]
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// plainKey reports whether key is [A-Za-z0-9_-]+ (hand-written: this runs
+// for every key of every file).
+func plainKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // JoinPath appends a map key or struct field to a config path. Keys that
 // are not plain identifiers are quoted: labels["node.kubernetes.io/role"].
 func JoinPath(parent, key string) string {
-	if !plainKey.MatchString(key) {
+	if !plainKey(key) {
 		return parent + "[" + strconv.Quote(key) + "]"
 	}
 	if parent == "" {
@@ -167,7 +178,7 @@ const maxNodes = 1 << 18
 // in diagnostics. The returned Cluster is never nil.
 func Parse(file string, data []byte) (*Cluster, diag.List) {
 	c := &Cluster{}
-	p := &parser{file: file, src: &source{file: file, value: map[string]Pos{}, key: map[string]Pos{}}}
+	p := &parser{file: file, src: &source{file: file, value: make(map[string]Pos, len(data)/16)}}
 	c.src = p.src
 
 	root, d := parseDocument(file, data)
@@ -436,7 +447,6 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 			}
 			writeJSONString(buf, key)
 			buf.WriteByte(':')
-			p.src.key[fpath] = Pos{pr.key.Line, pr.key.Column}
 			if !p.typed(buf, pr.value, ft, fpath) {
 				buf.Truncate(mark)
 				continue
@@ -461,7 +471,6 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 			}
 			writeJSONString(buf, key)
 			buf.WriteByte(':')
-			p.src.key[fpath] = Pos{pr.key.Line, pr.key.Column}
 			if !p.typed(buf, pr.value, t.Elem(), fpath) {
 				buf.Truncate(mark)
 				continue
@@ -608,7 +617,6 @@ func (p *parser) generic(buf *bytes.Buffer, n *yaml.Node, path string) bool {
 			}
 			writeJSONString(buf, pr.key.Value)
 			buf.WriteByte(':')
-			p.src.key[fpath] = Pos{pr.key.Line, pr.key.Column}
 			if !p.generic(buf, pr.value, fpath) {
 				buf.Truncate(mark)
 				continue
@@ -674,8 +682,16 @@ func (p *parser) scalarJSON(buf *bytes.Buffer, n *yaml.Node, path string) bool {
 }
 
 func writeJSONString(buf *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s)
-	buf.Write(b)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			buf.Write(b)
+			return
+		}
+	}
+	buf.WriteByte('"')
+	buf.WriteString(s)
+	buf.WriteByte('"')
 }
 
 func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) {
@@ -745,7 +761,7 @@ func yamlToJSON(file string, data []byte) (json.RawMessage, diag.List) {
 	if d != nil {
 		return nil, diag.List{*d}
 	}
-	p := &parser{file: file, src: &source{file: file, value: map[string]Pos{}, key: map[string]Pos{}}}
+	p := &parser{file: file, src: &source{file: file, value: make(map[string]Pos, len(data)/16)}}
 	var buf bytes.Buffer
 	if !p.generic(&buf, root, "") || p.diags.HasFatal() {
 		return nil, p.diags

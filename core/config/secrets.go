@@ -74,7 +74,7 @@ func ResolveSecrets(c *Cluster, values map[string]stage.PluginValues, schemas ma
 			}
 			red.NodePools[pool], plain.NodePools[pool] = rv, pl
 		}
-		diags = append(diags, res.diags...)
+		diags = append(diags, dedupe(res.diags)...)
 		r.Values[plugin], r.Plain[plugin] = red, plain
 	}
 	if len(r.Secrets) > 0 && c.KMSKeyARN == "" {
@@ -83,6 +83,21 @@ func ResolveSecrets(c *Cluster, values map[string]stage.PluginValues, schemas ma
 			At("kmsKeyArn").WithHint("set kmsKeyArn to a KMS key in the cluster's region: sensitive values are uploaded encrypted and decrypted on the node")))
 	}
 	return r, diags
+}
+
+// dedupe drops repeated diagnostics: every node pool inherits the
+// cluster-level secret sources, and a missing variable is one problem.
+func dedupe(diags diag.List) diag.List {
+	seen := map[string]bool{}
+	var out diag.List
+	for _, d := range diags {
+		key := d.Path + "\x00" + d.Message
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 type resolver struct {

@@ -53,7 +53,7 @@ func EffectiveValues(c *Cluster, baseDir string) (map[string]stage.PluginValues,
 	out := map[string]stage.PluginValues{}
 	for _, name := range c.PluginNames() {
 		base := JoinPath("plugins", name)
-		cluster, d := layer(c, baseDir, base, c.Plugins[name])
+		cluster, d := layer(c, baseDir, base, c.Plugins[name], false)
 		diags = append(diags, d...)
 		pv := stage.PluginValues{Values: cluster}
 		for i, np := range c.NodePools {
@@ -63,7 +63,7 @@ func EffectiveValues(c *Cluster, baseDir string) (map[string]stage.PluginValues,
 			}
 			merged := cluster
 			if ok {
-				patch, d := layer(c, baseDir, JoinPath(IndexPath("nodePools", i)+".plugins", name), pc)
+				patch, d := layer(c, baseDir, JoinPath(IndexPath("nodePools", i)+".plugins", name), pc, true)
 				diags = append(diags, d...)
 				m, err := MergeValues(cluster, patch)
 				if err != nil {
@@ -84,8 +84,15 @@ func EffectiveValues(c *Cluster, baseDir string) (map[string]stage.PluginValues,
 	return out, diags
 }
 
-// layer merges a PluginConfig's config files and then its values.
-func layer(c *Cluster, baseDir, path string, pc PluginConfig) (json.RawMessage, diag.List) {
+// layer merges a PluginConfig's config files and then its values. With
+// keepNulls (a node pool's override) the result is itself a merge patch: a
+// null in a pool's config file must survive to delete the key from the
+// cluster-level values.
+func layer(c *Cluster, baseDir, path string, pc PluginConfig, keepNulls bool) (json.RawMessage, diag.List) {
+	merge := MergeValues
+	if keepNulls {
+		merge = combinePatches
+	}
 	var diags diag.List
 	acc := json.RawMessage(`{}`)
 	for i, f := range pc.ConfigFiles {
@@ -113,7 +120,7 @@ func layer(c *Cluster, baseDir, path string, pc PluginConfig) (json.RawMessage, 
 				WithHint("write the values as `key: value` lines at the top level"))
 			continue
 		}
-		m, err := MergeValues(acc, js)
+		m, err := merge(acc, js)
 		if err != nil {
 			diags = append(diags, posDiag(c, diag.Fatalf("cannot merge plugin config file %s: %v", f, err).At(fpath)))
 			continue
@@ -124,7 +131,7 @@ func layer(c *Cluster, baseDir, path string, pc PluginConfig) (json.RawMessage, 
 		if !isObject(pc.Values) {
 			return acc, diags // Validate reports a values that is not a mapping
 		}
-		m, err := MergeValues(acc, pc.Values)
+		m, err := merge(acc, pc.Values)
 		if err != nil {
 			diags = append(diags, posDiag(c, diag.Fatalf("cannot merge %s.values: %v", path, err).At(path+".values")))
 			return acc, diags
@@ -195,6 +202,26 @@ func MergeValues(doc, patch json.RawMessage) (json.RawMessage, error) {
 		}
 	}
 	return jsonpatch.MergePatch(doc, patch)
+}
+
+// combinePatches merges two merge patches into one that has the effect of
+// applying both in turn (nulls are kept), with the same secret-source rule
+// as MergeValues.
+func combinePatches(first, second json.RawMessage) (json.RawMessage, error) {
+	var f, s any
+	if err := json.Unmarshal(first, &f); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(second, &s); err != nil {
+		return nil, err
+	}
+	if clearSecretTargets(f, s) {
+		var err error
+		if first, err = json.Marshal(f); err != nil {
+			return nil, err
+		}
+	}
+	return jsonpatch.MergeMergePatches(first, second)
 }
 
 // clearSecretTargets deletes from doc every object that the patch replaces

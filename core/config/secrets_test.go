@@ -1,0 +1,178 @@
+package config
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sentinel = "s3cr3t-SENTINEL-9f8e"
+
+func TestResolveSecrets(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "token", "file-"+sentinel+"\n")
+	t.Setenv("KUBE_AWS_TEST_SECRET", "env-"+sentinel)
+	src := `kmsKeyArn: arn:aws:kms:us-east-1:123456789012:key/abc
+nodePools:
+  - name: a
+  - name: b
+    plugins:
+      dex:
+        values:
+          password: other-` + sentinel + `
+plugins:
+  dex:
+    values:
+      issuer: https://dex.example.com
+      clientSecret: {valueFrom: {env: KUBE_AWS_TEST_SECRET}}
+      token: {valueFrom: {file: token}}
+      password: plain-` + sentinel + `
+      db: {user: u, pass: {x: 1}}
+`
+	c, diags := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	vals, diags := EffectiveValues(c, dir)
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	schema := json.RawMessage(`{
+	  "type": "object",
+	  "properties": {
+	    "password": {"type": "string", "x-kube-aws-sensitive": true},
+	    "db": {"$ref": "#/$defs/db"}
+	  },
+	  "$defs": {"db": {"type": "object", "properties": {"pass": {"x-kube-aws-sensitive": true}}}}
+	}`)
+	r, diags := ResolveSecrets(c, vals, map[string]json.RawMessage{"dex": schema}, dir)
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	jsonEq(t, r.Values["dex"].Values, `{
+	  "issuer": "https://dex.example.com",
+	  "clientSecret": "((secret:dex/values/clientSecret))",
+	  "token": "((secret:dex/values/token))",
+	  "password": "((secret:dex/values/password))",
+	  "db": {"user": "u", "pass": "((secret:dex/values/db/pass))"}
+	}`)
+	// Pool a inherits every secret and reuses the cluster-level markers;
+	// pool b overrides the password, which gets its own marker.
+	jsonEq(t, r.Values["dex"].NodePools["a"], string(r.Values["dex"].Values))
+	var b map[string]any
+	_ = json.Unmarshal(r.Values["dex"].NodePools["b"], &b)
+	if b["password"] != "((secret:dex/nodePools/b/password))" || b["token"] != "((secret:dex/values/token))" {
+		t.Fatalf("pool b: %v", b)
+	}
+	want := Secrets{
+		"((secret:dex/values/clientSecret))":  "env-" + sentinel,
+		"((secret:dex/values/token))":         "file-" + sentinel, // trailing newline removed
+		"((secret:dex/values/password))":      "plain-" + sentinel,
+		"((secret:dex/values/db/pass))":       `{"x":1}`,
+		"((secret:dex/nodePools/b/password))": "other-" + sentinel,
+	}
+	if len(r.Secrets) != len(want) {
+		t.Fatalf("secrets: %v", r.Secrets)
+	}
+	for m, p := range want {
+		if r.Secrets[m] != p {
+			t.Errorf("secret %s = %q, want %q", m, r.Secrets[m], p)
+		}
+	}
+	// The plain values are there for schema validation.
+	var plain map[string]any
+	_ = json.Unmarshal(r.Plain["dex"].Values, &plain)
+	if plain["clientSecret"] != "env-"+sentinel {
+		t.Fatalf("plain: %v", plain)
+	}
+	// Nothing that leaves the process carries the sentinel.
+	for _, pv := range r.Values {
+		if strings.Contains(string(pv.Values), sentinel) {
+			t.Fatalf("redacted values leak: %s", pv.Values)
+		}
+		for _, v := range pv.NodePools {
+			if strings.Contains(string(v), sentinel) {
+				t.Fatalf("redacted pool values leak: %s", v)
+			}
+		}
+	}
+	cfg, err := RedactedJSON(c, r.Secrets)
+	if err != nil || strings.Contains(string(cfg), sentinel) {
+		t.Fatalf("RedactedJSON leaks or fails (%v): %s", err, cfg)
+	}
+	if !strings.Contains(string(cfg), "((secret:dex/values/password))") {
+		t.Fatalf("RedactedJSON did not mark the plain password: %s", cfg)
+	}
+}
+
+func TestMissingSecretSources(t *testing.T) {
+	dir := t.TempDir()
+	src := `nodePools:
+  - name: a
+    plugins:
+      dex:
+        values:
+          token: {valueFrom: {file: nope.txt}}
+plugins:
+  dex:
+    values:
+      clientSecret:
+        valueFrom:
+          env: KUBE_AWS_TEST_UNSET_VARIABLE
+      bad: {valueFrom: {env: A, file: B}}
+`
+	c, _ := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
+	vals, _ := EffectiveValues(c, dir)
+	_, diags := ResolveSecrets(c, vals, nil, dir)
+	if len(diags) != 3 {
+		t.Fatalf("want 3 diagnostics:\n%s", diags.Error())
+	}
+	for _, w := range []want{
+		{path: "plugins.dex.values.clientSecret.valueFrom.env", line: 12, col: 16, msg: "environment variable KUBE_AWS_TEST_UNSET_VARIABLE is not set", hint: "export KUBE_AWS_TEST_UNSET_VARIABLE"},
+		{path: "nodePools[0].plugins.dex.values.token.valueFrom.file", line: 6, msg: "cannot read secret file nope.txt", hint: "relative to the folder of cluster.yaml"},
+		{path: "plugins.dex.values.bad.valueFrom", line: 13, msg: "valueFrom must have exactly one of env or file"},
+	} {
+		found := false
+		for _, d := range diags {
+			if d.Path == w.path && d.Line == w.line && (w.col == 0 || d.Column == w.col) && strings.Contains(d.Message, w.msg) && strings.Contains(d.Hint, w.hint) && d.Plugin == "dex" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing %+v in\n%s", w, diags.Error())
+		}
+	}
+}
+
+func TestSensitiveValuesNeedKMSKey(t *testing.T) {
+	t.Setenv("KUBE_AWS_TEST_SECRET", "x")
+	c, _ := Parse("cluster.yaml", []byte("plugins: {dex: {values: {s: {valueFrom: {env: KUBE_AWS_TEST_SECRET}}}}}\n"))
+	vals, _ := EffectiveValues(c, ".")
+	_, diags := ResolveSecrets(c, vals, nil, ".")
+	if len(diags) != 1 || diags[0].Path != "kmsKeyArn" || !strings.Contains(diags[0].Message, "no kmsKeyArn") {
+		t.Fatalf("diags:\n%s", diags.Error())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	secrets := Secrets{
+		"((secret:a/values/x))": "hunter2",
+		"((secret:a/values/y))": "hunter2-long",
+		"((secret:a/values/z))": "line1\n\"quoted\"",
+		"((secret:a/values/e))": "",
+	}
+	in := `log: hunter2-long and hunter2; json: {"v":"line1\n\"quoted\""}; raw: line1
+"quoted"`
+	got := Redact(in, secrets)
+	want := `log: ((secret:a/values/y)) and ((secret:a/values/x)); json: {"v":"((secret:a/values/z))"}; raw: ((secret:a/values/z))`
+	if got != want {
+		t.Fatalf("Redact:\n got %s\nwant %s", got, want)
+	}
+	if Redact("nothing", nil) != "nothing" {
+		t.Fatal("Redact without secrets changed the text")
+	}
+	if !MarkerPattern.MatchString(Marker("dex", "/values/a~1b")) {
+		t.Fatal("MarkerPattern does not match a marker")
+	}
+}

@@ -1,0 +1,129 @@
+package values
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+const dexSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["issuer"],
+  "properties": {
+    "issuer": {"type": "string", "pattern": "^https://"},
+    "replicas": {"type": "integer", "minimum": 1},
+    "clientSecret": {"type": "string", "pattern": "^[a-f0-9]+$", "x-kube-aws-sensitive": true},
+    "connectors": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}}
+  }
+}`
+
+const sentinel = "SENTINEL-d3adb33f"
+
+func TestSchemaFailuresHavePathsAndLines(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KUBE_AWS_TEST_DEX_SECRET", sentinel)
+	src := `kmsKeyArn: arn:aws:kms:us-east-1:123456789012:key/abc
+nodePools:
+  - name: a
+  - name: b
+    plugins:
+      dex:
+        values:
+          replicas: 0
+plugins:
+  dex:
+    values:
+      issuer: http://insecure
+      replicas: two
+      clientSecret: {valueFrom: {env: KUBE_AWS_TEST_DEX_SECRET}}
+      connectors:
+        - {type: github}
+      isuer: typo
+`
+	c, diags := config.Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	vals, _ := config.EffectiveValues(c, dir)
+	r, diags := config.ResolveSecrets(c, vals, map[string]json.RawMessage{"dex": json.RawMessage(dexSchema)}, dir)
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	got := Validate(c, "dex", json.RawMessage(dexSchema), r.Plain["dex"], r.Secrets)
+	file := filepath.Join(dir, "cluster.yaml")
+	for _, w := range []struct {
+		path string
+		line int
+		msg  string
+	}{
+		{"plugins.dex.values.issuer", 12, `'http://insecure' does not match pattern '^https://'`},
+		{"plugins.dex.values.replicas", 13, "got string, want integer"},
+		{"plugins.dex.values.clientSecret", 14, "((secret:dex/values/clientSecret))"},
+		{"plugins.dex.values.connectors[0]", 16, "missing property 'id'"},
+		{"plugins.dex.values", 12, "additional properties 'isuer' not allowed"},
+		{"nodePools[1].plugins.dex.values.replicas", 8, "minimum: got 0, want 1"},
+	} {
+		found := false
+		for _, d := range got {
+			if d.Path == w.path && d.Line == w.line && d.File == file && strings.Contains(d.Message, w.msg) && d.Plugin == "dex" && d.Severity == diag.Fatal && d.Hint != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing %+v in:\n%s", w, got.Error())
+		}
+	}
+	// Pool a inherits the cluster-level failures: they are not repeated.
+	// Pool b's own replicas error is one more.
+	if len(got) != 6 {
+		t.Errorf("want 6 diagnostics, got %d:\n%s", len(got), got.Error())
+	}
+	out, _ := json.Marshal(got)
+	if strings.Contains(got.Error(), sentinel) || strings.Contains(string(out), sentinel) {
+		t.Fatalf("a diagnostic echoes the secret:\n%s", got.Error())
+	}
+}
+
+func TestValidValuesPass(t *testing.T) {
+	c, _ := config.Parse("cluster.yaml", []byte("plugins: {dex: {values: {issuer: 'https://x', replicas: 2}}}\n"))
+	vals, _ := config.EffectiveValues(c, ".")
+	if d := ValidateAll(c, vals, map[string]json.RawMessage{"dex": json.RawMessage(dexSchema)}, nil); len(d) != 0 {
+		t.Fatal(d.Error())
+	}
+}
+
+func TestInvalidSchemaIsThePluginsBug(t *testing.T) {
+	d := Validate(nil, "broken", json.RawMessage(`{"type": 12}`), stageValues(`{}`), nil)
+	if len(d) != 1 || !strings.Contains(d[0].Message, "plugin broken declares an invalid values schema") || !strings.Contains(d[0].Hint, "bug in plugin broken") {
+		t.Fatalf("%s", d.Error())
+	}
+	d = Validate(nil, "broken", json.RawMessage(`{not json`), stageValues(`{}`), nil)
+	if len(d) != 1 || !strings.Contains(d[0].Message, "not JSON") {
+		t.Fatalf("%s", d.Error())
+	}
+}
+
+func TestUnknownPlugins(t *testing.T) {
+	d := UnknownPluginsDiag([]string{"cloudformation", "dexx", "mine"}, []string{"cloudformation", "dex", "helm"})
+	if len(d) != 2 {
+		t.Fatalf("%s", d.Error())
+	}
+	if d[0].Path != "plugins.dexx" || !strings.Contains(d[0].Message, "plugin dexx is enabled but no plugin source provides it") ||
+		!strings.Contains(d[0].Hint, "did you mean dex?") || !strings.Contains(d[0].Hint, "available plugins: cloudformation, dex, helm") {
+		t.Fatalf("%+v", d[0])
+	}
+	if strings.Contains(d[1].Hint, "did you mean") || !strings.Contains(d[1].Hint, "plugins/mine/mine") {
+		t.Fatalf("%+v", d[1])
+	}
+	if d := UnknownPluginsDiag([]string{"a"}, nil); len(d) != 1 || !strings.Contains(d[0].Hint, "no plugins were found") {
+		t.Fatalf("%s", d.Error())
+	}
+}
+
+func stageValues(s string) stage.PluginValues { return stage.PluginValues{Values: json.RawMessage(s)} }
