@@ -15,8 +15,8 @@ type flagSet struct {
 	order      []*flagAcc
 }
 
-func newFlagSet(listValued map[string]bool, targeted bool) flagSet {
-	return flagSet{listValued: listValued, targeted: targeted, byKey: map[targetName]*flagAcc{}}
+func newFlagSet(listValued map[string]bool, targeted bool, size int) flagSet {
+	return flagSet{listValued: listValued, targeted: targeted, byKey: make(map[targetName]*flagAcc, size)}
 }
 
 type flagAcc struct {

@@ -48,7 +48,7 @@ type Contribution struct {
 // accumulated protected paths but no patches: those have been applied to the
 // resources they target.
 func Merge(contribs []Contribution) (*construct.Set, diag.List) {
-	m := newMerger(len(contribs))
+	m := newMerger(contribs)
 	for i, c := range contribs {
 		if c.Set == nil {
 			continue
@@ -63,6 +63,7 @@ func Merge(contribs []Contribution) (*construct.Set, diag.List) {
 
 type merger struct {
 	diags       diag.List
+	slab        []byte
 	pluginIndex map[string]int
 
 	stacks      []*stackAcc
@@ -104,19 +105,32 @@ type targetName struct {
 	name   string
 }
 
-func newMerger(n int) *merger {
+// newMerger sizes its indexes from the totals of all contributions: with
+// hundreds of node pools, growing maps is a visible part of a merge.
+func newMerger(contribs []Contribution) *merger {
+	var stacks, units, files, kubelet, labels, iam int
+	for _, c := range contribs {
+		if s := c.Set; s != nil {
+			stacks += len(s.Stacks)
+			units += len(s.Units)
+			files += len(s.Files)
+			kubelet += len(s.KubeletFlags)
+			labels += len(s.NodeLabels)
+			iam += len(s.IAM)
+		}
+	}
 	return &merger{
-		pluginIndex:   make(map[string]int, n),
-		stackByName:   map[string]*stackAcc{},
+		pluginIndex:   make(map[string]int, len(contribs)),
+		stackByName:   make(map[string]*stackAcc, stacks),
 		protectedSeen: map[protectedKey]bool{},
-		unitByKey:     map[targetName]*unitAcc{},
-		fileByKey:     map[targetName]*fileAcc{},
-		apiFlags:      newFlagSet(construct.ListValuedAPIServerFlags, false),
-		kubeletFlags:  newFlagSet(construct.ListValuedKubeletFlags, true),
+		unitByKey:     make(map[targetName]*unitAcc, units),
+		fileByKey:     make(map[targetName]*fileAcc, files),
+		apiFlags:      newFlagSet(construct.ListValuedAPIServerFlags, false, 0),
+		kubeletFlags:  newFlagSet(construct.ListValuedKubeletFlags, true, kubelet),
 		volumeByKey:   map[string]*volumeAcc{},
-		labelByKey:    map[targetName]*labelAcc{},
+		labelByKey:    make(map[targetName]*labelAcc, labels),
 		taintByKey:    map[taintKey]*taintAcc{},
-		iamSeen:       map[string]bool{},
+		iamSeen:       make(map[string]bool, iam),
 		iamBySid:      map[targetName]int{},
 		helmByKey:     map[[2]string]*helmAcc{},
 		manifestBy:    map[string]*manifestAcc{},
@@ -272,6 +286,27 @@ func cloneRaw(b json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return append(json.RawMessage(nil), b...)
+}
+
+// slabSize is the unit in which copies of resource bodies are allocated:
+// one allocation for many small bodies instead of one each.
+const slabSize = 64 << 10
+
+// copyRaw copies b into the merger's slab. The copy's capacity ends at its
+// length, so appending to it never writes into the next body.
+func (m *merger) copyRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	if len(b) > slabSize/4 {
+		return cloneRaw(b)
+	}
+	if cap(m.slab)-len(m.slab) < len(b) {
+		m.slab = make([]byte, 0, slabSize)
+	}
+	start := len(m.slab)
+	m.slab = append(m.slab, b...)
+	return json.RawMessage(m.slab[start:len(m.slab):len(m.slab)])
 }
 
 func cloneStrings(s []string) []string {

@@ -110,7 +110,7 @@ func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[str
 		}
 		prev, ok := (*dst)[k]
 		if !ok {
-			(*dst)[k] = cloneRaw(v)
+			(*dst)[k] = m.copyRaw(v)
 			st.owner[ownerKey{sec, k}] = plugin
 			continue
 		}
