@@ -57,11 +57,15 @@ class PythonExample(Plugin):
         return pb.StageResult(deploy=pb.DeployResult(outputs={"PythonExample": "deployed"}))
 
     def validate(self, req):
-        if not req.values().get("greeting"):
-            return pb.StageResult(diagnostics=[warning("no greeting set", path="plugins.python-example.values.greeting",
-                                                       hint="set plugins.python-example.values.greeting")])
+        # Validate sees the deploy result: a real check would call the API
+        # server; this one reports a deploy that produced no API endpoint.
+        outputs = dict(req.raw.deploy.outputs) if req.raw.HasField("deploy") else {}
+        if not outputs.get("APIEndpoint"):
+            return pb.StageResult(diagnostics=[warning(
+                "the deploy result has no APIEndpoint output, so python-example cannot greet the API server",
+                path="plugins.python-example",
+                hint="run kube-aws up (or kube-aws stage deploy) before kube-aws validate")])
         return pb.StageResult()
-
 
 if __name__ == "__main__":
     serve(PythonExample())

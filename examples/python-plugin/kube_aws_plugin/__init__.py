@@ -26,7 +26,7 @@ import plugin_pb2 as pb  # noqa: E402
 import plugin_pb2_grpc as pb_grpc  # noqa: E402
 
 MAGIC_COOKIE_KEY = "KUBE_AWS_PLUGIN"
-MAGIC_COOKIE_VALUE = "d3b1c2a8-kube-aws-plugin-v1"
+MAGIC_COOKIE_VALUE = "b3c1f5de-kube-aws-plugin"  # must equal plugins/protocol.MagicCookieValue
 PROTOCOL_VERSION = 1
 STAGES = ("initialise", "render", "deploy", "validate")
 __all__ = ["Plugin", "Request", "serve", "fatal", "warning", "pb"]
