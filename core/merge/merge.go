@@ -5,25 +5,47 @@
 // depend on what another did; the merge is where their contributions meet.
 // Its rules (ARCHITECTURE.md, "Constructs and how they merge"):
 //
-//   - Two plugins that define the same thing (a CloudFormation logical ID, a
-//     systemd unit or drop-in, a file, a single-valued flag, a node label or
-//     taint, an IAM statement Sid, a Helm release, a manifest) is accepted when
-//     both definitions are identical (JSON compared semantically) and is a
-//     fatal diagnostic naming both plugins and what each set otherwise. Plugin
-//     order never silently decides a conflict.
+//   - Two plugins that define the same thing (a CloudFormation logical ID in
+//     the same section of the same stack, a stack tag or parameter source, a
+//     systemd unit or drop-in, a file, a single-valued flag, an API server
+//     volume, a node label or taint, an IAM statement Sid on one target, a
+//     Helm release, a manifest) is accepted when both definitions are
+//     identical (JSON compared semantically: key order, whitespace and number
+//     spelling do not count) and is otherwise a fatal diagnostic that names
+//     both plugins and what each set. Plugin order never silently decides a
+//     conflict: swapping two plugins gives the same fatal.
+//   - Stacks of the same name merge section by section; DependsOn is an
+//     ordered set and the first non-empty Description describes the stack.
 //   - List-valued flags (construct.ListValuedAPIServerFlags,
-//     construct.ListValuedKubeletFlags) merge as ordered sets.
-//   - Patches (JSON merge patches, RFC 7386) apply after everything else has
-//     merged, in plugin order; a patch may not touch a protected path or a
-//     resource's Type, and must name a resource that exists.
+//     construct.ListValuedKubeletFlags) merge as ordered sets: split on
+//     commas, first-seen order, duplicates dropped. In key=value lists
+//     (feature-gates, runtime-config, node-labels) two values for one key
+//     conflict, since the command line would let the last one win; an
+//     admission plugin that one plugin enables and another disables
+//     conflicts too.
+//   - A unit entry without content adds drop-ins to the unit of that name,
+//     and its Enable can only switch enabling on; two entries with content
+//     must agree on content and Enable.
+//   - IAM statements are concatenated in plugin order with exact duplicates
+//     dropped.
+//   - Patches (JSON merge patches, RFC 7386, applied with json-patch's
+//     MergePatch) apply after everything else has merged, in plugin order; a
+//     patch may not change a protected path (the pointer, anything under it,
+//     or an object above it) or a resource's Type, and must name a resource
+//     that exists. A refused patch is not applied.
 //
 // Every conflict is reported, not just the first, so one run shows the user
-// every problem. The merged set is deterministic for the same input: merged
-// slices are in plugin order, and within one plugin in name order (except
-// IAM statements, Helm releases, manifests and patches, whose order within a
-// plugin is meaningful and kept). Inputs are never modified. When Merge
-// reports a fatal, the merged set keeps the earlier plugin's definition of
-// each conflicting item and is only good for showing what was merged.
+// every problem. Each is a fatal of the initialise stage, blamed on the later
+// plugin, with a path such as constructs.stacks[network].resources.VPC (for
+// a patch, constructs.patches[i], i counting in that plugin's patches).
+//
+// The merged set is deterministic for the same input: merged slices are in
+// plugin order, and within one plugin in name order (except IAM statements,
+// Helm releases and manifests, whose order within a plugin is install order
+// and is kept). Inputs are never modified and the result shares no memory
+// with them. When Merge reports a fatal, the merged set keeps the earlier
+// plugin's definition of each conflicting item and is only good for showing
+// what was merged.
 package merge
 
 import (
