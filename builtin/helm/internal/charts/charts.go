@@ -1,0 +1,249 @@
+// Package charts is the helm plugin's logic: it loads, renders and packages
+// every Helm release the plugins contributed, with Helm's own library, and
+// describes the controller unit that installs them on boot. It is kept out of
+// package main so it is tested without the SDK's server.
+//
+// Only helm.sh/helm/v3/pkg/chart/loader, pkg/chartutil and pkg/engine are
+// imported: pkg/action would link client-go's whole discovery and REST
+// machinery into the plugin, and its package init into every start.
+package charts
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+
+	"github.com/kube-aws/kube-aws/builtin/apiserver/kubeversion"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Plugin is the name diagnostics carry.
+const Plugin = "helm"
+
+// OutDir is the folder of the render output the charts go to, and
+// ReleasesFile the list of releases in install order.
+const (
+	OutDir       = "charts"
+	ReleasesFile = OutDir + "/releases.json"
+)
+
+// Release is one entry of charts/releases.json, which the install unit
+// reads on the controllers. Exactly one of ChartFile and Repository is set.
+type Release struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// ChartFile is the packaged chart, relative to the charts folder.
+	ChartFile string `json:"chartFile,omitempty"`
+	// Repository is a chart repository URL, for a chart the node fetches
+	// at install time (nothing is downloaded at render).
+	Repository string `json:"repository,omitempty"`
+	// Chart is the chart's name.
+	Chart   string `json:"chart"`
+	Version string `json:"version,omitempty"`
+	// Values are the release's values as contributed; secret markers are
+	// kept as they are and substituted on the node.
+	Values json.RawMessage `json:"values"`
+}
+
+// Render loads every release's chart, renders it with its values to catch
+// template errors now rather than on a controller at 3 a.m., and writes the
+// packaged charts and charts/releases.json. Releases keep their merged order,
+// which is plugin order and so install order.
+func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, diag.List, error) {
+	var diags diag.List
+	caps, err := capabilities(c.KubernetesVersion)
+	if err != nil {
+		diags = append(diags, diag.Fatalf("%v", err).At("kubernetesVersion"))
+		return nil, diags.WithDefaults(Plugin, string(stage.Render)), nil
+	}
+	names := map[string]int{}
+	for _, r := range releases {
+		names[r.Name]++
+	}
+
+	var files []stage.File
+	list := make([]Release, 0, len(releases))
+	for i, r := range releases {
+		where := fmt.Sprintf("constructs.helmReleases[%d]", i)
+		fatal := func(format string, args ...any) {
+			diags = append(diags, diag.Fatalf("release %q (namespace %q): %s", r.Name, r.Namespace, fmt.Sprintf(format, args...)).At(where))
+		}
+		if err := chartutil.ValidateReleaseName(r.Name); err != nil {
+			fatal("%v", err)
+			continue
+		}
+		if !dns1123Label.MatchString(r.Namespace) {
+			fatal("namespace must be a DNS-1123 label (lower case letters, digits and '-', at most 63)")
+			continue
+		}
+		values := map[string]any{}
+		if len(r.Values) > 0 && string(r.Values) != "null" {
+			if err := json.Unmarshal(r.Values, &values); err != nil {
+				fatal("values must be a JSON object: %v", err)
+				continue
+			}
+		}
+		rawValues, err := json.Marshal(values)
+		if err != nil {
+			return nil, diags, err
+		}
+		if len(r.Values) > 0 && string(r.Values) != "null" {
+			rawValues = append(json.RawMessage(nil), r.Values...) // as given: order and markers intact
+		}
+		entry := Release{Name: r.Name, Namespace: r.Namespace, Values: rawValues}
+
+		switch {
+		case r.Chart.Path != "":
+			ch, err := loader.Load(r.Chart.Path)
+			if err != nil {
+				fatal("loading chart %s: %v", r.Chart.Path, err)
+				continue
+			}
+			if r.Chart.Version != "" && r.Chart.Version != ch.Metadata.Version {
+				fatal("chart %s is version %s, the release asks for %s", r.Chart.Path, ch.Metadata.Version, r.Chart.Version)
+				continue
+			}
+			if r.Chart.Name != "" && r.Chart.Name != ch.Name() {
+				fatal("chart %s is named %s, the release asks for %s", r.Chart.Path, ch.Name(), r.Chart.Name)
+				continue
+			}
+			// Package before rendering: processing dependencies prunes the
+			// disabled subcharts from the loaded chart, but the node must
+			// get the chart whole, as helm package would make it.
+			tgz, err := Package(ch)
+			if err != nil {
+				fatal("packaging chart %s: %v", r.Chart.Path, err)
+				continue
+			}
+			if d := check(ch, r, values, caps); d != nil {
+				diags = append(diags, d.At(where))
+				continue
+			}
+			file := fmt.Sprintf("%s-%s.tgz", r.Name, ch.Metadata.Version)
+			if names[r.Name] > 1 {
+				// The same release name in two namespaces needs two files.
+				file = fmt.Sprintf("%s-%s-%s.tgz", r.Name, r.Namespace, ch.Metadata.Version)
+			}
+			files = append(files, stage.File{Path: OutDir + "/" + file, Content: tgz, Mode: "0644"})
+			entry.ChartFile, entry.Chart, entry.Version = file, ch.Name(), ch.Metadata.Version
+		case r.Chart.Repository != "":
+			if r.Chart.Name == "" {
+				fatal("a chart from repository %s needs chart.name", r.Chart.Repository)
+				continue
+			}
+			if r.Chart.Version == "" {
+				diags = append(diags, diag.Warningf("release %q (namespace %q): chart %s from %s has no version; each boot installs whatever is newest",
+					r.Name, r.Namespace, r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version"))
+			}
+			entry.Repository, entry.Chart, entry.Version = r.Chart.Repository, r.Chart.Name, r.Chart.Version
+		default:
+			fatal("the chart needs a path (a folder or .tgz the plugin ships) or a repository")
+			continue
+		}
+		list = append(list, entry)
+	}
+
+	out, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, diags, fmt.Errorf("encoding %s: %w", ReleasesFile, err)
+	}
+	files = append(files, stage.File{Path: ReleasesFile, Content: append(out, '\n'), Mode: "0644"})
+	return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
+}
+
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// capabilities are Helm's defaults with the cluster's Kubernetes version, so
+// that charts testing .Capabilities.KubeVersion render as they will install.
+func capabilities(version string) (*chartutil.Capabilities, error) {
+	v, err := kubeversion.Parse(version)
+	if err != nil {
+		return nil, err
+	}
+	if !v.HasPatch {
+		v.HasPatch = true
+	}
+	kv, err := chartutil.ParseKubeVersion(v.String())
+	if err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	return caps, nil
+}
+
+// check does what helm install does before it talks to the cluster: the
+// chart's Kubernetes version range, its dependencies, its values schema, and
+// every template rendered with the release's values.
+func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps *chartutil.Capabilities) *diag.Diagnostic {
+	fatal := func(format string, args ...any) *diag.Diagnostic {
+		d := diag.Fatalf("release %q (namespace %q): chart %s %s: %s", r.Name, r.Namespace, ch.Name(), ch.Metadata.Version, fmt.Sprintf(format, args...))
+		return &d
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return fatal("needs Kubernetes %s, the cluster runs %s", kv, caps.KubeVersion.String())
+	}
+	if missing := missingDependencies(ch); len(missing) > 0 {
+		d := fatal("dependencies %s are not in the chart's charts/ folder", strings.Join(missing, ", "))
+		*d = d.WithHint("run helm dependency build on the chart before shipping it")
+		return d
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
+		return fatal("processing dependencies: %v", err)
+	}
+	opts := chartutil.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}
+	top, err := chartutil.ToRenderValues(ch, values, opts, caps)
+	if err != nil {
+		return fatal("values: %v", err)
+	}
+	if _, err := engine.Render(ch, top); err != nil {
+		tpl, line, col := templateOf(err)
+		if tpl == "" {
+			return fatal("rendering: %v", err)
+		}
+		d := fatal("template %s: %v", tpl, err)
+		*d = d.InFile(tpl, line, col).WithHint("fix the template or the release's values; helm template reproduces this")
+		return d
+	}
+	return nil
+}
+
+// templateLocation finds the template in Helm's error text, which comes in
+// the shapes "parse error at (chart/templates/x.yaml:3): ...",
+// "execution error at (chart/templates/x.yaml:3:5): ..." and
+// "template: chart/templates/x.yaml:3:5: executing ...".
+var templateLocation = regexp.MustCompile(`(?:error (?:at|in) \(|template: )([^():\s]+\.[A-Za-z0-9]+)(?::(\d+))?(?::(\d+))?`)
+
+func templateOf(err error) (name string, line, col int) {
+	m := templateLocation.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", 0, 0
+	}
+	line, _ = strconv.Atoi(m[2])
+	col, _ = strconv.Atoi(m[3])
+	return m[1], line, col
+}
+
+func missingDependencies(ch *chart.Chart) []string {
+	have := map[string]bool{}
+	for _, d := range ch.Dependencies() {
+		have[d.Name()] = true
+	}
+	var missing []string
+	for _, d := range ch.Metadata.Dependencies {
+		if !have[d.Name] {
+			missing = append(missing, d.Name)
+		}
+	}
+	return missing
+}

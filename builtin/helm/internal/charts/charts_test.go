@@ -1,0 +1,303 @@
+package charts
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+func testChart(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "charts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var cluster = &config.Cluster{ClusterName: "demo", KubernetesVersion: "1.31.4"}
+
+func render(t *testing.T, releases ...construct.HelmRelease) ([]stage.File, diag.List) {
+	t.Helper()
+	files, diags, err := Render(cluster, releases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, diags
+}
+
+func byPath(files []stage.File) map[string][]byte {
+	m := map[string][]byte{}
+	for _, f := range files {
+		m[f.Path] = f.Content
+	}
+	return m
+}
+
+func TestRenderGoodChart(t *testing.T) {
+	files, diags := render(t,
+		construct.HelmRelease{Name: "greeter", Namespace: "apps", Chart: construct.Chart{Path: testChart(t, "hello")},
+			Values: json.RawMessage(`{"greeting":"hi","password":"((secret:dex/password))"}`)},
+		construct.HelmRelease{Name: "ingress", Namespace: "ingress", Chart: construct.Chart{Repository: "https://kubernetes.github.io/ingress-nginx", Name: "ingress-nginx", Version: "4.11.0"}},
+	)
+	if len(diags) != 0 {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	got := byPath(files)
+	tgz, ok := got["charts/greeter-0.1.0.tgz"]
+	if !ok {
+		t.Fatalf("no packaged chart; files: %v", keys(got))
+	}
+	if len(got) != 2 {
+		t.Errorf("a repository chart must not be downloaded or packaged at render; files: %v", keys(got))
+	}
+	// The package is a chart Helm itself loads back, whole.
+	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatalf("packaged chart does not load: %v", err)
+	}
+	if ch.Name() != "hello" || len(ch.Templates) != 3 {
+		t.Errorf("loaded %s with %d templates, want hello with 3", ch.Name(), len(ch.Templates))
+	}
+	var releases []Release
+	if err := json.Unmarshal(got[ReleasesFile], &releases); err != nil {
+		t.Fatal(err)
+	}
+	if len(releases) != 2 || releases[0].Name != "greeter" || releases[1].Name != "ingress" {
+		t.Fatalf("releases out of order: %+v", releases)
+	}
+	r0, r1 := releases[0], releases[1]
+	if r0.ChartFile != "greeter-0.1.0.tgz" || r0.Chart != "hello" || r0.Version != "0.1.0" || r0.Repository != "" || r0.Namespace != "apps" {
+		t.Errorf("chart release entry = %+v", r0)
+	}
+	if !strings.Contains(string(r0.Values), "((secret:dex/password))") {
+		t.Errorf("secret marker not kept in values: %s", r0.Values)
+	}
+	if r1.Repository != "https://kubernetes.github.io/ingress-nginx" || r1.Chart != "ingress-nginx" || r1.Version != "4.11.0" || r1.ChartFile != "" {
+		t.Errorf("repository release entry = %+v", r1)
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestRenderBrokenCharts(t *testing.T) {
+	tests := []struct {
+		name    string
+		release construct.HelmRelease
+		message []string
+		file    string
+		line    int
+	}{
+		{
+			name:    "parse error",
+			release: construct.HelmRelease{Name: "oops", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "broken")}},
+			message: []string{`release "oops"`, "chart broken 0.2.0", "template broken/templates/deployment.yaml", "nosuchfunction"},
+			file:    "broken/templates/deployment.yaml", line: 4,
+		},
+		{
+			name:    "execution error from missing value",
+			release: construct.HelmRelease{Name: "svc", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "needs-value")}},
+			message: []string{`release "svc"`, "template needs-value/templates/service.yaml", "values.host is required"},
+			file:    "needs-value/templates/service.yaml", line: 4,
+		},
+		{
+			name:    "missing chart",
+			release: construct.HelmRelease{Name: "gone", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "does-not-exist")}},
+			message: []string{`release "gone"`, "loading chart"},
+		},
+		{
+			name:    "version mismatch",
+			release: construct.HelmRelease{Name: "v", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello"), Version: "9.9.9"}},
+			message: []string{"version 0.1.0, the release asks for 9.9.9"},
+		},
+		{
+			name:    "no chart source",
+			release: construct.HelmRelease{Name: "nothing", Namespace: "default"},
+			message: []string{"needs a path"},
+		},
+		{
+			name:    "repository without chart name",
+			release: construct.HelmRelease{Name: "r", Namespace: "default", Chart: construct.Chart{Repository: "https://charts.example.com"}},
+			message: []string{"needs chart.name"},
+		},
+		{
+			name:    "bad release name",
+			release: construct.HelmRelease{Name: "Not_Valid", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello")}},
+			message: []string{`release "Not_Valid"`, "invalid release name"},
+		},
+		{
+			name:    "bad namespace",
+			release: construct.HelmRelease{Name: "ok", Namespace: "Kube_System", Chart: construct.Chart{Path: testChart(t, "hello")}},
+			message: []string{"DNS-1123"},
+		},
+		{
+			name:    "values not an object",
+			release: construct.HelmRelease{Name: "ok", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello")}, Values: json.RawMessage(`[1]`)},
+			message: []string{"values must be a JSON object"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			good := construct.HelmRelease{Name: "fine", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello")}}
+			files, diags := render(t, good, tt.release)
+			if len(diags) != 1 || diags[0].Severity != diag.Fatal {
+				t.Fatalf("want one fatal, got %v", diags)
+			}
+			d := diags[0]
+			for _, m := range tt.message {
+				if !strings.Contains(d.Message, m) {
+					t.Errorf("message %q lacks %q", d.Message, m)
+				}
+			}
+			if d.Plugin != Plugin || d.Stage != "render" || d.Path != "constructs.helmReleases[1]" {
+				t.Errorf("diagnostic %s: want plugin helm, stage render, path constructs.helmReleases[1]", d)
+			}
+			if d.File != tt.file || d.Line != tt.line {
+				t.Errorf("location %s:%d, want %s:%d", d.File, d.Line, tt.file, tt.line)
+			}
+			// The other release still renders, so one run reports everything.
+			if _, ok := byPath(files)["charts/fine-0.1.0.tgz"]; !ok {
+				t.Errorf("the good release was not packaged")
+			}
+		})
+	}
+}
+
+func TestRenderWithRequiredValue(t *testing.T) {
+	_, diags := render(t, construct.HelmRelease{Name: "svc", Namespace: "default",
+		Chart: construct.Chart{Path: testChart(t, "needs-value")}, Values: json.RawMessage(`{"host":"example"}`)})
+	if len(diags) != 0 {
+		t.Fatalf("values must reach the templates: %v", diags)
+	}
+}
+
+func TestKubeVersionRange(t *testing.T) {
+	old := &config.Cluster{KubernetesVersion: "1.26.0"}
+	_, diags, err := Render(old, []construct.HelmRelease{{Name: "a", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diags) != 1 || !strings.Contains(diags[0].Message, "needs Kubernetes >=1.27.0-0") {
+		t.Fatalf("want the chart's kubeVersion enforced, got %v", diags)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	rel := []construct.HelmRelease{
+		{Name: "a", Namespace: "x", Chart: construct.Chart{Path: testChart(t, "hello")}, Values: json.RawMessage(`{"z":1,"a":2}`)},
+		{Name: "a", Namespace: "y", Chart: construct.Chart{Path: testChart(t, "hello")}},
+	}
+	first, _ := render(t, rel...)
+	second, _ := render(t, rel...)
+	if len(first) != 3 {
+		t.Fatalf("want two packages (one per namespace) and releases.json, got %d files", len(first))
+	}
+	for i := range first {
+		if first[i].Path != second[i].Path || !bytes.Equal(first[i].Content, second[i].Content) {
+			t.Fatalf("%s differs between two renders", first[i].Path)
+		}
+	}
+	if first[0].Path != "charts/a-x-0.1.0.tgz" || first[1].Path != "charts/a-y-0.1.0.tgz" {
+		t.Errorf("same release name in two namespaces: %s, %s", first[0].Path, first[1].Path)
+	}
+}
+
+// TestPackageFromArchive loads a chart shipped as .tgz and checks the
+// normalised package against Helm's own: same entries, modes and contents,
+// only the time differs.
+func TestPackageFromArchive(t *testing.T) {
+	ch, err := loader.Load(testChart(t, "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := Package(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "hello-0.1.0.tgz")
+	if err := os.WriteFile(archive, tgz, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, diags := render(t, construct.HelmRelease{Name: "hello", Namespace: "default", Chart: construct.Chart{Path: archive}})
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	if !bytes.Equal(byPath(files)["charts/hello-0.1.0.tgz"], tgz) {
+		t.Errorf("re-packaging a packaged chart changed it")
+	}
+
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zr.Header.Comment != "Helm" {
+		t.Errorf("gzip comment %q, want Helm's", zr.Header.Comment)
+	}
+	tr := tar.NewReader(zr)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.ModTime.Unix() != 0 || h.Mode != 0o644 {
+			t.Errorf("%s: time %v mode %o", h.Name, h.ModTime, h.Mode)
+		}
+		names = append(names, h.Name)
+	}
+	want := "hello/Chart.yaml hello/values.yaml hello/templates/_helpers.tpl hello/templates/configmap.yaml hello/templates/secret.yaml"
+	if strings.Join(names, " ") != want {
+		t.Errorf("entries %v, want %s", names, want)
+	}
+}
+
+func TestEmptyReleases(t *testing.T) {
+	files, diags := render(t)
+	if len(diags) != 0 || len(files) != 1 || string(files[0].Content) != "[]\n" {
+		t.Fatalf("files %+v diags %v", files, diags)
+	}
+}
+
+func TestRepositoryWithoutVersionWarns(t *testing.T) {
+	_, diags := render(t, construct.HelmRelease{Name: "r", Namespace: "default", Chart: construct.Chart{Repository: "https://charts.example.com", Name: "thing"}})
+	if len(diags) != 1 || diags[0].Severity != diag.Warning || !strings.Contains(diags[0].Hint, "pin chart.version") {
+		t.Fatalf("got %v", diags)
+	}
+}
+
+func TestInstall(t *testing.T) {
+	set := Install()
+	if len(set.Units) != 1 || !set.Units[0].Enable || set.Units[0].Name != UnitName || set.Units[0].Target.Role != construct.Controller {
+		t.Fatalf("units %+v", set.Units)
+	}
+	if !strings.Contains(set.Units[0].Content, "[Install]") || !strings.Contains(set.Units[0].Content, "ExecStart="+ScriptPath) {
+		t.Errorf("unit content:\n%s", set.Units[0].Content)
+	}
+	if len(set.Files) != 1 || set.Files[0].Path != ScriptPath || set.Files[0].Mode != "0755" ||
+		!strings.Contains(set.Files[0].Content, "dir="+NodeDir+"\n") || !strings.Contains(set.Files[0].Content, "helm upgrade --install") {
+		t.Errorf("script %+v", set.Files)
+	}
+}
