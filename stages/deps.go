@@ -58,22 +58,36 @@ type Contribution struct {
 	Set    *construct.Set
 }
 
-// Loaded is cluster.yaml loaded, defaulted, validated and with every
-// sensitive value replaced by its redaction marker.
+// Loaded is cluster.yaml loaded, defaulted and validated. Which values are
+// sensitive depends on the plugins' schemas, so JSON, Values and Secrets are
+// redacted once the plugins have started (Plan.Launch, Deps.ResolveSecrets).
 type Loaded struct {
 	// Path is cluster.yaml's absolute path; Dir the folder holding it.
 	Path    string
 	Dir     string
 	Cluster *config.Cluster
-	// JSON is Cluster as plugins receive it (redacted).
+	// JSON is Cluster as plugins receive it (redacted after Launch).
 	JSON json.RawMessage
-	// Values are every plugin's effective values (redacted), by plugin name.
+	// Values are every plugin's effective values by plugin name: secret
+	// sources unresolved before Launch, redacted after.
 	Values map[string]stage.PluginValues
 	// Secrets maps redaction marker to plain text; only deploy sees it.
 	Secrets map[string]string
 	// Hash is the sha256 of cluster.yaml and every plugin config file it names
 	// (ConfigHash): the "config" input of every state file.
 	Hash string
+}
+
+// Resolved is the configuration with its secrets resolved (ResolveSecrets).
+type Resolved struct {
+	// JSON is the cluster as plugins see it, every secret a marker.
+	JSON json.RawMessage
+	// Values are redacted; Plain the same in plain text, only for checking
+	// them against the plugins' schemas.
+	Values map[string]stage.PluginValues
+	Plain  map[string]stage.PluginValues
+	// Secrets maps marker to plain text.
+	Secrets map[string]string
 }
 
 // Deps are the parts of kube-aws the pipeline drives. DefaultDeps binds them
@@ -84,6 +98,11 @@ type Deps struct {
 	LoadConfig func(path string) (*Loaded, diag.List, error)
 	Discover   func(clusterDir string, pluginDirs []string) ([]Candidate, error)
 	Launch     func(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugin, error)
+	// ResolveSecrets resolves secret sources and replaces every sensitive
+	// value (by source, or by a plugin schema's x-kube-aws-sensitive) with
+	// its marker. schemas are the plugins' values schemas by name. A fatal is
+	// a configuration error.
+	ResolveSecrets func(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, diag.List)
 	// ValidateValues checks one plugin's values against its JSON Schema.
 	ValidateValues func(plugin string, schema json.RawMessage, values stage.PluginValues) diag.List
 	// ChooseProviders picks one provider per capability from providers

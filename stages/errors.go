@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/kube-aws/kube-aws/core/diag"
 )
@@ -60,12 +57,6 @@ func ExitCode(err error) int {
 		return ExitInterrupted
 	}
 	return ExitFatal
-}
-
-// SignalContext returns a context cancelled on SIGINT or SIGTERM, so every
-// stage stops and every plugin is killed by the deferred Close.
-func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
 // interrupted turns a cancelled parent context into ErrInterrupted.

@@ -169,7 +169,10 @@ func (h *harness) deps() *Deps {
 			for n, pc := range h.cluster.Plugins {
 				values[n] = stage.PluginValues{Values: pc.Values}
 			}
-			return &Loaded{Path: path, Dir: filepath.Dir(path), Cluster: h.cluster, JSON: b, Values: values, Secrets: h.secrets, Hash: hash}, nil, nil
+			return &Loaded{Path: path, Dir: filepath.Dir(path), Cluster: h.cluster, JSON: b, Values: values, Hash: hash}, nil, nil
+		},
+		ResolveSecrets: func(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, diag.List) {
+			return &Resolved{JSON: l.JSON, Values: l.Values, Plain: l.Values, Secrets: h.secrets}, nil
 		},
 		Discover: func(string, []string) ([]Candidate, error) {
 			var out []Candidate

@@ -5,24 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/merge"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
 )
 
 // DefaultDeps binds the pipeline to core/config, core/merge and plugins/host.
 func DefaultDeps() Deps {
 	return Deps{
-		LoadConfig: loadConfig,
-		Discover: func(string, []string) ([]Candidate, error) {
-			return nil, errors.New("plugins/host is not available in this build")
-		},
-		Launch: func(context.Context, []Candidate, LaunchOptions) ([]Plugin, error) {
-			return nil, errors.New("plugins/host is not available in this build")
-		},
+		LoadConfig:      loadConfig,
+		Discover:        discover,
+		Launch:          launch,
+		ResolveSecrets:  resolveSecrets,
+		ValidateValues:  validateValues,
+		ChooseProviders: config.ChooseProviders,
 		Merge: func(cs []Contribution) (*construct.Set, diag.List) {
 			mc := make([]merge.Contribution, len(cs))
 			for i, c := range cs {
@@ -30,15 +35,43 @@ func DefaultDeps() Deps {
 			}
 			return merge.Merge(mc)
 		},
+		Redact: func(s string, secrets map[string]string) string { return config.Redact(s, config.Secrets(secrets)) },
+		Lock: func(cands []Candidate, path string) error {
+			l, err := host.LockCandidates(toHost(cands))
+			if err != nil {
+				return err
+			}
+			return l.Write(path)
+		},
+		Verify: func(cands []Candidate, path string) []error {
+			l, err := host.ReadLockfile(path)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					err = fmt.Errorf("%s does not exist: run `kube-aws plugins lock` to write it", path)
+				}
+				return []error{err}
+			}
+			return l.Verify(toHost(cands))
+		},
 	}
 }
 
+// loadConfig loads, defaults and validates cluster.yaml and computes every
+// plugin's effective values. Parse errors do not stop it: defaults and
+// validation still run so the user sees every problem at once.
 func loadConfig(path string) (*Loaded, diag.List, error) {
 	c, diags, err := config.Load(path)
 	if err != nil {
 		return nil, diags, err
 	}
 	config.ApplyDefaults(c)
+	diags = append(diags, config.Validate(c, "")...)
+	dir := filepath.Dir(path)
+	values, vd := config.EffectiveValues(c, dir)
+	diags = append(diags, vd...)
+	if diags.HasFatal() {
+		return &Loaded{Path: path, Dir: dir, Cluster: c}, diags, nil
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, diags, fmt.Errorf("encoding configuration: %w", err)
@@ -47,5 +80,114 @@ func loadConfig(path string) (*Loaded, diag.List, error) {
 	if err != nil {
 		return nil, diags, err
 	}
-	return &Loaded{Path: path, Dir: filepath.Dir(path), Cluster: c, JSON: b, Hash: h}, diags, nil
+	return &Loaded{Path: path, Dir: dir, Cluster: c, JSON: b, Values: values, Hash: h}, diags, nil
 }
+
+func resolveSecrets(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, diag.List) {
+	r, diags := config.ResolveSecrets(l.Cluster, l.Values, schemas, l.Dir)
+	if diags.HasFatal() {
+		return nil, diags
+	}
+	b, err := config.RedactedJSON(l.Cluster, r.Secrets)
+	if err != nil {
+		return nil, append(diags, diag.Fatalf("encoding configuration: %v", err))
+	}
+	return &Resolved{JSON: b, Values: r.Values, Plain: r.Plain, Secrets: r.Secrets}, diags
+}
+
+func discover(clusterDir string, pluginDirs []string) ([]Candidate, error) {
+	cands, err := host.Discover(host.DefaultSources(clusterDir, pluginDirs))
+	return fromHost(cands), err
+}
+
+func launch(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugin, error) {
+	var lock *host.Lockfile
+	if opts.LockPath != "" {
+		l, err := host.ReadLockfile(opts.LockPath)
+		switch {
+		case err == nil:
+			lock = l
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, err
+		}
+	}
+	ps, err := host.Launch(ctx, toHost(cands), host.Options{
+		StartTimeout: opts.StartTimeout,
+		StageTimeout: opts.StageTimeout,
+		Lock:         lock,
+		Stderr:       opts.Stderr,
+		StoreDir:     opts.StoreDir,
+		HostVersion:  opts.HostVersion,
+	})
+	out := make([]Plugin, 0, len(ps))
+	for _, p := range ps {
+		if p != nil {
+			out = append(out, hostPlugin{p})
+		}
+	}
+	return out, err
+}
+
+// hostPlugin adapts *host.Plugin to Plugin.
+type hostPlugin struct{ p *host.Plugin }
+
+func (h hostPlugin) Candidate() Candidate   { return fromHost([]host.Candidate{h.p.Candidate})[0] }
+func (h hostPlugin) Info() stage.PluginInfo { return h.p.Info }
+func (h hostPlugin) ProtocolVersion() int   { return h.p.ProtocolVersion }
+func (h hostPlugin) Kill()                  { h.p.Kill() }
+func (h hostPlugin) Register(ctx context.Context, reg stage.Registration) error {
+	return h.p.Register(ctx, reg)
+}
+func (h hostPlugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Event)) (*stage.Result, error) {
+	return h.p.Run(ctx, in, onEvent)
+}
+
+func toHost(cs []Candidate) []host.Candidate {
+	out := make([]host.Candidate, len(cs))
+	for i, c := range cs {
+		out[i] = host.Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: host.Source(c.Source)}
+	}
+	return out
+}
+
+func fromHost(cs []host.Candidate) []Candidate {
+	out := make([]Candidate, len(cs))
+	for i, c := range cs {
+		out[i] = Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: string(c.Source)}
+	}
+	return out
+}
+
+// SignalContext returns a context cancelled on the first SIGINT or SIGTERM:
+// the running stage is stopped, its plugins killed, the output folder left
+// as it was, and the command exits 130. A second signal kills every plugin
+// at once and exits 130 without waiting.
+func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-ch:
+			KillAllPlugins()
+			os.Exit(ExitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}
+
+// KillAllPlugins kills every plugin process this kube-aws started: the last
+// resort on a panic or a second Ctrl-C.
+func KillAllPlugins() { host.KillAllRunning() }

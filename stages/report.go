@@ -47,12 +47,9 @@ func (r *TextReporter) Event(plugin string, st stage.Name, ev stage.Event) {
 		} else {
 			line = fmt.Sprintf("%s (%d)", ev.Message, ev.Current)
 		}
-	case stage.EventDiagnostic:
-		if ev.Diagnostic == nil {
-			return
-		}
-		line = ev.Diagnostic.String()
 	default:
+		// Diagnostics sent as events are reported with the stage's other
+		// diagnostics, once, when the stage ends.
 		return
 	}
 	r.mu.Lock()

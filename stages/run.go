@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -94,6 +95,17 @@ func (s *Session) input(name stage.Name, c *carry) *stage.Input {
 type call struct {
 	res *stage.Result
 	err error
+	// streamed are the diagnostics the plugin sent as events.
+	streamed diag.List
+}
+
+func containsDiag(l diag.List, d diag.Diagnostic) bool {
+	for _, x := range l {
+		if x == d {
+			return true
+		}
+	}
+	return false
 }
 
 // runStage calls every plugin that implements the stage and merges their
@@ -137,6 +149,12 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 		}
 		if calls[i].res != nil {
 			diags = append(diags, calls[i].res.Diagnostics.WithDefaults(pname, string(name))...)
+		}
+		// Diagnostics a plugin streamed as events count too, once.
+		for _, d := range calls[i].streamed.WithDefaults(pname, string(name)) {
+			if calls[i].res == nil || !containsDiag(calls[i].res.Diagnostics.WithDefaults(pname, string(name)), d) {
+				diags = append(diags, d)
+			}
 		}
 	}
 	switch name {
@@ -194,13 +212,31 @@ func (s *Session) call(ctx context.Context, name stage.Name, p Plugin, in *stage
 			out = call{err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
-	res, err := p.Run(ctx, in, func(ev stage.Event) { s.reporter.Event(pname, name, ev) })
-	return call{res: res, err: err}
+	var mu sync.Mutex
+	var streamed diag.List
+	res, err := p.Run(ctx, in, func(ev stage.Event) {
+		if ev.Kind == stage.EventDiagnostic && ev.Diagnostic != nil {
+			mu.Lock()
+			streamed = append(streamed, *ev.Diagnostic)
+			mu.Unlock()
+		}
+		s.reporter.Event(pname, name, ev)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return call{res: res, err: err, streamed: streamed}
 }
 
 // pluginFailed is the fatal for a plugin that crashed, timed out or broke
 // the protocol: it names the plugin, the stage and the first line of the error.
 func pluginFailed(plugin string, name stage.Name, err error) diag.Diagnostic {
+	// The host's errors know best what happened (crash, timeout, panic line).
+	var de interface{ Diagnostic() diag.Diagnostic }
+	if errors.As(err, &de) {
+		d := de.Diagnostic()
+		d.Severity = diag.Fatal
+		return diag.List{d}.WithDefaults(plugin, string(name))[0]
+	}
 	msg := err.Error()
 	first, rest, _ := strings.Cut(msg, "\n")
 	d := diag.Fatalf("plugin %s failed in stage %s: %s", plugin, name, first)

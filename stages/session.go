@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -56,9 +57,6 @@ func (s *Session) Close() {
 func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 	s = &Session{Plan: p, Diagnostics: append(diag.List(nil), p.Diagnostics...)}
 	s.reporter = p.Options.Reporter
-	if p.Config != nil {
-		s.reporter = redactingReporter{next: s.reporter, redact: p.Deps.Redact, secrets: p.Config.Secrets}
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.Close()
@@ -100,7 +98,21 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 		}
 	}
 
-	regs, diags, code := p.validateRegistration(ordered)
+	plain, rdiags := p.resolveSecrets(ordered)
+	if rdiags.HasFatal() {
+		rdiags.Sort()
+		// Every plugin is told why before it is killed.
+		for _, pl := range ordered {
+			_ = safeRegister(ctx, pl, stage.Registration{Reason: "cluster.yaml's sensitive values could not be resolved"})
+		}
+		return s, &Error{Code: ExitUsage, Msg: "resolving sensitive values failed", Diagnostics: append(s.Diagnostics, rdiags...)}
+	}
+	s.Diagnostics = append(s.Diagnostics, rdiags...)
+	if p.Config != nil {
+		s.reporter = redactingReporter{next: p.Options.Reporter, redact: p.Deps.Redact, secrets: p.Config.Secrets}
+	}
+
+	regs, diags, code := p.validateRegistration(ordered, plain)
 	if p.Options.WarningsAsErrors {
 		diags = diags.PromoteWarnings()
 	}
@@ -141,6 +153,32 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 	return s, nil
 }
 
+// resolveSecrets resolves the configuration's secrets now that the plugins'
+// schemas are known, and from then on the plan holds only redacted values.
+// It returns the plain values, for schema validation only.
+func (p *Plan) resolveSecrets(plugins []Plugin) (map[string]stage.PluginValues, diag.List) {
+	if p.Config == nil {
+		return nil, nil
+	}
+	if p.Deps.ResolveSecrets == nil {
+		return p.Config.Values, nil
+	}
+	schemas := map[string]json.RawMessage{}
+	for _, pl := range plugins {
+		if s := pl.Info().ValuesSchema; len(s) > 0 {
+			schemas[pl.Candidate().Name] = s
+		}
+	}
+	r, diags := p.Deps.ResolveSecrets(p.Config, schemas)
+	if r == nil || diags.HasFatal() {
+		return nil, diags
+	}
+	cfg := *p.Config
+	cfg.JSON, cfg.Values, cfg.Secrets = r.JSON, r.Values, r.Secrets
+	p.Config = &cfg
+	return r.Plain, diags
+}
+
 func safeRegister(ctx context.Context, pl Plugin, reg stage.Registration) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -153,7 +191,7 @@ func safeRegister(ctx context.Context, pl Plugin, reg stage.Registration) (err e
 // validateRegistration decides, for each plugin in order, whether it is
 // accepted. code is the exit code its rejections call for: 2 when the user
 // fixes cluster.yaml (values, capabilities), 1 otherwise.
-func (p *Plan) validateRegistration(plugins []Plugin) ([]stage.Registration, diag.List, int) {
+func (p *Plan) validateRegistration(plugins []Plugin, plain map[string]stage.PluginValues) ([]stage.Registration, diag.List, int) {
 	regs := make([]stage.Registration, len(plugins))
 	var diags diag.List
 	code := 0
@@ -192,7 +230,7 @@ func (p *Plan) validateRegistration(plugins []Plugin) ([]stage.Registration, dia
 				fmt.Sprintf("protocol version %d is not supported", pv))
 		}
 		if p.Config != nil && p.Deps.ValidateValues != nil && len(info.ValuesSchema) > 0 {
-			vd := p.Deps.ValidateValues(cand.Name, info.ValuesSchema, p.Config.Values[cand.Name])
+			vd := p.Deps.ValidateValues(cand.Name, info.ValuesSchema, plain[cand.Name])
 			vd = vd.WithDefaults(cand.Name, "")
 			for k := range vd {
 				if vd[k].File == "" {

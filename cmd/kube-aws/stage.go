@@ -1,0 +1,38 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/stages"
+)
+
+func newStage(g *globals) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "stage <initialise|render|deploy|validate>",
+		Short: "Run one stage from the state the previous stage left",
+		Long: `stage runs one stage in every enabled plugin that implements it, starting from the
+result the previous stage persisted under .kube-aws/state/, and persists its own.
+This lets a CI pipeline run one stage per job.
+
+kube-aws refuses to run when the previous stage's state is missing, or stale (cluster.yaml,
+a plugin config file, a plugin binary or an earlier stage changed since it ran), and
+says which stage to run again. render writes the output folder like ` + "`kube-aws render`" + `.`,
+		Example: `  kube-aws stage initialise
+  kube-aws stage render --out rendered
+  kube-aws stage deploy --output json
+  kube-aws stage validate --warnings-as-errors`,
+		ValidArgs: []string{"initialise", "render", "deploy", "validate"},
+		Args:      exactArgs(1, "one stage: initialise, render, deploy or validate"),
+		RunE: action(g, func(cmd *cobra.Command, args []string) error {
+			name, err := stage.Parse(args[0])
+			if err != nil {
+				return fail(g, "stage", stages.ConfigError("%v", err))
+			}
+			return runStages(cmd, g, "stage "+string(name), out, name)
+		}),
+	}
+	cmd.Flags().StringVar(&out, "out", "rendered", "output folder of the render stage")
+	return cmd
+}

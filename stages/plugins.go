@@ -1,0 +1,173 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// PluginSummary describes one plugin for `kube-aws plugins list|describe`.
+type PluginSummary struct {
+	Name            string       `json:"name"`
+	Version         string       `json:"version,omitempty"`
+	Description     string       `json:"description,omitempty"`
+	Source          string       `json:"source"`
+	Path            string       `json:"path"`
+	Enabled         bool         `json:"enabled"`
+	Stages          []stage.Name `json:"stages"`
+	ProtocolVersion int          `json:"protocolVersion,omitempty"`
+	Capabilities    []string     `json:"capabilities,omitempty"`
+	// ValuesSchema is filled by DescribePlugin.
+	ValuesSchema json.RawMessage `json:"valuesSchema,omitempty"`
+	// Error says why the plugin could not be started and asked.
+	Error string `json:"error,omitempty"`
+}
+
+// ListPlugins starts every plugin found (enabled or not) just long enough to
+// ask what it is, and returns them in run order, then the disabled ones by
+// name. A plugin that fails to start is listed with its error. cluster.yaml
+// is optional: without it the built-in defaults decide what is enabled.
+func ListPlugins(ctx context.Context, opts Options) ([]PluginSummary, error) {
+	opts.ConfigOptional = true
+	p, err := NewPlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	enabled := map[string]int{}
+	for i, c := range p.Enabled {
+		enabled[c.Name] = i
+	}
+	out := make([]PluginSummary, len(p.All))
+	var wg sync.WaitGroup
+	for i, c := range p.All {
+		wg.Add(1)
+		go func(i int, c Candidate) {
+			defer wg.Done()
+			_, on := enabled[c.Name]
+			out[i] = p.summarise(ctx, c, on)
+		}(i, c)
+	}
+	wg.Wait()
+	if err := interrupted(ctx); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ei, iok := enabled[out[i].Name]
+		ej, jok := enabled[out[j].Name]
+		if iok != jok {
+			return iok
+		}
+		if iok {
+			return ei < ej
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// DescribePlugin is ListPlugins for one plugin, with its values schema.
+func DescribePlugin(ctx context.Context, opts Options, name string) (*PluginSummary, error) {
+	opts.ConfigOptional = true
+	p, err := NewPlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, c := range p.All {
+		if c.Name == name {
+			on := false
+			for _, e := range p.Enabled {
+				on = on || e.Name == name
+			}
+			s := p.summarise(ctx, c, on)
+			if s.Error != "" {
+				return &s, &Error{Code: ExitFatal, Msg: s.Error}
+			}
+			return &s, nil
+		}
+		names = append(names, c.Name)
+	}
+	return nil, ConfigError("no plugin named %q; available: %s", name, strings.Join(names, ", "))
+}
+
+// summarise starts one plugin, reads its info and kills it.
+func (p *Plan) summarise(ctx context.Context, c Candidate, enabled bool) PluginSummary {
+	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
+	started, err := p.Deps.Launch(ctx, []Candidate{c}, LaunchOptions{
+		StartTimeout: p.Options.StartTimeout,
+		StageTimeout: p.Options.StageTimeout,
+		LockPath:     filepath.Join(p.ClusterDir, "plugins.lock"),
+		Stderr:       p.Options.PluginStderr,
+		HostVersion:  p.Options.HostVersion,
+	})
+	defer func() {
+		for _, pl := range started {
+			pl.Kill()
+		}
+	}()
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	if len(started) != 1 {
+		s.Error = fmt.Sprintf("plugin host started %d plugins for %s", len(started), c.Name)
+		return s
+	}
+	info := started[0].Info()
+	s.Version, s.Description, s.Capabilities = info.Version, info.Description, info.Capabilities
+	s.ProtocolVersion = started[0].ProtocolVersion()
+	s.ValuesSchema = info.ValuesSchema
+	if info.Stages != nil {
+		s.Stages = info.Stages
+	}
+	return s
+}
+
+// LockPlugins writes plugins.lock beside cluster.yaml with the sha256 of
+// every plugin that is not built in, and returns its path and the plugins
+// it locked.
+func LockPlugins(opts Options) (string, []Candidate, error) {
+	opts.ConfigOptional = true
+	p, err := NewPlan(opts)
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(p.ClusterDir, "plugins.lock")
+	var locked []Candidate
+	for _, c := range p.All {
+		if c.Source != SourceBuiltin {
+			locked = append(locked, c)
+		}
+	}
+	if err := p.Deps.Lock(p.All, path); err != nil {
+		return path, nil, &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+	}
+	return path, locked, nil
+}
+
+// VerifyPlugins checks every plugin that is not built in against
+// plugins.lock and reports every difference as a fatal diagnostic.
+func VerifyPlugins(opts Options) (string, diag.List, error) {
+	opts.ConfigOptional = true
+	p, err := NewPlan(opts)
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(p.ClusterDir, "plugins.lock")
+	var diags diag.List
+	for _, e := range p.Deps.Verify(p.All, path) {
+		diags = append(diags, diag.Diagnostic{Severity: diag.Fatal, File: path, Message: e.Error(),
+			Hint: "if the change is intended, run `kube-aws plugins lock` and commit plugins.lock"})
+	}
+	if len(diags) > 0 {
+		return path, diags, &Error{Code: ExitFatal, Msg: fmt.Sprintf("plugins do not match %s", path), Diagnostics: diags}
+	}
+	return path, nil, nil
+}
