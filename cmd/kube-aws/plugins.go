@@ -141,7 +141,7 @@ contrib or user plugin whose sha256 differs from its entry. Commit the file.`,
 					locked = []stages.Candidate{}
 				}
 				return writeJSON(g.stdout, struct {
-					Lockfile string              `json:"lockfile"`
+					Lockfile string             `json:"lockfile"`
 					Plugins  []stages.Candidate `json:"plugins"`
 				}{path, locked})
 			}
