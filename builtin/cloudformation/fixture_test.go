@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -22,28 +20,34 @@ var fixtures = []string{"minimal", "full"}
 // fail the test, not silently drop a setting.
 func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
 	t.Helper()
-	y, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
+	file := filepath.Join("testdata", name+".yaml")
+	y, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := yaml.YAMLToJSON(y)
+	// Load the way kube-aws does before any stage: strict parse, defaults,
+	// validation; the plugins receive the result as JSON.
+	c, diags := config.Parse(file, y)
+	config.ApplyDefaults(c)
+	diags = append(diags, config.Validate(c, file)...)
+	if diags.HasFatal() {
+		t.Fatalf("%s: %v", name, diags)
+	}
+	j, err := json.Marshal(c)
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		t.Fatal(err)
 	}
-	var c config.Cluster
-	if err := yaml.UnmarshalStrict(y, &c); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return j, &c
+	return j, c
 }
 
 // request builds the stage input the host would send.
 func request(t *testing.T, cfg json.RawMessage, c *config.Cluster, st stage.Name, set *construct.Set) *sdk.Request {
 	t.Helper()
-	in := &stage.Input{Stage: st, Config: cfg, Constructs: set, Values: map[string]stage.PluginValues{}}
-	for name, p := range c.Plugins {
-		in.Values[name] = stage.PluginValues{Values: p.Values}
+	values, diags := config.EffectiveValues(c, "testdata")
+	if diags.HasFatal() {
+		t.Fatal(diags)
 	}
+	in := &stage.Input{Stage: st, Config: cfg, Constructs: set, Values: values}
 	return &sdk.Request{Input: in, Plugin: "cloudformation"}
 }
 

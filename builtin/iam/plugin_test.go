@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -29,19 +27,24 @@ var fixtures = []string{"minimal", "full"}
 
 func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
 	t.Helper()
-	y, err := os.ReadFile(filepath.Join("..", "cloudformation", "testdata", name+".yaml"))
+	file := filepath.Join("..", "cloudformation", "testdata", name+".yaml")
+	y, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := yaml.YAMLToJSON(y)
+	// Load the way kube-aws does before any stage: strict parse, defaults,
+	// validation; the plugins receive the result as JSON.
+	c, diags := config.Parse(file, y)
+	config.ApplyDefaults(c)
+	diags = append(diags, config.Validate(c, file)...)
+	if diags.HasFatal() {
+		t.Fatalf("%s: %v", name, diags)
+	}
+	j, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c config.Cluster
-	if err := yaml.UnmarshalStrict(y, &c); err != nil {
-		t.Fatal(err)
-	}
-	return j, &c
+	return j, c
 }
 
 // pluginStatements stands for other plugins' IAM contributions in the full

@@ -32,7 +32,7 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 	if !existing {
 		cidr := c.Network.VPCCIDR
 		if cidr == "" {
-			cidr = DefaultVPCCIDR
+			cidr = config.DefaultVPCCIDR
 		}
 		s.resource("VPC", &ec2.VPC{
 			CidrBlock:          cidr,

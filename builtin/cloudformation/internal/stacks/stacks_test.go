@@ -1,0 +1,411 @@
+package stacks
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+)
+
+func minimal() *config.Cluster {
+	c := &config.Cluster{
+		ClusterName:       "t",
+		Region:            "us-east-1",
+		AvailabilityZones: []string{"us-east-1a", "us-east-1b"},
+		S3URI:             "s3://b/p",
+		Network:           config.Network{VPCCIDR: "10.0.0.0/16", NATGateways: true},
+		Controller:        config.MachineSet{Count: 2, InstanceType: "t3.medium"},
+		Etcd:              config.MachineSet{Count: 3, InstanceType: "t3.medium"},
+		NodePools:         []config.NodePool{{Name: "workers", InstanceType: "t3.large", MinSize: 1, MaxSize: 3, DesiredCapacity: 2}},
+	}
+	config.ApplyDefaults(c)
+	return c
+}
+
+func existingVPC() *config.Cluster {
+	c := minimal()
+	c.Network = config.Network{VPCID: "vpc-1", Subnets: []config.Subnet{
+		{Name: "pub-a", AvailabilityZone: "us-east-1a", ID: "subnet-pa"},
+		{Name: "pub-a2", AvailabilityZone: "us-east-1a", ID: "subnet-pa2"},
+		{Name: "pub-b", AvailabilityZone: "us-east-1b", ID: "subnet-pb"},
+		{Name: "priv-a", AvailabilityZone: "us-east-1a", ID: "subnet-qa", Private: true},
+		{Name: "priv-b", AvailabilityZone: "us-east-1b", ID: "subnet-qb", Private: true},
+	}}
+	c.APIEndpoint = config.APIEndpoint{DNSName: "api.example.com", HostedZoneID: "Z1"}
+	c.NodePools = append(c.NodePools, config.NodePool{Name: "spot-arm", InstanceType: "m7g.large", MinSize: 0, MaxSize: 5,
+		Spot: &config.Spot{MaxPrice: "0.05"}, Subnets: []string{"priv-b"},
+		Labels: map[string]string{"lifecycle": "spot"}, Taints: []config.Taint{{Key: "spot", Value: "true", Effect: "NoSchedule"}}})
+	return c
+}
+
+func initialise(t *testing.T, c *config.Cluster) *construct.Set {
+	t.Helper()
+	set, diags := Initialise(c)
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	return set
+}
+
+func stackOf(t *testing.T, set *construct.Set, name string) construct.Stack {
+	t.Helper()
+	for _, s := range set.Stacks {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no stack %s", name)
+	return construct.Stack{}
+}
+
+// resource decodes a resource body into generic JSON for assertions.
+func resource(t *testing.T, s construct.Stack, id string) map[string]any {
+	t.Helper()
+	raw, ok := s.Resources[id]
+	if !ok {
+		t.Fatalf("stack %s has no resource %s", s.Name, id)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestInitialiseNewVPC(t *testing.T) {
+	set := initialise(t, minimal())
+	var names []string
+	for _, s := range set.Stacks {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, " "); got != "network etcd control-plane nodepool-workers" {
+		t.Fatalf("stacks %q", got)
+	}
+	net := stackOf(t, set, "network")
+	cidrs := map[string]string{}
+	for id := range net.Resources {
+		r := resource(t, net, id)
+		if r["Type"] == "AWS::EC2::Subnet" {
+			cidrs[id] = r["Properties"].(map[string]any)["CidrBlock"].(string)
+		}
+	}
+	want := map[string]string{
+		"SubnetPublicUsEast1a": "10.0.0.0/20", "SubnetPublicUsEast1b": "10.0.16.0/20",
+		"SubnetPrivateUsEast1a": "10.0.128.0/20", "SubnetPrivateUsEast1b": "10.0.144.0/20",
+	}
+	if fmt.Sprint(cidrs) != fmt.Sprint(want) {
+		t.Errorf("subnets %v, want %v", cidrs, want)
+	}
+	for _, id := range []string{"VPC", "InternetGateway", "InternetGatewayAttachment", "PublicRoute",
+		"NatGatewayUsEast1a", "NatGatewayUsEast1b", "NatEIPUsEast1a", "PrivateRouteUsEast1b",
+		"SubnetPrivateUsEast1aRouteTableAssociation"} {
+		resource(t, net, id)
+	}
+	nat := resource(t, net, "NatGatewayUsEast1b")["Properties"].(map[string]any)
+	if fmt.Sprint(nat["SubnetId"]) != "map[Ref:SubnetPublicUsEast1b]" {
+		t.Errorf("NAT gateway of zone b sits in %v, want the public subnet of zone b", nat["SubnetId"])
+	}
+	for _, o := range []string{"VpcId", "SubnetPublicUsEast1aId", "PublicSubnetIds", "PrivateSubnetIds",
+		"ControllerSecurityGroupId", "EtcdSecurityGroupId", "WorkerSecurityGroupId"} {
+		if _, ok := net.Outputs[o]; !ok {
+			t.Errorf("network output %s missing", o)
+		}
+	}
+}
+
+func TestMachineStacksAreWiredByParameters(t *testing.T) {
+	set := initialise(t, minimal())
+	cases := map[string]string{
+		"etcd":             "iam.EtcdInstanceProfile",
+		"control-plane":    "iam.ControllerInstanceProfile",
+		"nodepool-workers": "iam.NodePoolWorkersInstanceProfile",
+	}
+	for name, src := range cases {
+		s := stackOf(t, set, name)
+		if s.ParameterSources["InstanceProfile"] != src {
+			t.Errorf("%s: InstanceProfile from %q, want %q", name, s.ParameterSources["InstanceProfile"], src)
+		}
+		for p, src := range s.ParameterSources {
+			if _, ok := s.Parameters[p]; !ok {
+				t.Errorf("%s: source for undeclared parameter %s", name, p)
+			}
+			if strings.HasPrefix(src, "network.") {
+				if _, ok := stackOf(t, set, "network").Outputs[strings.TrimPrefix(src, "network.")]; !ok {
+					t.Errorf("%s: parameter %s from %s, which network does not output", name, p, src)
+				}
+			}
+		}
+		for _, p := range []string{"AssetsBucket", "UserDataKey"} {
+			if _, ok := s.Parameters[p]; !ok {
+				t.Errorf("%s: parameter %s missing", name, p)
+			}
+			if _, wired := s.ParameterSources[p]; wired {
+				t.Errorf("%s: %s must be left to deploy, not wired", name, p)
+			}
+		}
+		lt := resource(t, s, "LaunchTemplate")["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
+		ud, _ := json.Marshal(lt["UserData"])
+		if !strings.Contains(string(ud), `"Fn::Base64":{"Fn::Sub":"#!/bin/bash`) || !strings.Contains(string(ud), "${UserDataKey}") {
+			t.Errorf("%s: bootstrap userdata is %s", name, ud)
+		}
+		var prot []string
+		for _, p := range set.Protected {
+			if p.Stack == name {
+				prot = append(prot, p.LogicalID+p.Pointer)
+			}
+		}
+		sort.Strings(prot)
+		if got := strings.Join(prot, " "); got != "LaunchTemplate/Properties/LaunchTemplateData/IamInstanceProfile LaunchTemplate/Properties/LaunchTemplateData/UserData" {
+			t.Errorf("%s: protected %q", name, got)
+		}
+	}
+	cp := stackOf(t, set, "control-plane")
+	for _, id := range []string{"LoadBalancer", "TargetGroup", "Listener"} {
+		resource(t, cp, id)
+	}
+	if _, ok := cp.Resources["APIEndpointRecord"]; ok {
+		t.Error("a Route 53 record without apiEndpoint.hostedZoneId")
+	}
+}
+
+func TestInitialiseExistingVPCSpotAndRoute53(t *testing.T) {
+	set, diags := Initialise(existingVPC())
+	if diags.HasFatal() || len(diags) != 0 {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	net := stackOf(t, set, "network")
+	for id := range net.Resources {
+		ty := resource(t, net, id)["Type"].(string)
+		if ty != "AWS::EC2::SecurityGroup" && ty != "AWS::EC2::SecurityGroupIngress" {
+			t.Errorf("existing VPC, but the network stack makes %s %s", ty, id)
+		}
+	}
+	var vpc map[string]any
+	_ = json.Unmarshal(net.Outputs["VpcId"], &vpc)
+	if vpc["Value"] != "vpc-1" {
+		t.Errorf("VpcId output %v", vpc)
+	}
+	cp := stackOf(t, set, "control-plane")
+	lb := resource(t, cp, "LoadBalancer")["Properties"].(map[string]any)
+	if subs, _ := json.Marshal(lb["Subnets"]); string(subs) != `[{"Ref":"SubnetPubAId"},{"Ref":"SubnetPubBId"}]` {
+		t.Errorf("load balancer subnets %s, want one public subnet per zone", subs)
+	}
+	rec := resource(t, cp, "APIEndpointRecord")["Properties"].(map[string]any)
+	if rec["HostedZoneId"] != "Z1" || rec["Name"] != "api.example.com" {
+		t.Errorf("record %v", rec)
+	}
+	spot := stackOf(t, set, "nodepool-spot-arm")
+	lt := resource(t, spot, "LaunchTemplate")["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
+	if m, _ := json.Marshal(lt["InstanceMarketOptions"]); string(m) != `{"MarketType":"spot","SpotOptions":{"MaxPrice":"0.05","SpotInstanceType":"one-time"}}` {
+		t.Errorf("spot options %s", m)
+	}
+	var img map[string]any
+	_ = json.Unmarshal(spot.Parameters["ImageId"], &img)
+	if !strings.HasSuffix(fmt.Sprint(img["Default"]), "arm64") {
+		t.Errorf("Graviton pool boots %v", img["Default"])
+	}
+	if got := keys(spot.ParameterSources); strings.Join(got, " ") != "InstanceProfile SecurityGroupId SubnetPrivBId" {
+		t.Errorf("spot pool parameters %v", got)
+	}
+	asg, _ := json.Marshal(resource(t, spot, "AutoScalingGroup")["Properties"].(map[string]any)["Tags"])
+	for _, want := range []string{`"k8s.io/cluster-autoscaler/node-template/label/lifecycle","PropagateAtLaunch":false,"Value":"spot"`,
+		`"k8s.io/cluster-autoscaler/node-template/taint/spot","PropagateAtLaunch":false,"Value":"true:NoSchedule"`} {
+		if !strings.Contains(string(asg), want) {
+			t.Errorf("ASG tags %s lack %s", asg, want)
+		}
+	}
+	if _, ok := lt["InstanceMarketOptions"]; !ok {
+		t.Error("no market options")
+	}
+	if w := stackOf(t, set, "nodepool-workers"); strings.Contains(string(w.Resources["LaunchTemplate"]), "InstanceMarketOptions") {
+		t.Error("on-demand pool has market options")
+	}
+}
+
+func TestInitialiseProblems(t *testing.T) {
+	c := existingVPC()
+	c.Etcd.Subnets = []string{"nope"}
+	_, diags := Initialise(c)
+	if !has(diags, diag.Fatal, `unknown subnet "nope"`, "etcd.subnets[0]") {
+		t.Errorf("unknown subnet: %v", diags)
+	}
+
+	c = minimal()
+	c.Network.NATGateways = false
+	_, diags = Initialise(c)
+	if diags.HasFatal() || !has(diags, diag.Warning, "without NAT gateways", "network.natGateways") {
+		t.Errorf("no NAT: %v", diags)
+	}
+
+	c = existingVPC()
+	c.APIEndpoint.DNSName = ""
+	_, diags = Initialise(c)
+	if !has(diags, diag.Fatal, "hostedZoneId", "apiEndpoint.dnsName") {
+		t.Errorf("zone without name: %v", diags)
+	}
+
+	c = existingVPC()
+	c.Network.Subnets[0].ID = ""
+	_, diags = Initialise(c)
+	if !has(diags, diag.Fatal, "has no id", "network.subnets[0].id") {
+		t.Errorf("existing subnet without id: %v", diags)
+	}
+}
+
+func has(l diag.List, sev diag.Severity, msg, path string) bool {
+	for _, d := range l {
+		if d.Severity == sev && strings.Contains(d.Message, msg) && d.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRenderAppliesPatchesAndRefusesProtected(t *testing.T) {
+	set := initialise(t, minimal())
+	set.Patches = []construct.Patch{{Stack: "nodepool-workers", LogicalID: "AutoScalingGroup",
+		Merge: json.RawMessage(`{"Properties":{"HealthCheckGracePeriod":600}}`)}}
+	files, _, diags := Render(minimal(), Values{}, set)
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	var pool []byte
+	for _, f := range files {
+		if f.Path == "stacks/nodepool-workers.json" {
+			pool = f.Content
+		}
+	}
+	if !strings.Contains(string(pool), `"HealthCheckGracePeriod": 600`) {
+		t.Error("patch not applied")
+	}
+	if strings.Contains(string(set.Stacks[3].Resources["AutoScalingGroup"]), "HealthCheckGracePeriod") {
+		t.Error("render modified its input")
+	}
+
+	set.Patches = []construct.Patch{{Stack: "etcd", LogicalID: "LaunchTemplate",
+		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":{"UserData":"evil"}}}`)}}
+	_, _, diags = Render(minimal(), Values{}, set)
+	if !has(diags, diag.Fatal, "/Properties/LaunchTemplateData/UserData of etcd/LaunchTemplate, which is protected", "") {
+		t.Errorf("protected patch: %v", diags)
+	}
+	set.Patches = []construct.Patch{{Stack: "etcd", LogicalID: "LaunchTemplate",
+		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":null}}`)}}
+	_, _, diags = Render(minimal(), Values{}, set)
+	if !diags.HasFatal() {
+		t.Error("removing an ancestor of a protected path must be fatal")
+	}
+	set.Patches = []construct.Patch{{Stack: "ghost", LogicalID: "X", Merge: json.RawMessage(`{}`)}}
+	_, _, diags = Render(minimal(), Values{}, set)
+	if !has(diags, diag.Fatal, "stack ghost", "") {
+		t.Errorf("patch to a missing stack: %v", diags)
+	}
+}
+
+func TestRenderSkipsIAMAndBuildsSpecs(t *testing.T) {
+	c := minimal()
+	c.Tags = map[string]string{"team": "a", "env": "prod"}
+	set := initialise(t, c)
+	set.Stacks = append(set.Stacks, construct.Stack{Name: "iam", Resources: map[string]json.RawMessage{
+		"R": json.RawMessage(`{"Type":"AWS::IAM::Role","Properties":{}}`)}})
+	files, specs, diags := Render(c, Values{Tags: map[string]string{"env": "staging"}}, set)
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	for _, f := range files {
+		if f.Path == "stacks/iam.json" {
+			t.Error("cloudformation rendered the iam stack")
+		}
+	}
+	for _, s := range specs {
+		if s.Name == "nodepool-workers" {
+			if strings.Join(s.DependsOn, ",") != "iam,network" {
+				t.Errorf("depends on %v", s.DependsOn)
+			}
+			if s.Tags["env"] != "staging" || s.Tags["team"] != "a" || s.Tags["kube-aws:stack"] != "nodepool-workers" {
+				t.Errorf("tags %v", s.Tags)
+			}
+			if s.UploadByURL {
+				t.Error("a small template marked for upload by URL")
+			}
+		}
+	}
+}
+
+// limitStack is a stack of n resources, params parameters, outputs outputs
+// and one property of pad bytes.
+func limitStack(n, params, outputs, pad int) construct.Stack {
+	s := construct.Stack{Name: "big", Resources: map[string]json.RawMessage{},
+		Parameters: map[string]json.RawMessage{}, Outputs: map[string]json.RawMessage{}}
+	for i := 0; i < n; i++ {
+		s.Resources[fmt.Sprintf("Topic%d", i)] = json.RawMessage(`{"Type":"AWS::SNS::Topic"}`)
+	}
+	if pad > 0 {
+		s.Resources["Topic0"] = cfn.MustRaw(map[string]any{"Type": "AWS::SNS::Topic",
+			"Properties": map[string]any{"DisplayName": strings.Repeat("x", pad)}})
+	}
+	for i := 0; i < params; i++ {
+		s.Parameters[fmt.Sprintf("P%d", i)] = json.RawMessage(`{"Type":"String"}`)
+	}
+	for i := 0; i < outputs; i++ {
+		s.Outputs[fmt.Sprintf("O%d", i)] = json.RawMessage(`{"Value":"x"}`)
+	}
+	return s
+}
+
+func TestLimits(t *testing.T) {
+	cases := []struct {
+		name  string
+		stack construct.Stack
+		want  string
+	}{
+		{"resources", limitStack(501, 0, 0, 0), "stack big has 501 resources, over the CloudFormation limit of 500"},
+		{"parameters", limitStack(1, 201, 0, 0), "stack big has 201 parameters, over the CloudFormation limit of 200"},
+		{"outputs", limitStack(1, 0, 201, 0), "stack big has 201 outputs, over the CloudFormation limit of 200"},
+		{"bytes", limitStack(1, 0, 0, 1_000_001), "stack big template is "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, diags := Render(minimal(), Values{}, &construct.Set{Stacks: []construct.Stack{tc.stack}})
+			if !has(diags, diag.Fatal, tc.want, "") {
+				t.Errorf("want fatal %q, got %v", tc.want, diags)
+			}
+		})
+	}
+	// Exactly at every limit is fine.
+	_, _, diags := Render(minimal(), Values{}, &construct.Set{Stacks: []construct.Stack{limitStack(500, 200, 200, 0)}})
+	if diags.HasFatal() {
+		t.Fatalf("at the limits: %v", diags)
+	}
+}
+
+// TestUploadByURL: a template over 51,200 bytes cannot go in the API call's
+// TemplateBody and must be marked for TemplateURL; one at or under it not.
+func TestUploadByURL(t *testing.T) {
+	for _, tc := range []struct {
+		pad  int
+		want bool
+	}{{0, false}, {51_200, true}} {
+		files, specs, diags := Render(minimal(), Values{}, &construct.Set{Stacks: []construct.Stack{limitStack(1, 0, 0, tc.pad)}})
+		if diags.HasFatal() {
+			t.Fatal(diags)
+		}
+		if specs[0].UploadByURL != tc.want || (len(files[0].Content) > cfn.MaxTemplateBody) != tc.want {
+			t.Errorf("%d bytes: UploadByURL %v, want %v", len(files[0].Content), specs[0].UploadByURL, tc.want)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package cfn
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v4/cloudformation"
+	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+)
+
+func TestRawExpandsIntrinsics(t *testing.T) {
+	// A control character Go's %q would write as \a, and HTML characters
+	// encoding/json would escape by default.
+	script := "#!/bin/bash\necho \a <&> ${AWS::Region}\n"
+	lt := &ec2.LaunchTemplate{LaunchTemplateData: &ec2.LaunchTemplate_LaunchTemplateData{
+		UserData:         Base64(Sub(script)),
+		SecurityGroupIds: []string{Ref("SG"), GetAtt("Other", "GroupId")},
+		ImageId:          Join("", "ami-", Ref("Suffix")),
+	}}
+	raw := MustRaw(lt)
+	var got struct {
+		Properties struct {
+			LaunchTemplateData struct {
+				UserData         map[string]map[string]string
+				SecurityGroupIds []any
+				ImageId          map[string][]any
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	d := got.Properties.LaunchTemplateData
+	if d.UserData["Fn::Base64"]["Fn::Sub"] != script {
+		t.Errorf("userdata %q", d.UserData)
+	}
+	if b, _ := json.Marshal(d.SecurityGroupIds); string(b) != `[{"Ref":"SG"},{"Fn::GetAtt":["Other","GroupId"]}]` {
+		t.Errorf("security groups %s", b)
+	}
+	if b, _ := json.Marshal(d.ImageId); string(b) != `{"Fn::Join":["",["ami-",{"Ref":"Suffix"}]]}` {
+		t.Errorf("join %s", b)
+	}
+	if strings.Contains(string(raw), `\u003c`) {
+		t.Error("HTML-escaped output")
+	}
+	// goformation's own helpers produce the same encoding and expand too.
+	if b := MustRaw(map[string]any{"v": cloudformation.Ref("X")}); string(b) != `{"v":{"Ref":"X"}}` {
+		t.Errorf("goformation Ref: %s", b)
+	}
+	// A literal intrinsic object is kept as is, never evaluated.
+	if b := MustRaw(map[string]any{"v": map[string]any{"Ref": "AWS::Region"}}); string(b) != `{"v":{"Ref":"AWS::Region"}}` {
+		t.Errorf("literal Ref: %s", b)
+	}
+	// Plain strings that happen to be base64 stay strings.
+	if b := MustRaw(map[string]any{"v": "aGVsbG8gd29ybGQh"}); string(b) != `{"v":"aGVsbG8gd29ybGQh"}` {
+		t.Errorf("base64 text: %s", b)
+	}
+}
+
+func TestMarshalIsDeterministic(t *testing.T) {
+	v := map[string]any{"b": 1, "a": map[string]any{"z": json.Number("123456789012345678"), "y": []any{"x"}}}
+	a, _ := Marshal(v, true)
+	for i := 0; i < 20; i++ {
+		b, _ := Marshal(v, true)
+		if string(a) != string(b) {
+			t.Fatal("two encodings differ")
+		}
+	}
+	want := "{\n  \"a\": {\n    \"y\": [\n      \"x\"\n    ],\n    \"z\": 123456789012345678\n  },\n  \"b\": 1\n}\n"
+	if string(a) != want {
+		t.Errorf("got\n%s", a)
+	}
+}
+
+func TestTouches(t *testing.T) {
+	ptr := "/Properties/LaunchTemplateData/UserData"
+	cases := map[string]bool{
+		`{"Properties":{"LaunchTemplateData":{"UserData":"x"}}}`:       true,
+		`{"Properties":{"LaunchTemplateData":{"UserData":null}}}`:      true,
+		`{"Properties":{"LaunchTemplateData":null}}`:                   true,
+		`{"Properties":"gone"}`:                                        true,
+		`{"Properties":{"LaunchTemplateData":{"InstanceType":"x"}}}`:   false,
+		`{"Metadata":{"a":1}}`:                                         false,
+		`{"Properties":{"LaunchTemplateData":{"UserData":{"a":"b"}}}}`: true,
+	}
+	for patch, want := range cases {
+		p, _ := Decode([]byte(patch))
+		if got := touches(p, ptr); got != want {
+			t.Errorf("%s: touches %v, want %v", patch, got, want)
+		}
+	}
+}
+
+func TestMergePatch(t *testing.T) {
+	doc, _ := Decode([]byte(`{"a":{"b":1,"c":2},"d":[1]}`))
+	patch, _ := Decode([]byte(`{"a":{"b":null,"e":3},"d":[2]}`))
+	out, _ := Marshal(MergePatch(doc, patch), false)
+	if string(out) != `{"a":{"c":2,"e":3},"d":[2]}` {
+		t.Errorf("merge patch: %s", out)
+	}
+	again, _ := Marshal(MergePatch(MergePatch(doc, patch), patch), false)
+	if string(again) != string(out) {
+		t.Error("merge patch is not idempotent")
+	}
+}
+
+func TestNames(t *testing.T) {
+	for in, want := range map[string]string{"spot-pool": "SpotPool", "eu-west-1a": "EuWest1a", "a_b.c": "ABC", "x": "X"} {
+		if got := CamelName(in); got != want {
+			t.Errorf("CamelName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if InstanceProfileOutput(construct.Worker, "spot-pool") != "NodePoolSpotPoolInstanceProfile" ||
+		InstanceProfileOutput(construct.Controller, "") != "ControllerInstanceProfile" ||
+		InstanceProfileOutput(construct.Etcd, "") != "EtcdInstanceProfile" {
+		t.Error("instance profile output names changed: the machine stacks' ParameterSources depend on them")
+	}
+	for stack, want := range map[string]string{"control-plane": "userdata/controller.yaml", "etcd": "userdata/etcd.yaml",
+		"nodepool-a": "userdata/nodepool-a.yaml", "network": ""} {
+		if got := UserDataFile(stack); got != want {
+			t.Errorf("UserDataFile(%s) = %q, want %q", stack, got, want)
+		}
+	}
+}
