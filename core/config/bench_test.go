@@ -53,6 +53,7 @@ func BenchmarkLoadValidate200Pools(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for b.Loop() {
 		c, diags, err := Load(path)
 		if err != nil {
@@ -63,6 +64,9 @@ func BenchmarkLoadValidate200Pools(b *testing.B) {
 		if len(diags) != 0 {
 			b.Fatal(diags.Error())
 		}
+	}
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 	}
 }
 
