@@ -427,7 +427,11 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		return p.typed(buf, n, t.Elem(), path)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			p.fatal(n, path, "write it as `key: value` lines indented under "+lastElem(path), "%s must be a mapping, not a %s", displayPath(path), kindName(n))
+			hint := "write it as `key: value` lines indented under " + lastElem(path)
+			if path == "" {
+				hint = "cluster.yaml is a mapping of keys such as `clusterName: my-cluster`; `kube-aws init` writes a commented one"
+			}
+			p.fatal(n, path, hint, "%s must be a mapping, not a %s", displayPath(path), kindName(n))
 			return false
 		}
 		si := fieldsOf(t)

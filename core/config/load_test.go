@@ -327,3 +327,10 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+func TestRootMustBeAMapping(t *testing.T) {
+	_, diags := loadAll("cluster.yaml", "- a\n- b\n")
+	if len(diags) != 1 || diags[0].Line != 1 || !strings.Contains(diags[0].Message, "the configuration must be a mapping, not a list") || !strings.Contains(diags[0].Hint, "kube-aws init") {
+		t.Fatalf("%s", diags.Error())
+	}
+}

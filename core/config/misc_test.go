@@ -190,3 +190,43 @@ func TestImportsStayLean(t *testing.T) {
 		t.Errorf("core/config imports %s; heavy dependencies belong in a subpackage", imp)
 	}
 }
+
+func TestLogicalName(t *testing.T) {
+	for in, want := range map[string]string{"spot-pool": "SpotPool", "general": "General", "a1-b2-c3": "A1B2C3"} {
+		if got := LogicalName(in); got != want {
+			t.Errorf("LogicalName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A Cluster built in Go validates too; diagnostics then carry only paths.
+func TestValidateGoBuiltCluster(t *testing.T) {
+	c := &Cluster{
+		ClusterName: "go-built", Region: "us-east-1", AvailabilityZones: []string{"us-east-1a"},
+		S3URI: "s3://bucket-1", NodePools: []NodePool{{Name: "a", MaxSize: 2}, {Name: "a"}},
+	}
+	ApplyDefaults(c)
+	diags := Validate(c, "")
+	if len(diags) != 2 ||
+		!hasDiag(diags, want{path: "nodePools[1].name", msg: `node pool name "a" is used twice`}) ||
+		!hasDiag(diags, want{path: "network.natGateways", sev: diag.Warning, msg: "no NAT gateways"}) {
+		t.Fatalf("diags:\n%s", diags.Error())
+	}
+	for _, d := range diags {
+		if d.File != "" || d.Line != 0 {
+			t.Fatalf("a Go-built cluster has no positions: %+v", d)
+		}
+	}
+	if np := c.NodePools[0]; np.MinSize != 1 || np.DesiredCapacity != 1 || np.MaxSize != 2 {
+		t.Fatalf("defaults: %+v", np)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	c, _ := Parse("c.yaml", []byte("capabilities:\n  cni: weave\n"))
+	_, diags := ChooseProviders(c.Capabilities, map[string][]string{"cni": {"calico"}})
+	diags = c.Locate(diags)
+	if len(diags) != 1 || diags[0].File != "c.yaml" || diags[0].Line != 2 || diags[0].Column != 8 {
+		t.Fatalf("%+v", diags)
+	}
+}
