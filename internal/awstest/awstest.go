@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 )
 
 // Region is the region tests use; moto accepts any.
@@ -204,6 +205,18 @@ func Reset(ctx context.Context, url string) error {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("resetting moto at %s: HTTP %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// WarmUp makes moto load its CloudFormation backend, which imports every
+// other backend and takes seconds on first use. Tests and benchmarks call it
+// once after StartServer so that no single measured call pays for it.
+func WarmUp(ctx context.Context, url string) error {
+	cfg := aws.Config{Region: Region, Credentials: Credentials()}
+	c := cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(url) })
+	if _, err := c.ListStacks(ctx, &cloudformation.ListStacksInput{}); err != nil {
+		return fmt.Errorf("warming up moto at %s: %w", url, err)
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ const (
 	// Drop closes the connection without an answer, as when the network
 	// fails or kube-aws is killed while waiting.
 	Drop
+	// Delay holds the request for Rule.Delay, then forwards it: a slow
+	// service, to make two runs overlap.
+	Delay
 )
 
 // Rule injects Fault into requests for Action (and, when set, for the stack
@@ -42,6 +45,7 @@ type Rule struct {
 	Skip      int
 	Times     int
 	Fault     Fault
+	Delay     time.Duration
 }
 
 // Proxy forwards to a target (moto) and injects faults.
@@ -175,6 +179,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.counts[req.action]++
 	var fault Fault
+	var delay time.Duration
 	for _, rule := range p.rules {
 		if rule.Action != req.action || (rule.StackName != "" && rule.StackName != stack) {
 			continue
@@ -186,7 +191,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rule.Times >= 0 && rule.seen > rule.Skip+rule.Times {
 			continue
 		}
-		fault = rule.Fault
+		fault, delay = rule.Fault, rule.Delay
 		p.faulted[req.action]++
 		break
 	}
@@ -200,6 +205,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch fault {
 	case Throttle:
 		w.Header().Set("Content-Type", "text/xml")
+		if strings.HasPrefix(req.action, "S3:") {
+			// S3 throttles with 503 SlowDown (and HEAD has no body).
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+			return
+		}
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>faultproxy-throttle</RequestId></ErrorResponse>`)
 		return
@@ -211,6 +222,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		panic(http.ErrAbortHandler)
+	case Delay:
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 
 	status, header, respBody, err := p.forward(r, body)

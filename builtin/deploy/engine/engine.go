@@ -167,6 +167,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.s3 = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.BaseEndpoint = ep()
 		o.UsePathStyle = opts.EndpointURL != ""
+		// Small objects without checksums are normal here; the SDK would
+		// log a line for each.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	e.kms = kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = ep() })
 	e.asg = autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.BaseEndpoint = ep() })

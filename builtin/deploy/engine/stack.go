@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sort"
 	"strings"
@@ -196,14 +197,17 @@ func (e *Engine) deployStack(ctx context.Context, p *prepared, stack string, in 
 		status := string(cur.StackStatus)
 		switch {
 		case cur.StackStatus == types.StackStatusReviewInProgress:
-			// A change set of type CREATE was made but never executed
-			// (an interrupted run, or a preview): continue with one.
-			e.say(stack, "%s is in REVIEW_IN_PROGRESS: creating it through a change set", in.name)
-			st, changed, err := e.changeSet(ctx, stack, in, types.ChangeSetTypeCreate)
-			if err != nil {
+			// A change set of type CREATE was made but never executed (an
+			// interrupted run, or another tool's preview). Such a stack
+			// holds no resources, so it is deleted and created afresh with
+			// the current template; executing a new CREATE change set would
+			// do the same on AWS, but moto makes a second stack of the same
+			// name for it and leaves its outputs empty.
+			e.say(stack, "%s is in REVIEW_IN_PROGRESS (an unexecuted change set, no resources): replacing it", in.name)
+			if err := e.deleteAndWait(ctx, stack, in.name); err != nil {
 				return nil, err
 			}
-			return &stackOutcome{stack: st, action: "created", changed: changed}, nil
+			continue
 		case strings.HasSuffix(status, "_IN_PROGRESS"):
 			// Another operation (an earlier, interrupted run's) is still
 			// going: let it finish, then look again.
@@ -307,8 +311,11 @@ type changeSetResult struct {
 // makeChangeSet creates a change set and waits until it is ready. It returns
 // nil when there is nothing to change, having deleted the change set.
 func (e *Engine) makeChangeSet(ctx context.Context, stack string, in *stackInput, typ types.ChangeSetType, desc string) (*changeSetResult, error) {
-	name := fmt.Sprintf("kube-aws-%s", time.Now().UTC().Format("20060102-150405-000000000"))
-	name = strings.ReplaceAll(name, ".", "")
+	// Unique per call: moto looks change sets up by name alone, and two
+	// runs must never reuse each other's.
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	name := fmt.Sprintf("kube-aws-%s-%x", time.Now().UTC().Format("20060102-150405"), rnd)
 	_, err := e.cfn.CreateChangeSet(ctx, &cloudformation.CreateChangeSetInput{
 		StackName:     aws.String(in.name),
 		ChangeSetName: aws.String(name),
