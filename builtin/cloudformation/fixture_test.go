@@ -13,14 +13,28 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-// fixtures are the cluster configurations every render test runs on.
-var fixtures = []string{"minimal", "full"}
+// fixtures are the cluster configurations the golden and determinism tests
+// run on; lintFixtures adds cluster.yaml.example, which must always render
+// a cfn-lint-clean cluster (its golden files would churn with every edit of
+// the example, so it has none).
+var (
+	fixtures     = []string{"minimal", "full"}
+	lintFixtures = []string{"minimal", "full", "example"}
+)
+
+// fixtureFile is where a fixture's cluster.yaml lives.
+func fixtureFile(name string) string {
+	if name == "example" {
+		return filepath.Join("..", "..", "cluster.yaml.example")
+	}
+	return filepath.Join("testdata", name+".yaml")
+}
 
 // loadFixture reads testdata/<name>.yaml strictly: a typo in a fixture must
 // fail the test, not silently drop a setting.
 func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
 	t.Helper()
-	file := filepath.Join("testdata", name+".yaml")
+	file := fixtureFile(name)
 	y, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +57,7 @@ func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
 // request builds the stage input the host would send.
 func request(t *testing.T, cfg json.RawMessage, c *config.Cluster, st stage.Name, set *construct.Set) *sdk.Request {
 	t.Helper()
-	values, diags := config.EffectiveValues(c, "testdata")
+	values, diags := config.EffectiveValues(c, filepath.Dir(c.SourceFile()))
 	if diags.HasFatal() {
 		t.Fatal(diags)
 	}

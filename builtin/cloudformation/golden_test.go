@@ -79,7 +79,7 @@ func TestGolden(t *testing.T) {
 // TestDeterministic renders each fixture twice and wants identical bytes:
 // rendered output is committed and diffed, so map order must never leak.
 func TestDeterministic(t *testing.T) {
-	for _, name := range fixtures {
+	for _, name := range lintFixtures {
 		a, b := renderFixture(t, name), renderFixture(t, name)
 		if len(a.Files) != len(b.Files) {
 			t.Fatalf("%s: %d files, then %d", name, len(a.Files), len(b.Files))

@@ -43,8 +43,9 @@ func cfnLint(t *testing.T) string {
 // render time, which Fn::GetAZs cannot express.
 func TestCfnLint(t *testing.T) {
 	lint := cfnLint(t)
-	for _, name := range fixtures {
+	for _, name := range lintFixtures {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			_, c := loadFixture(t, name)
 			res := renderFixture(t, name)
 			dir := t.TempDir()

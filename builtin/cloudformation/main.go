@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/kube-aws/kube-aws/builtin/cloudformation/internal/stacks"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -50,6 +51,14 @@ func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error)
 	if err := req.DecodeValues(&v); err != nil {
 		return nil, err
 	}
-	files, specs, diags := stacks.Render(c, v, req.Constructs)
+	pools := map[string]stacks.Values{}
+	for name, raw := range req.Values[req.Plugin].NodePools {
+		var pv stacks.Values
+		if err := json.Unmarshal(raw, &pv); err != nil {
+			return nil, fmt.Errorf("decoding values of plugin %s for node pool %s: %w", req.Plugin, name, err)
+		}
+		pools[name] = pv
+	}
+	files, specs, diags := stacks.Render(c, v, pools, req.Constructs)
 	return &stage.Result{Files: files, Stacks: specs, Diagnostics: diags}, nil
 }

@@ -34,8 +34,9 @@ const ValuesSchema = `{
 // Render writes stacks/<name>.json for every Stack construct in the merged
 // set except iam (the iam plugin renders that one), after applying the
 // patches aimed at them, and returns the files and the StackSpecs in stack
-// name order.
-func Render(c *config.Cluster, v Values, set *construct.Set) ([]stage.File, []stage.StackSpec, diag.List) {
+// name order. pools holds each node pool's values (the pool's overrides
+// already merged over v); a pool's stack takes its tags from there.
+func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct.Set) ([]stage.File, []stage.StackSpec, diag.List) {
 	if set == nil {
 		set = &construct.Set{}
 	}
@@ -50,7 +51,13 @@ func Render(c *config.Cluster, v Values, set *construct.Set) ([]stage.File, []st
 	var files []stage.File
 	var specs []stage.StackSpec
 	for _, n := range names {
-		r, d := cfn.RenderStack(*stacks[n], c.Tags, v.Tags)
+		tags := v.Tags
+		for _, p := range c.NodePools {
+			if pv, ok := pools[p.Name]; ok && n == cfn.NodePoolStack(p.Name) {
+				tags = pv.Tags
+			}
+		}
+		r, d := cfn.RenderStack(*stacks[n], c.Tags, tags)
 		diags = append(diags, d...)
 		if r == nil {
 			continue

@@ -280,7 +280,7 @@ func TestRenderAppliesPatchesAndRefusesProtected(t *testing.T) {
 	set := initialise(t, minimal())
 	set.Patches = []construct.Patch{{Stack: "nodepool-workers", LogicalID: "AutoScalingGroup",
 		Merge: json.RawMessage(`{"Properties":{"HealthCheckGracePeriod":600}}`)}}
-	files, _, diags := Render(minimal(), Values{}, set)
+	files, _, diags := Render(minimal(), Values{}, nil, set)
 	if diags.HasFatal() {
 		t.Fatal(diags)
 	}
@@ -299,18 +299,18 @@ func TestRenderAppliesPatchesAndRefusesProtected(t *testing.T) {
 
 	set.Patches = []construct.Patch{{Stack: "etcd", LogicalID: "LaunchTemplate",
 		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":{"UserData":"evil"}}}`)}}
-	_, _, diags = Render(minimal(), Values{}, set)
+	_, _, diags = Render(minimal(), Values{}, nil, set)
 	if !has(diags, diag.Fatal, "/Properties/LaunchTemplateData/UserData of etcd/LaunchTemplate, which is protected", "") {
 		t.Errorf("protected patch: %v", diags)
 	}
 	set.Patches = []construct.Patch{{Stack: "etcd", LogicalID: "LaunchTemplate",
 		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":null}}`)}}
-	_, _, diags = Render(minimal(), Values{}, set)
+	_, _, diags = Render(minimal(), Values{}, nil, set)
 	if !diags.HasFatal() {
 		t.Error("removing an ancestor of a protected path must be fatal")
 	}
 	set.Patches = []construct.Patch{{Stack: "ghost", LogicalID: "X", Merge: json.RawMessage(`{}`)}}
-	_, _, diags = Render(minimal(), Values{}, set)
+	_, _, diags = Render(minimal(), Values{}, nil, set)
 	if !has(diags, diag.Fatal, "stack ghost", "") {
 		t.Errorf("patch to a missing stack: %v", diags)
 	}
@@ -322,7 +322,8 @@ func TestRenderSkipsIAMAndBuildsSpecs(t *testing.T) {
 	set := initialise(t, c)
 	set.Stacks = append(set.Stacks, construct.Stack{Name: "iam", Resources: map[string]json.RawMessage{
 		"R": json.RawMessage(`{"Type":"AWS::IAM::Role","Properties":{}}`)}})
-	files, specs, diags := Render(c, Values{Tags: map[string]string{"env": "staging"}}, set)
+	files, specs, diags := Render(c, Values{Tags: map[string]string{"env": "staging"}},
+		map[string]Values{"workers": {Tags: map[string]string{"env": "staging", "pool": "w"}}}, set)
 	if diags.HasFatal() {
 		t.Fatal(diags)
 	}
@@ -336,12 +337,14 @@ func TestRenderSkipsIAMAndBuildsSpecs(t *testing.T) {
 			if strings.Join(s.DependsOn, ",") != "iam,network" {
 				t.Errorf("depends on %v", s.DependsOn)
 			}
-			if s.Tags["env"] != "staging" || s.Tags["team"] != "a" || s.Tags["kube-aws:stack"] != "nodepool-workers" {
+			if s.Tags["env"] != "staging" || s.Tags["pool"] != "w" || s.Tags["team"] != "a" || s.Tags["kube-aws:stack"] != "nodepool-workers" {
 				t.Errorf("tags %v", s.Tags)
 			}
 			if s.UploadByURL {
 				t.Error("a small template marked for upload by URL")
 			}
+		} else if s.Tags["pool"] != "" || s.Tags["env"] != "staging" {
+			t.Errorf("%s: tags %v", s.Name, s.Tags)
 		}
 	}
 }
@@ -380,14 +383,14 @@ func TestLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, diags := Render(minimal(), Values{}, &construct.Set{Stacks: []construct.Stack{tc.stack}})
+			_, _, diags := Render(minimal(), Values{}, nil, &construct.Set{Stacks: []construct.Stack{tc.stack}})
 			if !has(diags, diag.Fatal, tc.want, "") {
 				t.Errorf("want fatal %q, got %v", tc.want, diags)
 			}
 		})
 	}
 	// Exactly at every limit is fine.
-	_, _, diags := Render(minimal(), Values{}, &construct.Set{Stacks: []construct.Stack{limitStack(500, 200, 200, 0)}})
+	_, _, diags := Render(minimal(), Values{}, nil, &construct.Set{Stacks: []construct.Stack{limitStack(500, 200, 200, 0)}})
 	if diags.HasFatal() {
 		t.Fatalf("at the limits: %v", diags)
 	}
@@ -400,7 +403,7 @@ func TestUploadByURL(t *testing.T) {
 		pad  int
 		want bool
 	}{{0, false}, {51_200, true}} {
-		files, specs, diags := Render(minimal(), Values{}, &construct.Set{Stacks: []construct.Stack{limitStack(1, 0, 0, tc.pad)}})
+		files, specs, diags := Render(minimal(), Values{}, nil, &construct.Set{Stacks: []construct.Stack{limitStack(1, 0, 0, tc.pad)}})
 		if diags.HasFatal() {
 			t.Fatal(diags)
 		}
