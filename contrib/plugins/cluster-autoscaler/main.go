@@ -1,0 +1,209 @@
+// Command cluster-autoscaler is a contrib kube-aws plugin for the Kubernetes
+// cluster autoscaler on AWS: IAM permissions to scale the node pools' auto
+// scaling groups, the discovery tags on every node pool stack (CloudFormation
+// propagates stack tags to the groups), and the autoscaler itself as a Helm
+// release from a chart the plugin ships. It is built only on the public SDK.
+package main
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kube-aws/kube-aws/contrib/internal/chartcache"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+func main() { sdk.Serve(plugin{}) }
+
+// Name and Version identify the plugin.
+const (
+	Name    = "cluster-autoscaler"
+	Version = "0.1.0"
+)
+
+//go:embed schema.json
+var schema []byte
+
+//go:embed all:charts/cluster-autoscaler
+var chart embed.FS
+
+// Tags the autoscaler discovers node groups by
+// (--node-group-auto-discovery=asg:tag=...).
+const (
+	TagEnabled      = "k8s.io/cluster-autoscaler/enabled"
+	tagOwnerPrefix  = "k8s.io/cluster-autoscaler/"
+	RoleLabel       = "node.kube-aws.io/role"
+	nodePoolPrefix  = "nodepool-"
+	controlPlaneKey = "node-role.kubernetes.io/control-plane"
+)
+
+// Values are the plugin's values (schema.json).
+type Values struct {
+	RunOn     string                     `json:"runOn,omitempty"`
+	Image     string                     `json:"image,omitempty"`
+	Replicas  int                        `json:"replicas,omitempty"`
+	Namespace string                     `json:"namespace,omitempty"`
+	ExtraArgs map[string]json.RawMessage `json:"extraArgs,omitempty"`
+}
+
+type plugin struct{}
+
+func (plugin) Info() stage.PluginInfo {
+	return stage.PluginInfo{
+		Name:         Name,
+		Version:      Version,
+		Description:  "contrib: cluster autoscaler (IAM for the node pools' auto scaling groups, discovery tags, Helm release)",
+		ValuesSchema: schema,
+	}
+}
+
+func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
+	c, err := req.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	var v Values
+	if err := req.DecodeValues(&v); err != nil {
+		return nil, err
+	}
+	var diags diag.List
+	v, d := withDefaults(v, c)
+	diags = append(diags, d...)
+	if len(c.NodePools) == 0 {
+		diags = append(diags, diag.Warningf("plugin cluster-autoscaler is enabled but cluster.yaml has no node pools to scale").At("nodePools"))
+	}
+	if diags.HasFatal() {
+		return &stage.Result{Diagnostics: diags}, nil
+	}
+	set := &construct.Set{}
+
+	// Discovery tags on every node pool stack. The cloudformation built-in
+	// names a pool's stack nodepool-<name>; contributing tags to it merges
+	// with that stack rather than making a new one.
+	for _, p := range c.NodePools {
+		set.Stacks = append(set.Stacks, construct.Stack{
+			Name: nodePoolPrefix + p.Name,
+			Tags: map[string]string{TagEnabled: "true", tagOwnerPrefix + c.ClusterName: "owned"},
+		})
+	}
+
+	target := construct.Target{Role: construct.Role(v.RunOn)}
+	set.IAM = []construct.IAMStatement{
+		{
+			Target: target, Sid: "ClusterAutoscalerDescribe", Effect: "Allow",
+			Actions: []string{
+				"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
+				"autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
+				"autoscaling:DescribeTags", "ec2:DescribeImages", "ec2:DescribeInstanceTypes",
+				"ec2:DescribeLaunchTemplateVersions", "ec2:GetInstanceTypesFromInstanceRequirements",
+			},
+			Resources: []string{"*"},
+		},
+		{
+			// Scaling is limited to the groups this cluster owns: the
+			// owner tag is on every node pool's group and nowhere else.
+			Target: target, Sid: "ClusterAutoscalerScale", Effect: "Allow",
+			Actions:   []string{"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"},
+			Resources: []string{"*"},
+			Condition: mustJSON(map[string]any{"StringEquals": map[string]string{
+				"aws:ResourceTag/" + tagOwnerPrefix + c.ClusterName: "owned",
+			}}),
+		},
+	}
+
+	nodeSelector := map[string]string{}
+	var tolerations []map[string]string
+	if v.RunOn == string(construct.Controller) {
+		// Controllers carry no role label of their own that a kubelet may
+		// set (node-role.kubernetes.io/* is reserved), so the plugin adds
+		// one and selects it, and tolerates the control-plane taint.
+		set.NodeLabels = []construct.NodeLabel{{Target: target, Key: RoleLabel, Value: string(construct.Controller)}}
+		nodeSelector[RoleLabel] = string(construct.Controller)
+		tolerations = []map[string]string{{"key": controlPlaneKey, "operator": "Exists", "effect": "NoSchedule"}}
+	}
+
+	path, err := chartcache.Extract(chart, "charts/cluster-autoscaler", req.WorkDir, Name)
+	if err != nil {
+		return nil, err
+	}
+	extra := v.ExtraArgs
+	if extra == nil {
+		extra = map[string]json.RawMessage{}
+	}
+	vals, err := json.Marshal(map[string]any{
+		"image":        v.Image,
+		"clusterName":  c.ClusterName,
+		"region":       c.Region,
+		"replicas":     v.Replicas,
+		"extraArgs":    extra,
+		"nodeSelector": nodeSelector,
+		"tolerations":  orEmpty(tolerations),
+	})
+	if err != nil {
+		return nil, err
+	}
+	set.HelmReleases = []construct.HelmRelease{{
+		Name: "cluster-autoscaler", Namespace: v.Namespace,
+		Chart:  construct.Chart{Path: path, Name: "cluster-autoscaler", Version: "0.1.0"},
+		Values: vals,
+	}}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &stage.Result{Values: out, Constructs: set, Diagnostics: diags}, nil
+}
+
+// withDefaults fills in defaults; the image follows the cluster's Kubernetes
+// minor version, as the autoscaler's releases do.
+func withDefaults(v Values, c *config.Cluster) (Values, diag.List) {
+	if v.RunOn == "" {
+		v.RunOn = string(construct.Controller)
+	}
+	if v.Replicas == 0 {
+		v.Replicas = 1
+	}
+	if v.Namespace == "" {
+		v.Namespace = "kube-system"
+	}
+	if v.Image == "" {
+		minor, err := kubeMinor(c.KubernetesVersion)
+		if err != nil {
+			return v, diag.List{diag.Fatalf("plugin cluster-autoscaler cannot choose an image for kubernetesVersion %q: %v", c.KubernetesVersion, err).
+				At("kubernetesVersion").WithHint("set plugins.cluster-autoscaler.values.image")}
+		}
+		v.Image = fmt.Sprintf("registry.k8s.io/autoscaling/cluster-autoscaler:v1.%d.0", minor)
+	}
+	return v, nil
+}
+
+func kubeMinor(version string) (int, error) {
+	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+	if len(parts) < 2 || parts[0] != "1" {
+		return 0, fmt.Errorf("want 1.<minor>[.<patch>]")
+	}
+	return strconv.Atoi(parts[1])
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func orEmpty(s []map[string]string) []map[string]string {
+	if s == nil {
+		return []map[string]string{}
+	}
+	return s
+}
