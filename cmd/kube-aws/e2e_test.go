@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kube-aws/kube-aws/plugins/plugintest"
+)
+
+// These tests run the real kube-aws binary, in a layout like `make build`
+// makes (bin/kube-aws beside bin/kube-aws-plugins/builtin/), on a cluster
+// folder with user plugins in plugins/<name>/<name>.
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
+
+// layout is one test's bin folder and cluster folder.
+type layout struct {
+	t       *testing.T
+	root    string
+	kubeAWS string
+	cluster string
+}
+
+func newLayout(t *testing.T) *layout {
+	t.Helper()
+	root := t.TempDir()
+	l := &layout{t: t, root: root, kubeAWS: filepath.Join(root, "bin", "kube-aws"), cluster: filepath.Join(root, "cluster")}
+	builtin := filepath.Join(root, "bin", "kube-aws-plugins", "builtin")
+	for _, d := range []string{builtin, filepath.Join(root, "bin", "kube-aws-plugins", "contrib"), l.cluster} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
+	// A trivial built-in, found next to the executable with no configuration.
+	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/plugins/testdata/trivial"), filepath.Join(builtin, "base"))
+	if _, stderr, code := l.run("init", "--cluster-name", "e2e", "--region", "eu-west-1",
+		"--availability-zones", "eu-west-1a", "--s3-uri", "s3://e2e-bucket/e2e"); code != 0 {
+		t.Fatalf("kube-aws init: exit %d\n%s", code, stderr)
+	}
+	return l
+}
+
+// userPlugin drops a built plugin into plugins/<name>/<name> and enables it.
+func (l *layout) userPlugin(name, pkg string, values string) {
+	l.t.Helper()
+	copyFile(l.t, plugintest.Build(l.t, pkg), filepath.Join(l.cluster, "plugins", name, name))
+	path := filepath.Join(l.cluster, "cluster.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	entry := fmt.Sprintf("  %s:\n    enabled: true\n", name)
+	if values != "" {
+		entry += fmt.Sprintf("    values: %s\n", values)
+	}
+	// kube-aws init writes "plugins: {}"; later plugins go under "plugins:".
+	s := strings.Replace(string(b), "\nplugins: {}\n", "\nplugins:\n", 1)
+	if !strings.Contains(s, "\nplugins:\n") {
+		l.t.Fatalf("cluster.yaml has no plugins section:\n%s", s)
+	}
+	s = strings.Replace(s, "\nplugins:\n", "\nplugins:\n"+entry, 1)
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// userPluginEntry enables a plugin in cluster.yaml without installing it.
+func (l *layout) userPluginEntry(name string) {
+	path := filepath.Join(l.cluster, "cluster.yaml")
+	b, _ := os.ReadFile(path)
+	s := strings.Replace(string(b), "\nplugins: {}\n", "\nplugins:\n  "+name+":\n    enabled: true\n", 1)
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func (l *layout) cmd(args ...string) *exec.Cmd {
+	c := exec.Command(l.kubeAWS, args...)
+	c.Dir = l.cluster
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "KUBE_AWS_BUILTIN_DIR=") && !strings.HasPrefix(e, "KUBE_AWS_CONTRIB_DIR=") {
+			env = append(env, e)
+		}
+	}
+	c.Env = append(env, "KUBE_AWS_TEST_PANIC_STAGE=render")
+	return c
+}
+
+func (l *layout) run(args ...string) (stdout, stderr string, code int) {
+	l.t.Helper()
+	c := l.cmd(args...)
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	err := c.Run()
+	code = 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		l.t.Fatalf("running kube-aws %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+// processesUnder lists running processes whose executable is under dir.
+func processesUnder(dir string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.HasPrefix(exe, dir+string(filepath.Separator)) {
+			out = append(out, e.Name()+" "+exe)
+		}
+	}
+	return out
+}
+
+func (l *layout) assertNoPluginLeft() {
+	l.t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := processesUnder(l.root)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("plugin processes left running: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readDirTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestUserPluginTakesPartInEveryStage(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: bonjour}`)
+
+	out, errOut, code := l.run("plugins", "list")
+	if code != 0 || !strings.Contains(out, "hello") || !strings.Contains(out, "0.1.0") || !strings.Contains(out, "user") ||
+		!strings.Contains(out, "initialise,render,deploy,validate") || !strings.Contains(out, "base") {
+		t.Fatalf("plugins list: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	for _, st := range []string{"initialise", "render", "deploy", "validate"} {
+		out, errOut, code := l.run("stage", st)
+		if code != 0 {
+			t.Fatalf("stage %s: exit %d\n%s\n%s", st, code, out, errOut)
+		}
+		if !strings.Contains(out, st+": base, hello (2 plugin(s))") {
+			t.Fatalf("stage %s output does not show the plugins that ran:\n%s", st, out)
+		}
+		if !strings.Contains(errOut, "[hello] bonjour from "+st) {
+			t.Fatalf("stage %s: the plugin's log is not shown:\n%s", st, errOut)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(l.cluster, "rendered", "hello", "greeting.txt"))
+	if err != nil || string(b) != "bonjour\n" {
+		t.Fatalf("rendered file: %q %v", b, err)
+	}
+	l.assertNoPluginLeft()
+
+	// JSON: a stable document on stdout, nothing else there.
+	out, _, code = l.run("stage", "deploy", "--output", "json")
+	var doc struct {
+		Command  string `json:"command"`
+		OK       bool   `json:"ok"`
+		ExitCode int    `json:"exitCode"`
+		Stages   []struct {
+			Stage   string
+			Plugins []string
+		} `json:"stages"`
+		Diagnostics []any                               `json:"diagnostics"`
+		Deploy      struct{ Outputs map[string]string } `json:"deploy"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	if code != 0 || !doc.OK || doc.Command != "stage deploy" || doc.Diagnostics == nil ||
+		!reflect.DeepEqual(doc.Stages[0].Plugins, []string{"base", "hello"}) || doc.Deploy.Outputs["hello"] != "bonjour" {
+		t.Fatalf("document: %+v", doc)
+	}
+}
+
+func TestAPanickingPluginLeavesTheOutputAndNoProcess(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", "")
+	if out, errOut, code := l.run("render"); code != 0 {
+		t.Fatalf("render: exit %d\n%s\n%s", code, out, errOut)
+	}
+	before := readDirTree(t, filepath.Join(l.cluster, "rendered"))
+	if len(before) != 2 {
+		t.Fatalf("rendered: %v", before)
+	}
+
+	l.userPlugin("panic", "github.com/kube-aws/kube-aws/plugins/testdata/panic", "")
+	out, errOut, code := l.run("render")
+	if code != 1 {
+		t.Fatalf("render with a panicking plugin: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "panic") || !strings.Contains(errOut, "render") || !strings.Contains(errOut, "boom in render") {
+		t.Fatalf("the error does not name the plugin, the stage and the panic:\n%s", errOut)
+	}
+	if after := readDirTree(t, filepath.Join(l.cluster, "rendered")); !reflect.DeepEqual(before, after) {
+		t.Fatalf("the output folder changed:\nbefore %v\nafter %v", before, after)
+	}
+	entries, _ := os.ReadDir(l.cluster)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".rendered") {
+			t.Fatalf("temporary output %s left behind", e.Name())
+		}
+	}
+	l.assertNoPluginLeft()
+
+	// JSON mode reports the same fatal in the document.
+	out, _, code = l.run("render", "-o", "json")
+	var doc struct {
+		OK          bool `json:"ok"`
+		ExitCode    int  `json:"exitCode"`
+		Diagnostics []struct {
+			Severity, Plugin, Stage, Message string
+		} `json:"diagnostics"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if code != 1 || doc.OK || doc.ExitCode != 1 || len(doc.Diagnostics) == 0 ||
+		doc.Diagnostics[0].Plugin != "panic" || doc.Diagnostics[0].Stage != "render" || doc.Diagnostics[0].Severity != "fatal" {
+		t.Fatalf("document: %+v", doc)
+	}
+	l.assertNoPluginLeft()
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	cases := []struct {
+		name string
+		args []string
+		prep func()
+		want int
+	}{
+		{"ok", []string{"version"}, nil, 0},
+		{"unknown command", []string{"bogus"}, nil, 2},
+		{"unknown flag", []string{"render", "--bogus"}, nil, 2},
+		{"bad output format", []string{"render", "--output", "yaml"}, nil, 2},
+		{"unknown stage", []string{"stage", "deploi"}, nil, 2},
+		{"missing state", []string{"stage", "deploy"}, nil, 2},
+		{"init refuses to overwrite", []string{"init", "--cluster-name", "x", "--region", "eu-west-1", "--s3-uri", "s3://bucket/x"}, nil, 2},
+		{"missing cluster.yaml", []string{"render", "-c", "nope.yaml"}, nil, 2},
+		{"enabling an unknown plugin", []string{"render"}, func() {
+			l.userPluginEntry("nosuch")
+		}, 2},
+		{"invalid cluster.yaml", []string{"render"}, func() {
+			appendFile(t, filepath.Join(l.cluster, "cluster.yaml"), "bogusKey: 1\n")
+		}, 2},
+	}
+	orig, _ := os.ReadFile(filepath.Join(l.cluster, "cluster.yaml"))
+	for _, c := range cases {
+		if err := os.WriteFile(filepath.Join(l.cluster, "cluster.yaml"), orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if c.prep != nil {
+			c.prep()
+		}
+		out, errOut, code := l.run(c.args...)
+		if code != c.want {
+			t.Errorf("%s: exit %d, want %d\n%s\n%s", c.name, code, c.want, out, errOut)
+		}
+		if c.want == 2 && !strings.Contains(errOut, "Error:") {
+			t.Errorf("%s: no error message:\n%s", c.name, errOut)
+		}
+	}
+
+	// A plugin's fatal diagnostic: 1, after every plugin finished the stage.
+	if err := os.WriteFile(filepath.Join(l.cluster, "cluster.yaml"), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.userPlugin("fatal", "github.com/kube-aws/kube-aws/plugins/testdata/fatal", "")
+	if out, errOut, code := l.run("render"); code != 1 || !strings.Contains(errOut, "fatal [fatal/initialise]") {
+		t.Errorf("fatal plugin: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	l.assertNoPluginLeft()
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInterruptExits130AndKillsEveryPlugin(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hang", "github.com/kube-aws/kube-aws/plugins/testdata/hang", "")
+	c := l.cmd("render")
+	c.Env = append(c.Env, "KUBE_AWS_TEST_HANG_STAGE=initialise")
+	var errOut bytes.Buffer
+	c.Stderr = &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the hanging plugin runs, then Ctrl-C.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesUnder(filepath.Join(l.cluster, "plugins"))) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130\n%s", err, errOut.String())
+	}
+	l.assertNoPluginLeft()
+	if _, err := os.Stat(filepath.Join(l.cluster, "rendered")); !os.IsNotExist(err) {
+		t.Fatal("an interrupted render wrote output")
+	}
+}
