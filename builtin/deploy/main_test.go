@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/plugintest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
+
+// The built plugin binary, driven by kube-aws's host code, deploys a small
+// render output to moto, reports stack events, and validates it; a second
+// deploy changes nothing.
+func TestPluginDeploysAndValidates(t *testing.T) {
+	url := awstest.Start(t)
+	ctx := context.Background()
+	if err := awstest.WarmUp(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(url); o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("plugin-test")}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	write := func(path string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stacks/network.json", map[string]any{
+		"Resources": map[string]any{"VPC": map[string]any{"Type": "AWS::EC2::VPC", "Properties": map[string]any{"CidrBlock": "10.1.0.0/16"}}},
+		"Outputs":   map[string]any{"VPCId": map[string]any{"Value": map[string]any{"Ref": "VPC"}}},
+	})
+	write("stacks/control-plane.json", map[string]any{
+		"Parameters": map[string]any{"VPCId": map[string]any{"Type": "String"}, "AssetsBucket": map[string]any{"Type": "String"}, "UserDataKey": map[string]any{"Type": "String"}},
+		"Resources":  map[string]any{"SG": map[string]any{"Type": "AWS::EC2::SecurityGroup", "Properties": map[string]any{"GroupDescription": "api", "VpcId": map[string]any{"Ref": "VPCId"}}}},
+		"Outputs": map[string]any{
+			"APIEndpoint": map[string]any{"Value": "https://api.example.com"},
+			"UserData":    map[string]any{"Value": map[string]any{"Fn::Sub": "s3://${AssetsBucket}/${UserDataKey}"}},
+		},
+	})
+	write("userdata/controller.yaml", "#cloud-config")
+
+	cluster, _ := json.Marshal(config.Cluster{ClusterName: "plug", Region: awstest.Region, S3URI: "s3://plugin-test/kube-aws"})
+	in := &stage.Input{
+		Config:  cluster,
+		WorkDir: filepath.Dir(dir),
+		Rendered: &stage.Rendered{Dir: filepath.Base(dir), Stacks: []stage.StackSpec{
+			{Name: "network", Template: "stacks/network.json"},
+			{Name: "control-plane", Template: "stacks/control-plane.json", ParameterSources: map[string]string{"VPCId": "network.VPCId"}},
+		}},
+	}
+	opts := host.Options{Env: []string{
+		"KUBE_AWS_ENDPOINT_URL=" + url,
+		"AWS_ACCESS_KEY_ID=" + awstest.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY=" + awstest.SecretAccessKey,
+		"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+	}}
+	bin := plugintest.Build(t, ".")
+	out, err := plugintest.RunWith(t, bin, opts, in, stage.Deploy, stage.Validate)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.Output)
+	}
+	dep := out.Results[stage.Deploy]
+	if dep.Diagnostics.HasFatal() || dep.Deploy == nil {
+		t.Fatalf("deploy: %v", dep.Diagnostics)
+	}
+	if len(dep.Deploy.Stacks) != 2 || dep.Deploy.Stacks[1].Name != "plug-control-plane" || dep.Deploy.Outputs["APIEndpoint"] != "https://api.example.com" {
+		t.Fatalf("deploy result %+v", dep.Deploy)
+	}
+	if ud := dep.Deploy.Stacks[1].Outputs["UserData"]; !strings.HasPrefix(ud, "s3://plugin-test/kube-aws/assets/") {
+		t.Fatalf("control plane got UserDataKey %q", ud)
+	}
+	var logged strings.Builder
+	for _, ev := range out.Events[stage.Deploy] {
+		logged.WriteString(ev.Message + "\n")
+	}
+	if !strings.Contains(logged.String(), "CREATE_COMPLETE") {
+		t.Fatalf("no stack events reported:\n%s", logged.String())
+	}
+	if v := out.Results[stage.Validate]; len(v.Diagnostics) != 0 {
+		t.Fatalf("validate: %v", v.Diagnostics)
+	}
+
+	// Again: nothing changes.
+	out, err = plugintest.RunWith(t, bin, opts, in, stage.Deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Results[stage.Deploy].Deploy.Stacks {
+		if s.Changed {
+			t.Fatalf("second deploy changed %s", s.Name)
+		}
+	}
+}
