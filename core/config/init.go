@@ -23,6 +23,7 @@ type InitOptions struct {
 	KubernetesVersion string
 	// VPCCIDR of the new VPC; empty means DefaultVPCCIDR.
 	VPCCIDR string
+	// AvailabilityZones empty means the region's first zone, <region>a.
 	// NodePoolName, NodePoolInstanceType, NodePoolMinSize and
 	// NodePoolMaxSize describe the first node pool; zero values mean
 	// "workers", DefaultInstanceType, 1 and 3.
@@ -58,6 +59,12 @@ func InitTemplate(opts InitOptions) ([]byte, error) {
 	if opts.VPCCIDR == "" {
 		opts.VPCCIDR = DefaultVPCCIDR
 	}
+	if len(opts.AvailabilityZones) == 0 && opts.Region != "" {
+		// The region's first zone: always there. Two or more are better,
+		// but which letters an account has differs (us-west-1 has b and c
+		// in some accounts), so more zones are the user's choice.
+		opts.AvailabilityZones = []string{opts.Region + "a"}
+	}
 	var buf bytes.Buffer
 	if err := initTmpl.Execute(&buf, opts); err != nil {
 		return nil, fmt.Errorf("writing cluster.yaml: %w", err)
@@ -68,9 +75,34 @@ func InitTemplate(opts InitOptions) ([]byte, error) {
 		diags = append(diags, Validate(c, "cluster.yaml")...)
 	}
 	if fatals := diags.Fatals(); len(fatals) > 0 {
+		// Point at the flag, not at a line of a file that was never written.
+		for i := range fatals {
+			fatals[i].File, fatals[i].Line, fatals[i].Column = "", 0, 0
+			if flag := initFlag(fatals[i].Path); flag != "" {
+				fatals[i].Hint = strings.TrimSpace("set by " + flag + ": " + fatals[i].Hint)
+			}
+		}
 		return nil, initError{fatals}
 	}
 	return buf.Bytes(), nil
+}
+
+// initFlag names the `kube-aws init` flag that sets a config path.
+func initFlag(path string) string {
+	for prefix, flag := range map[string]string{
+		"clusterName": "--cluster-name", "region": "--region", "availabilityZones": "--availability-zones",
+		"s3URI": "--s3-uri", "kmsKeyArn": "--kms-key-arn", "keyName": "--key-name",
+		"kubernetesVersion": "--kubernetes-version", "network.vpcCIDR": "--vpc-cidr",
+		"nodePools[0].name": "--node-pool-name", "nodePools[0].instanceType": "--node-pool-instance-type",
+		"nodePools[0].minSize": "--node-pool-min-size", "nodePools[0].maxSize": "--node-pool-max-size",
+		"nodePools[0].desiredCapacity": "--node-pool-min-size", "apiEndpoint.dnsName": "--dns-name",
+		"apiEndpoint.hostedZoneId": "--hosted-zone-id",
+	} {
+		if path == prefix || strings.HasPrefix(path, prefix+"[") || strings.HasPrefix(path, prefix+".") {
+			return flag
+		}
+	}
+	return ""
 }
 
 // initError explains which flag produced an invalid cluster.yaml.

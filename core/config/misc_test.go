@@ -148,15 +148,24 @@ func TestInitTemplate(t *testing.T) {
 	}
 
 	// Wrong flags are reported with what to do.
-	_, err = InitTemplate(InitOptions{ClusterName: "Bad_Name", Region: "us-east-1", S3URI: "s3://bkt"})
-	if err == nil || !strings.Contains(err.Error(), "clusterName") || !strings.Contains(err.Error(), "availabilityZones is required") {
+	_, err = InitTemplate(InitOptions{ClusterName: "Bad_Name", Region: "us-east-1", S3URI: "s3:/bkt"})
+	if err == nil || !strings.Contains(err.Error(), `clusterName "Bad_Name" is not a valid cluster name`) || !strings.Contains(err.Error(), "set by --s3-uri") {
 		t.Fatalf("err = %v", err)
 	}
-	var withDiags interface{ Diagnostics() diag.List }
-	if de, ok := err.(interface{ Diagnostics() diag.List }); !ok || len(de.Diagnostics()) != 2 {
+	de, ok := err.(interface{ Diagnostics() diag.List })
+	if !ok || len(de.Diagnostics()) != 2 {
 		t.Fatalf("error carries no diagnostics: %#v", err)
 	}
-	_ = withDiags
+	for _, d := range de.Diagnostics() {
+		if d.File != "" || d.Line != 0 || !strings.HasPrefix(d.Hint, "set by --") {
+			t.Fatalf("init diagnostic points into a file or not at a flag: %+v", d)
+		}
+	}
+	// No zones given: the region's first.
+	out, err = InitTemplate(InitOptions{ClusterName: "a", Region: "eu-west-2", S3URI: "s3://bkt"})
+	if err != nil || !strings.Contains(string(out), `- "eu-west-2a"`) {
+		t.Fatalf("default zone: %v\n%s", err, out)
+	}
 }
 
 func TestPositionFallsBackToAncestor(t *testing.T) {
