@@ -437,12 +437,16 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		si := fieldsOf(t)
 		buf.WriteByte('{')
 		first := true
-		for _, pr := range p.pairs(n, path) {
+		pairs := p.pairs(n, path)
+		var suggested []string
+		for _, pr := range pairs {
 			key := pr.key.Value
 			ft, ok := si.fields[key]
 			fpath := JoinPath(path, key)
 			if !ok {
-				p.unknownKey(pr.key, path, key, si.names)
+				if s := p.unknownKey(pr.key, path, key, si.names); s != "" {
+					suggested = append(suggested, s)
+				}
 				continue
 			}
 			mark := buf.Len()
@@ -456,6 +460,13 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 				continue
 			}
 			first = false
+		}
+		// A misspelt key that is really the missing one ("regoin") has said
+		// all there is to say; "region is required" on top would be noise.
+		for _, s := range suggested {
+			if !hasKey(pairs, s) {
+				p.src.bad[JoinPath(path, s)] = true
+			}
 		}
 		buf.WriteByte('}')
 		return true
@@ -698,7 +709,18 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 }
 
-func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) {
+func hasKey(pairs []pair, key string) bool {
+	for _, pr := range pairs {
+		if pr.key.Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownKey reports a key the type does not have and returns the valid key
+// it suggests, if any.
+func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) string {
 	msg := fmt.Sprintf("unknown key %q", key)
 	if path != "" {
 		msg += " in " + path
@@ -713,6 +735,7 @@ func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) {
 		hint = "valid keys here: " + strings.Join(sorted, ", ")
 	}
 	p.fatal(k, JoinPath(path, key), hint, "%s", msg)
+	return closest(key, valid)
 }
 
 // closest returns the valid key nearest to key by edit distance (ignoring

@@ -108,7 +108,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unknown top-level key", replace("clusterName: demo", "clustrName: demo"), []want{
 			{path: "clustrName", line: 1, col: 1, msg: `unknown key "clustrName" (did you mean "clusterName"?)`},
-			{path: "clusterName", msg: "clusterName is required"},
+		}},
+		{"misspelt key next to the real one", replace("clusterName: demo", "clusterName: demo\nclustrName: demo"), []want{
+			{path: "clustrName", line: 2, col: 1, msg: `unknown key "clustrName" (did you mean "clusterName"?)`},
 		}},
 		{"unknown nested key", replace("    maxSize: 4", "    maxsize: 4"), []want{
 			{path: "nodePools[0].maxsize", line: 16, col: 5, msg: `unknown key "maxsize" in nodePools[0] (did you mean "maxSize"?)`, hint: "rename it to maxSize"},
@@ -256,7 +258,7 @@ nodePools:
   - name: A
 `
 	_, diags := loadAll("c.yaml", src)
-	for _, p := range []string{"clustrName", "clusterName", "region", "s3URI", "nodePools[0].name", "nodePools[0].minSize"} {
+	for _, p := range []string{"clustrName", "region", "s3URI", "nodePools[0].name", "nodePools[0].minSize"} {
 		found := false
 		for _, d := range diags {
 			found = found || d.Path == p
