@@ -94,7 +94,7 @@ func Validate(c *config.Cluster, plugin string, schema json.RawMessage, plain st
 				where = fmt.Sprintf(" (in node pool %s)", pool)
 			}
 			d := diag.Fatalf("plugin %s values%s: %s: %s", plugin, where, displayPointer(ptr), msg).At(path).
-				WithHint(fmt.Sprintf("fix %s to match plugin %s's values schema (`kube-aws plugins show %s` prints it)", path, plugin, plugin))
+				WithHint(fmt.Sprintf("fix %s to match plugin %s's values schema (`kube-aws plugins describe %s` prints it)", path, plugin, plugin))
 			d.Plugin = plugin
 			if c != nil {
 				if file, line, col, ok := c.Position(path); ok {
