@@ -27,13 +27,32 @@ type Secrets map[string]string
 // ((secret:<plugin><json-pointer>)) where the pointer points into the
 // plugin's stage.PluginValues: /values/clientSecret for the cluster-level
 // value, /nodePools/<pool>/clientSecret for a node pool's own value. So
-// ((secret:dex/values/clientSecret)).
+// ((secret:dex/values/clientSecret)). Bytes of the pointer outside
+// [A-Za-z0-9._~/-] are percent-encoded (as in a URI fragment, RFC 6901
+// section 6), so a key with spaces or parentheses still gives a marker that
+// MarkerPattern finds.
 func Marker(plugin, pointer string) string {
-	return "((secret:" + plugin + pointer + "))"
+	return "((secret:" + plugin + percentEncode(pointer) + "))"
 }
 
 // MarkerPattern matches any redaction marker.
-var MarkerPattern = regexp.MustCompile(`\(\(secret:[^()\s]+\)\)`)
+var MarkerPattern = regexp.MustCompile(`\(\(secret:[A-Za-z0-9._~%/-]+\)\)`)
+
+func percentEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._~/-", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
 
 // Resolved is the outcome of ResolveSecrets.
 type Resolved struct {

@@ -172,7 +172,13 @@ func TestRedact(t *testing.T) {
 	if Redact("nothing", nil) != "nothing" {
 		t.Fatal("Redact without secrets changed the text")
 	}
-	if !MarkerPattern.MatchString(Marker("dex", "/values/a~1b")) {
-		t.Fatal("MarkerPattern does not match a marker")
+	for _, ptr := range []string{"/values/a~1b", "/values/my key (old)", "/nodePools/gpu/ünï/0", "/values/((secret:x))"} {
+		m := Marker("dex", ptr)
+		if got := MarkerPattern.FindAllString("x"+m+"y", -1); len(got) != 1 || got[0] != m {
+			t.Errorf("MarkerPattern does not find %s: %v", m, got)
+		}
+	}
+	if got := Marker("dex", "/values/my key (old)"); got != "((secret:dex/values/my%20key%20%28old%29))" {
+		t.Errorf("Marker = %s", got)
 	}
 }
