@@ -250,7 +250,7 @@ func (r *resolver) source(src any, rel string) (string, bool) {
 		if !filepath.IsAbs(full) {
 			full = filepath.Join(r.baseDir, s)
 		}
-		data, err := os.ReadFile(full)
+		data, err := readLimited(full, maxSecretFileSize)
 		if err != nil {
 			r.fatal(rel+"/valueFrom/file", fmt.Sprintf("create %s (paths are relative to the folder of cluster.yaml), or change %s", full, r.path(rel)),
 				"cannot read secret file %s: %v", s, unwrapPathError(err))

@@ -121,14 +121,16 @@ plugins:
         valueFrom:
           env: KUBE_AWS_TEST_UNSET_VARIABLE
       bad: {valueFrom: {env: A, file: B}}
+      endless: {valueFrom: {file: /dev/zero}}
 `
 	c, _ := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
 	vals, _ := EffectiveValues(c, dir)
 	_, diags := ResolveSecrets(c, vals, nil, dir)
-	if len(diags) != 3 {
-		t.Fatalf("want 3 diagnostics:\n%s", diags.Error())
+	if len(diags) != 4 {
+		t.Fatalf("want 4 diagnostics:\n%s", diags.Error())
 	}
 	for _, w := range []want{
+		{path: "plugins.dex.values.endless.valueFrom.file", line: 14, msg: "cannot read secret file /dev/zero: larger than 1 MiB"},
 		{path: "plugins.dex.values.clientSecret.valueFrom.env", line: 12, col: 16, msg: "environment variable KUBE_AWS_TEST_UNSET_VARIABLE is not set", hint: "export KUBE_AWS_TEST_UNSET_VARIABLE"},
 		{path: "nodePools[0].plugins.dex.values.token.valueFrom.file", line: 6, msg: "cannot read secret file nope.txt", hint: "relative to the folder of cluster.yaml"},
 		{path: "plugins.dex.values.bad.valueFrom", line: 13, msg: "valueFrom must have exactly one of env or file"},
