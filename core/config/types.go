@@ -2,8 +2,10 @@ package config
 
 import "encoding/json"
 
-// Cluster is cluster.yaml. JSON tags are the YAML keys (sigs.k8s.io/yaml
-// converts YAML to JSON before decoding).
+// Cluster is cluster.yaml. JSON tags are the YAML keys: Parse walks the YAML
+// node tree (sigs.k8s.io/yaml/goyaml.v3) alongside these types, checks every
+// key and type, and decodes the resulting JSON with encoding/json. New fields
+// need a description in docs.go (a test enforces it).
 type Cluster struct {
 	ClusterName       string   `json:"clusterName"`
 	Region            string   `json:"region"`
