@@ -90,18 +90,32 @@ type Plugin struct {
 
 	killOnce sync.Once
 	mu       sync.Mutex
-	dead     error // why the plugin can no longer be called
+	dead     error       // why the plugin can no longer be called
+	proc     *os.Process // set once the process has started
 }
 
 // Store is the plugin's key-value store.
 func (p *Plugin) Store() *Store { return p.store }
 
-// Pid is the plugin's process id (0 once it was never started).
+// Pid is the plugin's process id (0 if it never started).
 func (p *Plugin) Pid() int {
-	if p.cmd != nil && p.cmd.Process != nil {
-		return p.cmd.Process.Pid
+	if proc := p.process(); proc != nil {
+		return proc.Pid
 	}
 	return 0
+}
+
+func (p *Plugin) process() *os.Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proc
+}
+
+// sigkill ends the process at once, without go-plugin's graceful shutdown.
+func (p *Plugin) sigkill() {
+	if proc := p.process(); proc != nil {
+		_ = proc.Kill()
+	}
 }
 
 // Exited reports whether the plugin process has ended.
@@ -208,6 +222,9 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 		p.Kill()
 		return nil, p.startError(err, want)
 	}
+	p.mu.Lock()
+	p.proc = cmd.Process
+	p.mu.Unlock()
 	rpc, err := protocol.Dispense(p.client)
 	if err != nil {
 		p.Kill()
@@ -387,12 +404,20 @@ func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Ev
 
 func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err error) error {
 	se := &StageError{Plugin: p.Name, Path: p.Path, Stage: st}
+	code := status.Code(err)
 	switch {
-	case parent.Err() != nil:
+	// gRPC sends the deadline to the plugin, whose side may end the stream a
+	// moment before our own timer fires, so a passed deadline counts as
+	// expired even while ctx.Err() is still nil.
+	case expired(parent):
 		p.kill(fmt.Errorf("plugin %s was killed when stage %s was cancelled", p.Name, st))
 		se.Killed = true
-		se.Message = fmt.Sprintf("plugin %s was stopped in stage %s: %v; killed", p.Name, st, parent.Err())
-	case sctx.Err() == context.DeadlineExceeded:
+		cause := parent.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		se.Message = fmt.Sprintf("plugin %s was stopped in stage %s: %v; killed", p.Name, st, cause)
+	case expired(sctx):
 		p.kill(fmt.Errorf("plugin %s was killed after it did not finish stage %s within %s", p.Name, st, p.opts.StageTimeout))
 		se.Killed = true
 		se.Message = fmt.Sprintf("plugin %s did not finish stage %s within %s; killed", p.Name, st, p.opts.StageTimeout)
@@ -408,6 +433,13 @@ func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err err
 		}
 		se.Message = fmt.Sprintf("plugin %s crashed in stage %s: %s", p.Name, st, why)
 		se.Hint = "this is a bug in the plugin: report it to its author with the plugin's stderr above"
+	case code == codes.Canceled || code == codes.DeadlineExceeded || code == codes.Unavailable || code == codes.Internal:
+		// The connection, not the plugin, failed: its state is unknown, so
+		// it is not called again.
+		p.kill(fmt.Errorf("plugin %s was killed after losing its connection in stage %s", p.Name, st))
+		se.Killed = true
+		se.Message = fmt.Sprintf("plugin %s lost its connection in stage %s: %s; killed", p.Name, st, status.Convert(err).Message())
+		se.Hint = "run again with KUBE_AWS_DEBUG=1 to see go-plugin's log"
 	default:
 		msg := status.Convert(err).Message()
 		se.Message = fmt.Sprintf("plugin %s failed in stage %s: %s", p.Name, st, msg)
@@ -416,6 +448,14 @@ func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err err
 		}
 	}
 	return se
+}
+
+func expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // crashed reports whether a failed call means the process died.
@@ -453,9 +493,7 @@ func (p *Plugin) kill(why error) {
 			// A plugin that is mid-call (hung, or being cancelled) would
 			// only delay go-plugin's graceful shutdown: SIGKILL it first.
 			if !started || p.services.busy() {
-				if p.cmd != nil && p.cmd.Process != nil {
-					_ = p.cmd.Process.Kill()
-				}
+				p.sigkill()
 			}
 			p.client.Kill()
 		}

@@ -46,9 +46,7 @@ func KillAllRunning() {
 	live.Unlock()
 	// Interrupted: no time for graceful shutdowns.
 	for _, p := range ps {
-		if p.cmd != nil && p.cmd.Process != nil {
-			_ = p.cmd.Process.Kill()
-		}
+		p.sigkill()
 	}
 	KillAll(ps)
 	plugin.CleanupClients()

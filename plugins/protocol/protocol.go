@@ -126,8 +126,8 @@ func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error
 }
 
 // GRPCClient returns the kube-aws side of the Plugin service, a Plugin.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (interface{}, error) {
-	return &pluginClient{client: pb.NewPluginClient(conn), broker: broker}, nil
+func (p *GRPCPlugin) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (interface{}, error) {
+	return &pluginClient{client: pb.NewPluginClient(conn), broker: broker, done: ctx.Done()}, nil
 }
 
 // Dispense returns the Plugin of a started go-plugin client.
@@ -152,6 +152,8 @@ func Dispense(c *plugin.Client) (Plugin, error) {
 type pluginClient struct {
 	client pb.PluginClient
 	broker *plugin.GRPCBroker
+	// done is closed when the plugin process has exited.
+	done <-chan struct{}
 
 	mu     sync.Mutex
 	host   Host
@@ -185,11 +187,21 @@ func (c *pluginClient) serveHost(h Host) uint32 {
 		return c.hostID
 	}
 	id := c.broker.NextId()
-	go c.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-		s := NewGRPCServer(opts)
+	// Not broker.AcceptAndServe: it logs through the standard logger when
+	// the plugin is gone before the listener is up, which is no error here.
+	go func() {
+		ln, err := c.broker.Accept(id)
+		if err != nil {
+			return
+		}
+		s := NewGRPCServer(nil)
 		pb.RegisterHostServer(s, &hostServer{impl: h})
-		return s
-	})
+		go func() {
+			<-c.done
+			s.Stop()
+		}()
+		_ = s.Serve(ln)
+	}()
 	c.host, c.hostID = h, id
 	return id
 }
