@@ -193,12 +193,13 @@ func Parse(file string, data []byte) (*Cluster, diag.List) {
 		return c, nil
 	}
 	var buf bytes.Buffer
+	buf.Grow(len(data) + len(data)/2)
 	if !p.typed(&buf, root, reflect.TypeOf(Cluster{}), "") {
 		return c, p.diags
 	}
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
+	// The walk has already refused unknown keys, with positions, so plain
+	// json.Unmarshal (cheaper than a strict Decoder) is enough here.
+	if err := json.Unmarshal(buf.Bytes(), c); err != nil {
 		// The walk above checks every key and type, so this is a bug in it;
 		// still report it as a diagnostic rather than panic.
 		p.diags = append(p.diags, diag.Fatalf("cannot decode cluster configuration: %v", err).
@@ -535,8 +536,8 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		writeJSONString(buf, n.Value)
 		return true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		var v int64
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil || !fitsInt(v, t) {
+		v, ok := intValue(n)
+		if !ok || !fitsInt(v, t) {
 			p.fatal(n, path, fmt.Sprintf("write a whole number, like %s: 3", lastElem(path)),
 				"%s must be an integer, not %s", displayPath(path), describe(n))
 			return false
@@ -544,8 +545,8 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		buf.WriteString(strconv.FormatInt(v, 10))
 		return true
 	case reflect.Bool:
-		var v bool
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		v, ok := boolValue(n)
+		if !ok {
 			p.fatal(n, path, fmt.Sprintf("write %s: true or %s: false (yes/no/on/off are strings in YAML 1.2)", lastElem(path), lastElem(path)),
 				"%s must be true or false, not %s", displayPath(path), describe(n))
 			return false
@@ -555,6 +556,32 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 	}
 	p.fatal(n, path, "this is a kube-aws bug; please report it", "no decoder for %s (Go type %s)", displayPath(path), t)
 	return false
+}
+
+// intValue reads an !!int scalar. strconv covers YAML 1.2's forms (signs,
+// 0x, 0o, 0b) without the cost of a yaml decoder per value; anything else
+// falls back to the YAML library.
+func intValue(n *yaml.Node) (int64, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return 0, false
+	}
+	if v, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+		return v, true
+	}
+	var v int64
+	return v, n.Decode(&v) == nil
+}
+
+// boolValue reads a !!bool scalar (true/True/TRUE/false/False/FALSE).
+func boolValue(n *yaml.Node) (bool, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		return false, false
+	}
+	if v, err := strconv.ParseBool(n.Value); err == nil {
+		return v, true
+	}
+	var v bool
+	return v, n.Decode(&v) == nil
 }
 
 func fitsInt(v int64, t reflect.Type) bool {
@@ -666,8 +693,7 @@ func (p *parser) scalarJSON(buf *bytes.Buffer, n *yaml.Node, path string) bool {
 		buf.WriteString("null")
 		return true
 	case "!!bool":
-		var b bool
-		if n.Decode(&b) == nil {
+		if b, ok := boolValue(n); ok {
 			buf.WriteString(strconv.FormatBool(b))
 			return true
 		}
