@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 )
@@ -167,7 +165,7 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 	}
 	_, typeTouched := patchObj["Type"]
 
-	patched, err := jsonpatch.MergePatch(body, p.Merge)
+	patched, err := focusMergePatch(body, patchObj, p.Merge)
 	if err != nil {
 		return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
 	}
