@@ -7,9 +7,9 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 )
 
-// focusMergePatch applies a JSON merge patch exactly as jsonpatch.MergePatch
-// does, but hands MergePatch only the part of the document the patch
-// reaches. RFC 7386 merges an object patch {"k": P} into an object document
+// focusMergePatch applies a JSON merge patch with the same result as
+// jsonpatch.MergePatch on the whole document, but hands MergePatch only the
+// part of the document the patch reaches. RFC 7386 merges an object patch {"k": P} into an object document
 // by replacing the document's "k" with MergePatch(doc.k, P) and leaving
 // everything else alone; so while the patch is a chain of one-key objects
 // that the document also has as objects, the merge descends into that member
