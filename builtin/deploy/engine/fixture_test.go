@@ -159,9 +159,9 @@ func ref(n string) obj { return obj{"Ref": n} }
 
 // render writes the templates of a small cluster and returns the target:
 // network (VPC, subnet, security group) -> iam (role, instance profile) ->
-// control-plane (security group, API endpoint output) and one stack per node
+// control-plane (security group, API endpoint output) -> one stack per node
 // pool (launch template + auto scaling group) taking parameters from network
-// and iam, plus AssetsBucket and UserDataKey.
+// and iam, plus AssetsBucket and UserDataKey: the shape of a real cluster.
 func (f *fixture) render() Target {
 	f.t.Helper()
 	stacks := []stage.StackSpec{}
@@ -228,7 +228,7 @@ func (f *fixture) render() Target {
 				}},
 			},
 			"Outputs": obj{"GroupName": obj{"Value": ref("Group")}},
-		}, stage.StackSpec{ParameterSources: map[string]string{
+		}, stage.StackSpec{DependsOn: []string{"control-plane"}, ParameterSources: map[string]string{
 			"SubnetId": "network.SubnetId", "SecurityGroupId": "network.NodeSG", "InstanceProfile": "iam.NodeProfile",
 		}})
 		files["userdata/nodepool-"+pool+".yaml"] = []byte("#cloud-config\n# pool " + pool + "\n")

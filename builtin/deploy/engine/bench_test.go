@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kube-aws/kube-aws/internal/faultproxy"
+)
+
+// Benchmarks run the engine with its default polling and parallelism, as
+// `kube-aws up` would, against moto. Figures are in docs/benchmarks.md.
+// moto slows down as stacks, groups and instances pile up in it (and its
+// reset makes it load its backends again), so run each benchmark in its own
+// process, i.e. with its own moto:
+//
+//	for b in DeployFromNothing NoopDeploy NodePools NodePoolsStackLatency; do
+//		KUBE_AWS_VENV=$PWD/.venv go test -run '^$' -bench "^Benchmark$b\$" -benchtime 5x ./builtin/deploy/engine
+//	done
+
+// benchEngine talks to moto directly, or through the fixture's proxy when
+// the benchmark injects latency.
+func benchEngine(f *fixture, viaProxy bool) *Engine {
+	return f.engine(func(o *Options) {
+		if !viaProxy {
+			o.EndpointURL = motoURL
+		}
+		o.PollInterval = DefaultPollInterval
+		o.MaxAttempts = DefaultMaxAttempts
+		o.MaxBackoff = DefaultMaxBackoff
+		o.Reporter = nil
+	})
+}
+
+// Up from nothing: network, iam, control plane and one node pool.
+func BenchmarkDeployFromNothing(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		f := newFixture(b, map[string]int{"a": 1})
+		e := benchEngine(f, false)
+		t := f.render()
+		b.StartTimer()
+		f.mustDeploy(e, t)
+	}
+}
+
+// A no-op up of the same cluster: no upload, no stack update.
+func BenchmarkNoopDeploy(b *testing.B) {
+	f := newFixture(b, map[string]int{"a": 1})
+	e := benchEngine(f, false)
+	t := f.render()
+	f.mustDeploy(e, t)
+	b.ResetTimer()
+	changes := 0
+	for i := 0; i < b.N; i++ {
+		res := f.mustDeploy(e, t)
+		changes += res.Uploaded + len(res.Updated) + len(res.Created)
+	}
+	if changes != 0 {
+		b.Fatalf("no-op deploys uploaded or changed %d things", changes)
+	}
+	b.ReportMetric(0, "uploads/op")
+}
+
+// Up from nothing of a cluster with 1 or 20 node pools, straight to moto.
+func BenchmarkNodePools(b *testing.B) {
+	benchPools(b, 0)
+}
+
+// The same with every stack taking 250 ms to create (a delay injected in
+// front of moto), as every stack takes its time on AWS: this is where the
+// parallel graph pays, where moto's own CPU does not dominate.
+func BenchmarkNodePoolsStackLatency(b *testing.B) {
+	benchPools(b, 250*time.Millisecond)
+}
+
+func benchPools(b *testing.B, latency time.Duration) {
+	for _, n := range []int{1, 20} {
+		b.Run(fmt.Sprintf("pools=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				pools := map[string]int{}
+				for p := 0; p < n; p++ {
+					pools[fmt.Sprintf("p%02d", p)] = 1
+				}
+				f := newFixture(b, pools)
+				if latency > 0 {
+					f.proxy.Add(faultproxy.Rule{Action: "CreateStack", Times: -1, Fault: faultproxy.Delay, Delay: latency})
+				}
+				e := benchEngine(f, latency > 0)
+				t := f.render()
+				b.StartTimer()
+				res := f.mustDeploy(e, t)
+				if len(res.Created) != n+3 {
+					b.Fatalf("created %v", res.Created)
+				}
+			}
+		})
+	}
+}
