@@ -225,6 +225,10 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 	p.mu.Lock()
 	p.proc = cmd.Process
 	p.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("plugin %s (%s) stopped during start-up: %w", c.Name, c.Path, err)
+	}
 	rpc, err := protocol.Dispense(p.client)
 	if err != nil {
 		p.Kill()
@@ -358,7 +362,8 @@ func (e *StageError) Diagnostic() diag.Diagnostic {
 }
 
 // Run calls one stage of the plugin with the stage timeout. onEvent (may be
-// nil) receives the events the plugin reports while the stage runs. The
+// nil) receives the events the plugin reports while the stage runs. Calls to
+// one plugin must not overlap: stages run one after another. The
 // result's diagnostics and files are stamped with the plugin's name and the
 // stage. On failure the error is a *StageError.
 func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Event)) (*stage.Result, error) {
