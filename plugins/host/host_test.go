@@ -301,3 +301,21 @@ func TestCleanupOnSignal(t *testing.T) {
 		})
 	}
 }
+
+// A program that never completes the handshake is killed at the start
+// timeout and named.
+func TestStartTimeout(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "sleeper")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := launchOne(t, candidate(script), host.Options{StartTimeout: 300 * time.Millisecond, Stderr: &plugintest.Buffer{}})
+	mustContain(t, err, "plugin sleeper", script, "did not complete the go-plugin handshake within 300ms; killed")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("start timeout took %s", took)
+	}
+	for _, pid := range childPids(t) {
+		assertGone(t, pid, 3*time.Second)
+	}
+}
