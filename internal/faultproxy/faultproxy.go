@@ -72,6 +72,9 @@ type ruleState struct {
 
 type stackFailure struct {
 	logicalID, resourceType, reason string
+	update                          bool
+	// active is false for an update failure until the update is executed.
+	active bool
 }
 
 // Start starts a proxy on a free port of 127.0.0.1 in front of target.
@@ -121,7 +124,19 @@ func (p *Proxy) ThrottleN(action string, n int) {
 func (p *Proxy) FailStack(stackName, logicalID, resourceType, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.failed[stackName] = stackFailure{logicalID, resourceType, reason}
+	p.failed[stackName] = stackFailure{logicalID, resourceType, reason, false, true}
+}
+
+// FailUpdate makes CloudFormation report the stack's last update as failed
+// and rolled back: DescribeStacks says UPDATE_ROLLBACK_COMPLETE instead of
+// UPDATE_COMPLETE, and DescribeStackEvents lists the resource as
+// UPDATE_FAILED with reason. The fault starts once the next update of the
+// stack (ExecuteChangeSet or UpdateStack) has passed through, and lasts until
+// the one after begins (CreateChangeSet or UpdateStack): the rerun.
+func (p *Proxy) FailUpdate(stackName, logicalID, resourceType, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed[stackName] = stackFailure{logicalID, resourceType, reason, true, false}
 }
 
 // Clear removes every rule and stack failure.
@@ -196,10 +211,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		break
 	}
 	failure, failedStack := p.failed[stack]
-	if req.action == "DeleteStack" && failedStack {
+	switch {
+	case !failedStack:
+	case req.action == "DeleteStack",
+		failure.update && failure.active && (req.action == "CreateChangeSet" || req.action == "UpdateStack"):
 		delete(p.failed, stack)
 		failedStack = false
+	case failure.update && !failure.active && (req.action == "ExecuteChangeSet" || req.action == "UpdateStack"):
+		failure.active = true
+		p.failed[stack] = failure
 	}
+	failedStack = failedStack && failure.active
 	p.mu.Unlock()
 
 	switch fault {
@@ -238,7 +260,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if failedStack && status == http.StatusOK {
 		switch req.action {
 		case "DescribeStacks":
-			respBody = failDescribeStacks(respBody)
+			respBody = failDescribeStacks(respBody, failure.update)
 		case "DescribeStackEvents":
 			respBody = failEvents(respBody, stack, failure)
 		}
@@ -289,8 +311,12 @@ func (p *Proxy) forward(r *http.Request, body []byte) (int, http.Header, []byte,
 
 // failDescribeStacks turns a finished create into a rolled-back one, as
 // CloudFormation reports a stack whose resource failed.
-func failDescribeStacks(b []byte) []byte {
+func failDescribeStacks(b []byte, update bool) []byte {
 	s := string(b)
+	if update {
+		return []byte(strings.ReplaceAll(s, "<StackStatus>UPDATE_COMPLETE</StackStatus>",
+			"<StackStatus>UPDATE_ROLLBACK_COMPLETE</StackStatus>"))
+	}
 	for _, st := range []string{"CREATE_COMPLETE", "CREATE_IN_PROGRESS"} {
 		s = strings.ReplaceAll(s, "<StackStatus>"+st+"</StackStatus>",
 			"<StackStatus>ROLLBACK_COMPLETE</StackStatus><StackStatusReason>The following resource(s) failed to create: [faultproxy].</StackStatusReason>")
@@ -311,6 +337,13 @@ func failEvents(b []byte, stack string, f stackFailure) []byte {
 	ev := func(n int, logical, typ, status, reason string) string {
 		return fmt.Sprintf(`<member><EventId>faultproxy-%d</EventId><StackName>%s</StackName><LogicalResourceId>%s</LogicalResourceId><ResourceType>%s</ResourceType><Timestamp>%s</Timestamp><ResourceStatus>%s</ResourceStatus><ResourceStatusReason>%s</ResourceStatusReason></member>`,
 			n, stack, logical, typ, now.Add(time.Duration(n)*time.Millisecond).Format(time.RFC3339Nano), status, xmlEscape(reason))
+	}
+	if f.update {
+		inject := ev(3, stack, "AWS::CloudFormation::Stack", "UPDATE_ROLLBACK_COMPLETE", "") +
+			ev(2, stack, "AWS::CloudFormation::Stack", "UPDATE_ROLLBACK_IN_PROGRESS", "The following resource(s) failed to update: ["+f.logicalID+"].") +
+			ev(1, f.logicalID, f.resourceType, "UPDATE_FAILED", f.reason) +
+			ev(0, stack, "AWS::CloudFormation::Stack", "UPDATE_IN_PROGRESS", "User Initiated")
+		return []byte(s[:i] + inject + s[i:])
 	}
 	inject := ev(3, stack, "AWS::CloudFormation::Stack", "ROLLBACK_COMPLETE", "") +
 		ev(2, f.logicalID, f.resourceType, "DELETE_COMPLETE", "") +

@@ -80,6 +80,10 @@ type Options struct {
 	ConfirmRecreate bool
 	// Who identifies this deploy in the lock; empty means user@host pid N.
 	Who string
+	// CreateBucket creates the bucket of cluster.yaml's s3URI when it does
+	// not exist (for an emulator, or a --create-bucket flag); otherwise a
+	// missing bucket is an error that says how to create it.
+	CreateBucket bool
 
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter

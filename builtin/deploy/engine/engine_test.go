@@ -481,3 +481,48 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// A missing bucket is an error that says how to create it, unless the
+// engine may create it.
+func TestMissingBucket(t *testing.T) {
+	f := newFixture(t, map[string]int{})
+	target := f.render()
+	target.Cluster.S3URI = "s3://no-such-bucket-" + f.name + "/x"
+	_, err := f.engine().Deploy(context.Background(), target)
+	if err == nil || !strings.Contains(err.Error(), "aws s3 mb") {
+		t.Fatalf("deploy to a missing bucket: %v", err)
+	}
+	res := f.mustDeploy(f.engine(func(o *Options) { o.CreateBucket = true }), target)
+	if len(res.Created) != 3 {
+		t.Fatalf("created %v", res.Created)
+	}
+}
+
+// An update that fails and rolls back names the failed resource; the rerun
+// updates the stack from UPDATE_ROLLBACK_COMPLETE (no delete, no --yes).
+func TestFailedUpdateThenRerun(t *testing.T) {
+	f := newFixture(t, map[string]int{"a": 1})
+	e := f.engine()
+	ctx := context.Background()
+	f.mustDeploy(e, f.render())
+	f.pools["a"] = 3
+	const reason = "Resource handler returned message: capacity not available"
+	f.proxy.FailUpdate(f.name+"-nodepool-a", "Group", "AWS::AutoScaling::AutoScalingGroup", reason)
+	_, err := e.Deploy(ctx, f.render())
+	if err == nil || !strings.Contains(err.Error(), "UPDATE_ROLLBACK_COMPLETE") || !strings.Contains(err.Error(), "resource Group (AWS::AutoScaling::AutoScalingGroup) UPDATE_FAILED: "+reason) {
+		t.Fatalf("failed update: %v", err)
+	}
+	before := f.proxy.Count("CreateChangeSet")
+	res := f.mustDeploy(e, f.render())
+	if f.proxy.Count("CreateChangeSet") == before || f.proxy.Count("DeleteStack") != 0 {
+		t.Fatal("want the rolled-back stack updated through a change set, not recreated")
+	}
+	for _, s := range res.Deploy.Stacks {
+		if s.Status != "CREATE_COMPLETE" && s.Status != "UPDATE_COMPLETE" {
+			t.Fatalf("after the rerun %s is %s", s.Name, s.Status)
+		}
+	}
+	if ds, err := e.Validate(ctx, f.render()); err != nil || len(ds) != 0 {
+		t.Fatalf("validate after the rerun: %v %v", ds, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/kube-aws/kube-aws/core/config"
 )
@@ -68,6 +69,12 @@ func (e *Engine) lock(ctx context.Context, p *prepared, op string) (func(), erro
 				continue // a concurrent write to the key: ask again
 			}
 		case "NoSuchBucket":
+			if e.opts.CreateBucket && attempt == 0 {
+				if err := e.createBucket(ctx, p); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, noBucket(p.loc.Bucket, err)
 		}
 		return nil, fmt.Errorf("taking the deploy lock s3://%s/%s: %w", p.loc.Bucket, key, err)
@@ -87,6 +94,19 @@ func (e *Engine) lock(ctx context.Context, p *prepared, op string) (func(), erro
 		}
 		e.report(Event{Kind: EventLock, Message: fmt.Sprintf("released s3://%s/%s", p.loc.Bucket, key)})
 	}, nil
+}
+
+func (e *Engine) createBucket(ctx context.Context, p *prepared) error {
+	in := &s3.CreateBucketInput{Bucket: aws.String(p.loc.Bucket)}
+	if p.region != "us-east-1" {
+		// us-east-1 is the default and refuses to be named as a constraint.
+		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(p.region)}
+	}
+	if _, err := e.s3.CreateBucket(ctx, in); err != nil && apiCode(err) != "BucketAlreadyOwnedByYou" {
+		return fmt.Errorf("creating bucket %s of cluster.yaml s3URI: %w", p.loc.Bucket, err)
+	}
+	e.say("", "created bucket s3://%s", p.loc.Bucket)
+	return nil
 }
 
 func (e *Engine) readLock(ctx context.Context, loc location) (*LockInfo, error) {

@@ -240,6 +240,13 @@ func (e *Engine) deployStack(ctx context.Context, p *prepared, stack string, in 
 			if err != nil {
 				return nil, err
 			}
+			if st == nil && cur.StackStatus != types.StackStatusCreateComplete && cur.StackStatus != types.StackStatusUpdateComplete {
+				// Nothing to change after a rolled-back update: report the
+				// status the stack has now, not the one before.
+				if st, err = e.describe(ctx, in.name); err != nil {
+					return nil, err
+				}
+			}
 			if st == nil {
 				st = cur
 			}
