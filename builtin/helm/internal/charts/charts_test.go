@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -297,7 +299,61 @@ func TestInstall(t *testing.T) {
 		t.Errorf("unit content:\n%s", set.Units[0].Content)
 	}
 	if len(set.Files) != 1 || set.Files[0].Path != ScriptPath || set.Files[0].Mode != "0755" ||
-		!strings.Contains(set.Files[0].Content, "dir="+NodeDir+"\n") || !strings.Contains(set.Files[0].Content, "helm upgrade --install") {
+		!strings.Contains(set.Files[0].Content, "dir=${KUBE_AWS_CHARTS_DIR:-"+NodeDir+"}\n") || !strings.Contains(set.Files[0].Content, "helm upgrade --install") {
 		t.Errorf("script %+v", set.Files)
+	}
+}
+
+// TestInstallScript runs the install script against the releases.json render
+// writes, with kubectl and helm replaced by recorders, to check it installs
+// every release in order with its chart, repository, version and values.
+func TestInstallScript(t *testing.T) {
+	for _, tool := range []string{"bash", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the install script needs %s: %v", tool, err)
+		}
+	}
+	files, diags := render(t,
+		construct.HelmRelease{Name: "greeter", Namespace: "apps", Chart: construct.Chart{Path: testChart(t, "hello")}, Values: json.RawMessage(`{"greeting":"hi"}`)},
+		construct.HelmRelease{Name: "ingress", Namespace: "ingress", Chart: construct.Chart{Repository: "https://charts.example.com", Name: "ingress-nginx", Version: "4.11.0"}},
+	)
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	dir, bin := t.TempDir(), t.TempDir()
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.Path)), f.Content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(t.TempDir(), "helm.log")
+	fakes := map[string]string{
+		"kubectl": "#!/bin/sh\nexit 0\n",
+		// Record the arguments and the values file's content, one call per line.
+		"helm": "#!/bin/bash\nargs=(\"$@\"); for ((i=0;i<${#args[@]};i++)); do [ \"${args[$i]}\" = --values ] && v=$(jq -c . \"${args[$((i+1))]}\"); done\necho \"$* values=$v\" >>" + log + "\n",
+	}
+	for name, script := range fakes {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(t.TempDir(), "helm-install")
+	if err := os.WriteFile(script, []byte(Install().Files[0].Content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install script: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := regexp.MustCompile(`--values \S+`)
+	want := "upgrade --install greeter " + dir + "/greeter-0.1.0.tgz --namespace apps --create-namespace --values V --wait --timeout 10m values={\"greeting\":\"hi\"}\n" +
+		"upgrade --install ingress ingress-nginx --repo https://charts.example.com --version 4.11.0 --namespace ingress --create-namespace --values V --wait --timeout 10m values={}\n"
+	if s := tmp.ReplaceAllString(string(got), "--values V"); s != want {
+		t.Errorf("helm calls:\n%s\nwant:\n%s", s, want)
 	}
 }

@@ -39,7 +39,7 @@ const installScript = `#!/bin/bash
 # Installs the Helm releases kube-aws rendered (charts/releases.json), in order.
 set -euo pipefail
 
-dir=` + NodeDir + `
+dir=${KUBE_AWS_CHARTS_DIR:-` + NodeDir + `}
 releases="$dir/releases.json"
 
 until kubectl get --raw=/readyz >/dev/null 2>&1; do

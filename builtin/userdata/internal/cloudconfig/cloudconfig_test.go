@@ -331,6 +331,7 @@ func TestConstructProblems(t *testing.T) {
 		{"file over a unit", construct.Set{
 			Files: []construct.File{{Target: controller, Path: "/etc/systemd/system/a.service", Content: "x"}},
 			Units: []construct.Unit{{Target: controller, Name: "a.service", Content: "[Service]\nExecStart=/bin/true\n"}}}, "both write /etc/systemd/system/a.service"},
+		{"label the kubelet may not set", construct.Set{NodeLabels: []construct.NodeLabel{{Target: workers, Key: "node-role.kubernetes.io/worker"}}}, "kubelet may not set"},
 		{"bad taint effect", construct.Set{NodeTaints: []construct.NodeTaint{{Target: gpu, Key: "a", Effect: "Sometimes"}}}, "want key[=value]:NoSchedule"},
 		{"whitespace in kubelet flag", construct.Set{KubeletFlags: []construct.TargetedFlag{{Target: controller, Flag: construct.Flag{Name: "v", Value: "2 3"}}}}, "whitespace"},
 		{"bad manifest name", construct.Set{Manifests: []construct.Manifest{{Name: "../etc/passwd", Content: "x"}}}, "plain file name"},
@@ -362,5 +363,24 @@ func TestEmptyConstructs(t *testing.T) {
 	}
 	if string(files[1].Content) != "#cloud-config\n{}\n" {
 		t.Errorf("etcd userdata with nothing to do = %q", files[1].Content)
+	}
+}
+
+func TestKubeletMaySet(t *testing.T) {
+	for key, want := range map[string]bool{
+		"team":                           true,
+		"example.com/team":               true,
+		"node.kubernetes.io/pool":        true,
+		"kubelet.kubernetes.io/x":        true,
+		"foo.node.kubernetes.io/x":       true,
+		"topology.kubernetes.io/zone":    true,
+		"node-role.kubernetes.io/worker": false,
+		"kubernetes.io/role":             false,
+		"k8s.io/anything":                false,
+		"sub.k8s.io/anything":            false,
+	} {
+		if got := kubeletMaySet(key); got != want {
+			t.Errorf("kubeletMaySet(%q) = %v, want %v", key, got, want)
+		}
 	}
 }

@@ -28,6 +28,11 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 			diags = append(diags, diag.Fatalf("node label %q on %s is not key=value", kv, m).At(where))
 			return
 		}
+		if !kubeletMaySet(k) {
+			diags = append(diags, diag.Fatalf("node label %s on %s is in a kubernetes.io or k8s.io namespace the kubelet may not set; the kubelet would refuse to start", k, m).At(where).
+				WithHint("use a label under node.kubernetes.io/ or node-restriction.kubernetes.io/ (set by an admin, not the kubelet), or your own domain"))
+			return
+		}
 		labels[k] = v
 	}
 	addTaint := func(key, value, effect, where string) {
@@ -162,4 +167,34 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// kubeletLabels are the kubernetes.io and k8s.io labels the kubelet may set
+// on its own node (k8s.io/kubernetes/pkg/kubelet/apis: KubeletLabels and
+// KubeletLabelNamespaces); it exits at start with any other label in those
+// namespaces in --node-labels.
+var kubeletLabels = map[string]bool{
+	"kubernetes.io/hostname": true, "kubernetes.io/arch": true, "kubernetes.io/os": true,
+	"topology.kubernetes.io/zone": true, "topology.kubernetes.io/region": true,
+	"failure-domain.beta.kubernetes.io/zone": true, "failure-domain.beta.kubernetes.io/region": true,
+	"beta.kubernetes.io/instance-type": true, "node.kubernetes.io/instance-type": true,
+	"beta.kubernetes.io/arch": true, "beta.kubernetes.io/os": true,
+}
+
+func kubeletMaySet(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	restricted := prefix == "kubernetes.io" || strings.HasSuffix(prefix, ".kubernetes.io") ||
+		prefix == "k8s.io" || strings.HasSuffix(prefix, ".k8s.io")
+	if !restricted || kubeletLabels[key] {
+		return true
+	}
+	for _, ns := range []string{"kubelet.kubernetes.io", "node.kubernetes.io"} {
+		if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
+			return true
+		}
+	}
+	return false
 }
