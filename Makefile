@@ -16,7 +16,8 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPCIO_TOOLS_VERSION       := 1.76.0
 
-BUILTIN_PLUGINS := $(notdir $(wildcard builtin/*))
+# builtin/internal holds code the built-ins share; it is not a plugin.
+BUILTIN_PLUGINS := $(filter-out internal,$(notdir $(wildcard builtin/*)))
 CONTRIB_PLUGINS := $(notdir $(wildcard contrib/plugins/*))
 
 FUZZTIME ?= 10s
