@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -146,6 +147,27 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 		res.Changed = res.Changed || d.Action != ActionNone
 	}
 	return res, nil
+}
+
+// String renders the preview for a terminal or a CI log: one line per
+// stack, one indented line per resource change (+ add, ~ modify, - remove).
+func (d *DiffResult) String() string {
+	var b strings.Builder
+	for _, s := range d.Stacks {
+		what := map[string]string{ActionNone: "no change", ActionCreate: "would create", ActionRecreate: "would delete and create again (failed create)", ActionUpdate: "would update"}[s.Action]
+		fmt.Fprintf(&b, "%s (%s): %s\n", s.Stack, s.StackName, what)
+		if s.Action == ActionUpdate && len(s.Changes) == 0 {
+			b.WriteString("    ~ parameters only\n")
+		}
+		for _, c := range s.Changes {
+			sign := map[string]string{"Add": "+", "Modify": "~", "Remove": "-"}[c.Action]
+			if sign == "" {
+				sign = "*"
+			}
+			fmt.Fprintf(&b, "    %s %s\n", sign, c)
+		}
+	}
+	return b.String()
 }
 
 func templateAdds(t *template) []ResourceChange {

@@ -89,8 +89,9 @@ type Options struct {
 	Reporter Reporter
 }
 
-// Engine deploys clusters. It is safe for concurrent use by the methods it
-// runs itself; create one per command.
+// Engine deploys, previews, checks and destroys clusters. Its methods may be
+// called from several goroutines; the deploy lock, not the Engine, keeps two
+// deploys of one cluster apart.
 type Engine struct {
 	opts Options
 	cfg  aws.Config

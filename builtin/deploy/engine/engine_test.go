@@ -130,6 +130,10 @@ func TestLifecycle(t *testing.T) {
 	if n := f.proxy.Count("ExecuteChangeSet"); n != 0 {
 		t.Fatalf("diff executed %d change sets", n)
 	}
+	if text := d.String(); !strings.Contains(text, "nodepool-a ("+f.name+"-nodepool-a): would update\n    ~ Modify Group (AWS::AutoScaling::AutoScalingGroup)\n") ||
+		!strings.Contains(text, "network ("+f.name+"-network): no change\n") {
+		t.Fatalf("diff text:\n%s", text)
+	}
 	sets, err := f.cfn.ListChangeSets(ctx, &cloudformation.ListChangeSetsInput{StackName: aws.String(f.name + "-nodepool-a")})
 	if err != nil {
 		t.Fatal(err)
