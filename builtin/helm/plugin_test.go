@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/plugintest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
+
+// TestPluginBinary runs initialise and render through the built plugin: the
+// install unit comes out of initialise, and render renders both test charts,
+// packaging the good one and failing on the broken one by release and
+// template.
+func TestPluginBinary(t *testing.T) {
+	bin := plugintest.Build(t, ".")
+	abs := func(name string) string {
+		p, err := filepath.Abs(filepath.Join("testdata", "charts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	out := plugintest.Run(t, bin, &stage.Input{Config: json.RawMessage(`{"kubernetesVersion":"1.31.4"}`)}, stage.Initialise)
+	set := out.Results[stage.Initialise].Constructs
+	if set == nil || len(set.Units) != 1 || set.Units[0].Name != "kube-aws-helm-install.service" || !set.Units[0].Enable {
+		t.Fatalf("initialise constructs %+v", set)
+	}
+
+	set.HelmReleases = []construct.HelmRelease{
+		{Name: "hello", Namespace: "default", Chart: construct.Chart{Path: abs("hello")}},
+		{Name: "oops", Namespace: "default", Chart: construct.Chart{Path: abs("broken")}},
+	}
+	out = plugintest.Run(t, bin, &stage.Input{Config: json.RawMessage(`{"kubernetesVersion":"1.31.4"}`), Constructs: set}, stage.Render)
+	res := out.Results[stage.Render]
+	var paths []string
+	for _, f := range res.Files {
+		paths = append(paths, f.Path)
+	}
+	if got := strings.Join(paths, " "); got != "charts/hello-0.1.0.tgz charts/releases.json" {
+		t.Errorf("files %s", got)
+	}
+	if len(res.Diagnostics) != 1 {
+		t.Fatalf("diagnostics %v", res.Diagnostics)
+	}
+	d := res.Diagnostics[0]
+	if d.Severity != "fatal" || !strings.Contains(d.Message, `release "oops"`) || d.File != "broken/templates/deployment.yaml" {
+		t.Errorf("diagnostic %s (file %s)", d, d.File)
+	}
+}
