@@ -53,8 +53,11 @@ type StackDiff struct {
 // DiffResult is a preview of a deploy.
 type DiffResult struct {
 	// Stacks in dependency order.
-	Stacks  []StackDiff `json:"stacks"`
-	Changed bool        `json:"changed"`
+	Stacks []StackDiff `json:"stacks"`
+	// Orphans are stacks tagged with the cluster that are no longer
+	// rendered (a removed node pool): up leaves them, destroy deletes them.
+	Orphans []string `json:"orphans,omitempty"`
+	Changed bool     `json:"changed"`
 }
 
 // Diff previews a deploy: a change set per existing stack, what each would
@@ -141,6 +144,9 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 		return nil, err
 	}
 	res := &DiffResult{}
+	if res.Orphans, err = e.orphans(ctx, p); err != nil {
+		return nil, err
+	}
 	for _, stack := range p.graph.order {
 		d := diffs[stack]
 		res.Stacks = append(res.Stacks, *d)
@@ -166,6 +172,9 @@ func (d *DiffResult) String() string {
 			}
 			fmt.Fprintf(&b, "    %s %s\n", sign, c)
 		}
+	}
+	for _, o := range d.Orphans {
+		fmt.Fprintf(&b, "%s: no longer rendered; kube-aws up leaves it, delete it by hand or with kube-aws destroy\n", o)
 	}
 	return b.String()
 }

@@ -530,3 +530,31 @@ func TestFailedUpdateThenRerun(t *testing.T) {
 		t.Fatalf("validate after the rerun: %v %v", ds, err)
 	}
 }
+
+// A node pool removed from the configuration leaves its stack behind: diff
+// lists it, destroy deletes it with the rest.
+func TestOrphanedStack(t *testing.T) {
+	f := newFixture(t, map[string]int{"a": 1, "b": 1})
+	e := f.engine()
+	ctx := context.Background()
+	f.mustDeploy(e, f.render())
+	delete(f.pools, "b")
+	target := f.render()
+	d, err := e.Diff(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Orphans, []string{f.name + "-nodepool-b"}) || d.Changed {
+		t.Fatalf("diff orphans %v changed %v", d.Orphans, d.Changed)
+	}
+	dr, err := e.Destroy(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dr.Orphans, []string{f.name + "-nodepool-b"}) || len(dr.Deleted) != 4 {
+		t.Fatalf("destroy: %+v", dr)
+	}
+	if st := f.stack("nodepool-b"); st != nil {
+		t.Fatalf("nodepool-b left in %s", st.StackStatus)
+	}
+}
