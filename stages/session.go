@@ -66,10 +66,6 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 			s.Close()
 		}
 	}()
-	// Hash the binaries while they start: state files record them, and a
-	// large plugin binary takes a while to read.
-	go s.pluginHashes()
-
 	started, lerr := p.Deps.Launch(ctx, p.Enabled, LaunchOptions{
 		StartTimeout: p.Options.StartTimeout,
 		StageTimeout: p.Options.StageTimeout,
@@ -323,6 +319,8 @@ func containsInt(xs []int, x int) bool {
 // computed once per session.
 func (s *Session) pluginHashes() (map[string]string, error) {
 	s.hashOnce.Do(func() {
+		cache := loadHashCache(hashCachePath(s.Plan.ClusterDir))
+		defer cache.save()
 		hs := make(map[string]string, len(s.Plan.Enabled))
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -330,7 +328,7 @@ func (s *Session) pluginHashes() (map[string]string, error) {
 			wg.Add(1)
 			go func(c Candidate) {
 				defer wg.Done()
-				h, err := fileHash(c.Path)
+				h, err := cache.hash(c.Path)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil && s.hashErr == nil {
