@@ -225,10 +225,13 @@ func supported(version string) (kubeversion.Version, diag.List) {
 // fatal, a deprecated one a warning naming the replacement. Conflicting
 // values are already fatal in the merge.
 func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
-	ver, diags := supported(kubernetesVersion)
-	if diags.HasFatal() {
-		return diags
+	ver, vd := supported(kubernetesVersion)
+	if vd.HasFatal() {
+		return vd
 	}
+	// A newer-than-known version was already a warning in initialise; saying
+	// it again in render would only double the noise.
+	var diags diag.List
 	minor := ver.Minor
 	if minor > NewestMinor {
 		minor = NewestMinor
