@@ -182,7 +182,7 @@ func stack(c *config.Cluster, v Values, subnet config.Subnet) (construct.Stack, 
 		// sets MapPublicIpOnLaunch), so no network interface is spelled out.
 		"SubnetId":         ref("SubnetId"),
 		"SecurityGroupIds": []any{map[string]any{"Fn::GetAtt": []string{"BastionSecurityGroup", "GroupId"}}},
-		"Tags": tags("bastion"),
+		"Tags":             tags("bastion"),
 	}
 	if v.KeyName != "" {
 		props["KeyName"] = v.KeyName
