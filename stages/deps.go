@@ -104,7 +104,9 @@ type Deps struct {
 	// a configuration error.
 	ResolveSecrets func(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, diag.List)
 	// ValidateValues checks one plugin's values against its JSON Schema.
-	ValidateValues func(plugin string, schema json.RawMessage, values stage.PluginValues) diag.List
+	// plain are the plugin's values in plain text; l carries the cluster
+	// (for config paths and lines) and the secrets (to redact messages).
+	ValidateValues func(l *Loaded, plugin string, schema json.RawMessage, plain stage.PluginValues) diag.List
 	// ChooseProviders picks one provider per capability from providers
 	// (capability -> plugin names in plugin order) and the preferences in
 	// cluster.yaml.

@@ -195,7 +195,7 @@ func (h *harness) deps() *Deps {
 			}
 			return out, nil
 		},
-		ValidateValues: func(plugin string, schema json.RawMessage, v stage.PluginValues) diag.List {
+		ValidateValues: func(_ *Loaded, plugin string, schema json.RawMessage, v stage.PluginValues) diag.List {
 			if h.schemaCheck != nil {
 				return h.schemaCheck(plugin, schema, v)
 			}

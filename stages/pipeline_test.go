@@ -90,8 +90,9 @@ func TestEnablingAnUnknownPluginListsTheAvailableOnes(t *testing.T) {
 		t.Fatalf("exit code = %d (%v), want 2", ExitCode(err), err)
 	}
 	ds := diagsOf(err)
-	if len(ds) != 1 || !strings.Contains(ds[0].Message, `"dexx"`) || ds[0].Path != "plugins.dexx.enabled" ||
-		!strings.Contains(ds[0].Hint, "dex (contrib)") || !strings.Contains(ds[0].Hint, "iam (builtin)") {
+	if len(ds) != 1 || !strings.Contains(ds[0].Message, "plugin dexx is enabled but no plugin source provides it") ||
+		ds[0].Path != "plugins.dexx" || !strings.Contains(ds[0].Hint, "did you mean dex?") ||
+		!strings.Contains(ds[0].Hint, "available plugins: dex, iam") {
 		t.Fatalf("diagnostics = %v", ds)
 	}
 	if h.launched.Load() != 0 {

@@ -10,10 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/config/values"
 	"github.com/kube-aws/kube-aws/core/diag"
 )
 
@@ -169,10 +169,8 @@ func (p *Plan) enabled() ([]Candidate, diag.List) {
 	c := p.cluster()
 	var diags diag.List
 	found := map[string]Candidate{}
-	var available []string
 	for _, cand := range p.All {
 		found[cand.Name] = cand
-		available = append(available, fmt.Sprintf("%s (%s)", cand.Name, cand.Source))
 	}
 	var out []Candidate
 	for _, cand := range p.All {
@@ -184,22 +182,23 @@ func (p *Plan) enabled() ([]Candidate, diag.List) {
 			out = append(out, cand)
 		}
 	}
-	var names []string
-	for n := range c.Plugins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		pc := c.Plugins[n]
-		if _, ok := found[n]; ok || pc.Enabled == nil || !*pc.Enabled {
-			continue
+	var enabledNames, names []string
+	for n, pc := range c.Plugins {
+		if pc.Enabled != nil && *pc.Enabled {
+			enabledNames = append(enabledNames, n)
 		}
-		d := diag.Fatalf("plugin %q is enabled but no plugin source provides it", n).
-			At(fmt.Sprintf("plugins.%s.enabled", n)).
-			WithHint(fmt.Sprintf("available plugins: %s; a user plugin goes in plugins/%s/%s beside cluster.yaml or in a --plugin-dir",
-				strings.Join(available, ", "), n, n))
+	}
+	sort.Strings(enabledNames)
+	for _, cand := range p.All {
+		names = append(names, cand.Name)
+	}
+	for _, d := range values.UnknownPluginsDiag(enabledNames, names) {
 		if p.Config != nil {
-			d.File = p.Config.Path
+			if file, line, col, ok := c.Position(d.Path + ".enabled"); ok {
+				d = d.InFile(file, line, col)
+			} else {
+				d.File = p.Config.Path
+			}
 		}
 		diags = append(diags, d)
 	}

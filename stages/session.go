@@ -226,7 +226,7 @@ func (p *Plan) validateRegistration(plugins []Plugin, plain map[string]stage.Plu
 				fmt.Sprintf("protocol version %d is not supported", pv))
 		}
 		if p.Config != nil && p.Deps.ValidateValues != nil && len(info.ValuesSchema) > 0 {
-			vd := p.Deps.ValidateValues(cand.Name, info.ValuesSchema, plain[cand.Name])
+			vd := p.Deps.ValidateValues(p.Config, cand.Name, info.ValuesSchema, plain[cand.Name])
 			vd = vd.WithDefaults(cand.Name, "")
 			for k := range vd {
 				if vd[k].File == "" {

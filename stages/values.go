@@ -3,12 +3,20 @@ package stages
 import (
 	"encoding/json"
 
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/config/values"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
-// validateValues is bound to core/config/values once it exists; until then
-// values are not checked against plugin schemas.
-func validateValues(plugin string, schema json.RawMessage, v stage.PluginValues) diag.List {
-	return nil
+// validateValues checks one plugin's plain values against its schema with
+// core/config/values (kept out of core/config so plugin binaries do not link
+// a JSON Schema library).
+func validateValues(l *Loaded, plugin string, schema json.RawMessage, plain stage.PluginValues) diag.List {
+	var c *config.Cluster
+	var secrets config.Secrets
+	if l != nil {
+		c, secrets = l.Cluster, config.Secrets(l.Secrets)
+	}
+	return values.Validate(c, plugin, schema, plain, secrets)
 }

@@ -381,3 +381,87 @@ func TestInterruptExits130AndKillsEveryPlugin(t *testing.T) {
 		t.Fatal("an interrupted render wrote output")
 	}
 }
+
+func TestValuesFailingThePluginSchemaExit2WithTheirPath(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: 42}`)
+	out, errOut, code := l.run("render")
+	if code != 2 || !strings.Contains(errOut, "plugins.hello.values.greeting") || !strings.Contains(errOut, "cluster.yaml:") {
+		t.Fatalf("exit %d, want 2 naming plugins.hello.values.greeting with its line\n%s\n%s", code, out, errOut)
+	}
+	l.assertNoPluginLeft()
+
+	out, errOut, code = l.run("plugins", "describe", "hello", "-o", "json")
+	var d struct {
+		Name         string          `json:"name"`
+		Version      string          `json:"version"`
+		Source       string          `json:"source"`
+		Enabled      bool            `json:"enabled"`
+		ValuesSchema json.RawMessage `json:"valuesSchema"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 0 {
+		t.Fatalf("describe: exit %d %v\n%s\n%s", code, err, out, errOut)
+	}
+	if d.Name != "hello" || d.Version != "0.1.0" || d.Source != "user" || !d.Enabled || !bytes.Contains(d.ValuesSchema, []byte("greeting")) {
+		t.Fatalf("describe: %+v", d)
+	}
+	if _, _, code := l.run("plugins", "describe", "nosuch"); code != 2 {
+		t.Fatalf("describe of an unknown plugin: exit %d, want 2", code)
+	}
+	out, _, code = l.run("schema")
+	if code != 0 || !json.Valid([]byte(out)) || !strings.Contains(out, "clusterName") {
+		t.Fatalf("schema: exit %d\n%.200s", code, out)
+	}
+}
+
+// A sensitive value never appears in plain text: not in rendered/, not under
+// .kube-aws/, not in stdout or stderr, text or JSON, in any stage.
+func TestASecretNeverAppearsInPlainText(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	const sentinel = "s3ntinel-Secret-4f7a"
+	path := filepath.Join(l.cluster, "cluster.yaml")
+	b, _ := os.ReadFile(path)
+	if !bytes.Contains(b, []byte("\nkmsKeyArn:")) {
+		b = append(b, []byte("kmsKeyArn: arn:aws:kms:eu-west-1:123456789012:key/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d\n")...)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: {valueFrom: {env: HELLO_GREETING}}}`)
+	var all strings.Builder
+	for _, args := range [][]string{
+		{"render"}, {"render", "-o", "json"},
+		{"stage", "initialise"}, {"stage", "render", "-o", "json"}, {"stage", "deploy"}, {"stage", "deploy", "-o", "json"},
+		{"stage", "validate", "-v"}, {"plugins", "list"},
+	} {
+		c := l.cmd(args...)
+		c.Env = append(c.Env, "HELLO_GREETING="+sentinel)
+		var o, e bytes.Buffer
+		c.Stdout, c.Stderr = &o, &e
+		if err := c.Run(); err != nil {
+			t.Fatalf("kube-aws %v: %v\n%s\n%s", args, err, o.String(), e.String())
+		}
+		all.WriteString(o.String())
+		all.WriteString(e.String())
+	}
+	if strings.Contains(all.String(), sentinel) {
+		t.Fatalf("the secret appears in the output:\n%s", all.String())
+	}
+	if !strings.Contains(all.String(), "[hello] ((secret:hello/values/greeting)) from deploy") {
+		t.Fatalf("the plugin did not see the marker:\n%s", all.String())
+	}
+	for _, dir := range []string{"rendered", ".kube-aws"} {
+		for name, content := range readDirTree(t, filepath.Join(l.cluster, dir)) {
+			if strings.Contains(content, sentinel) {
+				t.Fatalf("%s/%s holds the secret", dir, name)
+			}
+		}
+	}
+	greeting, _ := os.ReadFile(filepath.Join(l.cluster, "rendered", "hello", "greeting.txt"))
+	if string(greeting) != "((secret:hello/values/greeting))\n" {
+		t.Fatalf("rendered greeting = %q, want the marker", greeting)
+	}
+	l.assertNoPluginLeft()
+}

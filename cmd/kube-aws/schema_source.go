@@ -1,8 +1,7 @@
 package main
 
-import "errors"
+import "github.com/kube-aws/kube-aws/core/config/schema"
 
-// clusterSchema returns the JSON Schema of cluster.yaml from core/config/schema.
-func clusterSchema() ([]byte, error) {
-	return nil, errors.New("the JSON Schema of cluster.yaml is not built into this kube-aws yet (core/config/schema)")
-}
+// clusterSchema returns the JSON Schema of cluster.yaml, generated from the
+// Go types by core/config/schema.
+func clusterSchema() ([]byte, error) { return schema.JSON() }
