@@ -771,3 +771,73 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// hostError mimics plugins/host's StageError: it knows its own diagnostic.
+type hostError struct{ d diag.Diagnostic }
+
+func (e hostError) Error() string               { return e.d.Message }
+func (e hostError) Diagnostic() diag.Diagnostic { return e.d }
+
+func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
+	h := newHarness(t)
+	p := h.add("dex", SourceBuiltin, stage.Initialise)
+	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
+		early := diag.Warningf("issuer is deprecated").At("plugins.dex.values.issuer")
+		emit(stage.Event{Kind: stage.EventDiagnostic, Diagnostic: &early})
+		other := diag.Warningf("only streamed")
+		emit(stage.Event{Kind: stage.EventDiagnostic, Diagnostic: &other})
+		// The result repeats the first one: it must be reported once.
+		return &stage.Result{Diagnostics: diag.List{early}}, nil
+	}
+	q := h.add("hang", SourceBuiltin, stage.Initialise)
+	q.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
+		return nil, hostError{diag.Diagnostic{Severity: diag.Fatal, Plugin: "hang", Stage: "initialise",
+			Message: "plugin hang did not finish stage initialise within 1s; killed", Hint: "report the hang"}}
+	}
+	s := h.session()
+	out, err := s.RunStage(context.Background(), stage.Initialise)
+	if ExitCode(err) != ExitFatal {
+		t.Fatalf("exit %d (%v)", ExitCode(err), err)
+	}
+	var got []string
+	for _, d := range out.Diagnostics {
+		got = append(got, string(d.Severity)+" "+d.Plugin+"/"+d.Stage+": "+d.Message)
+	}
+	want := []string{
+		"fatal hang/initialise: plugin hang did not finish stage initialise within 1s; killed",
+		"warning dex/initialise: issuer is deprecated",
+		"warning dex/initialise: only streamed",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestPluginHashesAreCachedButNoticeAChange(t *testing.T) {
+	h := newHarness(t)
+	p := h.add("iam", SourceBuiltin)
+	s := h.session()
+	first, err := s.pluginHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := loadHashCache(hashCachePath(h.dir))
+	if e, ok := cache.entries[p.cand.Path]; !ok || e.SHA256 != first["iam"] {
+		t.Fatalf("cache = %+v", cache.entries)
+	}
+	// A rebuilt binary of the same size but a new mtime is hashed again.
+	if err := os.WriteFile(p.cand.Path, []byte("#!/bin/sh\n# IAM\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p.cand.Path, future, future); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.session().pluginHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again["iam"] == first["iam"] || again["iam"] != sha256Hex([]byte("#!/bin/sh\n# IAM\n")) {
+		t.Fatalf("hash after a rebuild = %s (before %s)", again["iam"], first["iam"])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/stages"
@@ -48,6 +49,9 @@ func report(g *globals, command string, out *stages.Outcome, err error) error {
 	}
 	for _, st := range out.Stages {
 		fmt.Fprintf(g.stdout, "%s: %s\n", st.Stage, pluginList(st.Plugins))
+		if g.verbose {
+			fmt.Fprintf(g.stderr, "stage %s took %s\n", st.Stage, st.Duration.Round(time.Millisecond))
+		}
 	}
 	if out.Rendered != nil {
 		fmt.Fprintf(g.stdout, "rendered %d file(s) and %d stack(s) to %s (see %s)\n", len(out.Rendered.Files),
