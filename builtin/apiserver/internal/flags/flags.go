@@ -237,13 +237,13 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 		minor = NewestMinor
 	}
 	seen := map[string]bool{}
-	for i, f := range flags {
+	for _, f := range flags {
 		name := f.Name
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
-		path := fmt.Sprintf("constructs.apiServer.flags[%d]", i)
+		path := fmt.Sprintf("constructs.apiServer.flags[%s]", name)
 		s, ok := known[name]
 		switch {
 		case strings.HasPrefix(name, "-") || name == "":

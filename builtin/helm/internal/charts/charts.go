@@ -73,8 +73,8 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 
 	var files []stage.File
 	list := make([]Release, 0, len(releases))
-	for i, r := range releases {
-		where := fmt.Sprintf("constructs.helmReleases[%d]", i)
+	for _, r := range releases {
+		where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
 		fatal := func(format string, args ...any) {
 			diags = append(diags, diag.Fatalf("release %q (namespace %q): %s", r.Name, r.Namespace, fmt.Sprintf(format, args...)).At(where))
 		}

@@ -170,8 +170,8 @@ func TestRenderBrokenCharts(t *testing.T) {
 					t.Errorf("message %q lacks %q", d.Message, m)
 				}
 			}
-			if d.Plugin != Plugin || d.Stage != "render" || d.Path != "constructs.helmReleases[1]" {
-				t.Errorf("diagnostic %s: want plugin helm, stage render, path constructs.helmReleases[1]", d)
+			if d.Plugin != Plugin || d.Stage != "render" || d.Path != "constructs.helmReleases["+tt.release.Namespace+"/"+tt.release.Name+"]" {
+				t.Errorf("diagnostic %s: want plugin helm, stage render, path constructs.helmReleases[namespace/name]", d)
 			}
 			if d.File != tt.file || d.Line != tt.line {
 				t.Errorf("location %s:%d, want %s:%d", d.File, d.Line, tt.file, tt.line)

@@ -144,11 +144,11 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 		entries = append(entries, f)
 	}
 
-	for i, f := range set.Files {
+	for _, f := range set.Files {
 		if !m.matches(f.Target) {
 			continue
 		}
-		where := fmt.Sprintf("constructs.files[%d]", i)
+		where := fmt.Sprintf("constructs.files[%s:%s]", f.Target, f.Path)
 		if !path.IsAbs(f.Path) {
 			diags = append(diags, diag.Fatalf("file %q for %s: path must be absolute", f.Path, f.Target).At(where))
 			continue
@@ -173,12 +173,12 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 
 	var enable, restart []string
 	var hasUnits bool
-	for i, u := range set.Units {
+	for _, u := range set.Units {
 		if !m.matches(u.Target) {
 			continue
 		}
 		hasUnits = true
-		where := fmt.Sprintf("unit %s (constructs.units[%d])", u.Name, i)
+		where := fmt.Sprintf("unit %s (%s)", u.Name, unitPath(u))
 		if u.Content != "" {
 			add(writeFile{Path: SystemdDir + "/" + u.Name, Permissions: "0644", Owner: owner(""), Content: u.Content}, where)
 		}
@@ -210,8 +210,8 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 				add(writeFile{Path: podspec.ManifestPath, Permissions: "0600", Owner: owner(""), Content: string(pod)}, "the API server static pod")
 			}
 		}
-		for i, mf := range set.Manifests {
-			where := fmt.Sprintf("constructs.manifests[%d]", i)
+		for _, mf := range set.Manifests {
+			where := fmt.Sprintf("constructs.manifests[%s]", mf.Name)
 			name, err := manifestFile(mf.Name)
 			if err != nil {
 				diags = append(diags, diag.Fatalf("manifest %q: %v", mf.Name, err).At(where))
@@ -337,20 +337,20 @@ func checkTargets(c *config.Cluster, set *construct.Set) diag.List {
 				WithHint("add the pool to nodePools or fix the name"))
 		}
 	}
-	for i, f := range set.Files {
-		check(f.Target, "file "+f.Path, fmt.Sprintf("constructs.files[%d]", i))
+	for _, f := range set.Files {
+		check(f.Target, "file "+f.Path, fmt.Sprintf("constructs.files[%s:%s]", f.Target, f.Path))
 	}
-	for i, u := range set.Units {
-		check(u.Target, "unit "+u.Name, fmt.Sprintf("constructs.units[%d]", i))
+	for _, u := range set.Units {
+		check(u.Target, "unit "+u.Name, unitPath(u))
 	}
-	for i, f := range set.KubeletFlags {
-		check(f.Target, "kubelet flag --"+f.Name, fmt.Sprintf("constructs.kubeletFlags[%d]", i))
+	for _, f := range set.KubeletFlags {
+		check(f.Target, "kubelet flag --"+f.Name, fmt.Sprintf("constructs.kubeletFlags[%s:%s]", f.Target, f.Name))
 	}
-	for i, l := range set.NodeLabels {
-		check(l.Target, "node label "+l.Key, fmt.Sprintf("constructs.nodeLabels[%d]", i))
+	for _, l := range set.NodeLabels {
+		check(l.Target, "node label "+l.Key, fmt.Sprintf("constructs.nodeLabels[%s:%s]", l.Target, l.Key))
 	}
-	for i, t := range set.NodeTaints {
-		check(t.Target, "node taint "+t.Key, fmt.Sprintf("constructs.nodeTaints[%d]", i))
+	for _, t := range set.NodeTaints {
+		check(t.Target, "node taint "+t.Key, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", t.Target, t.Key, t.Effect))
 	}
 	return diags
 }

@@ -310,7 +310,7 @@ func TestUnitChecks(t *testing.T) {
 			d := diags[0]
 			if d.Severity != tt.severity || d.Plugin != "userdata" || d.Stage != "render" ||
 				!strings.Contains(d.Message, tt.message) || !strings.Contains(d.Message, u.Name) ||
-				!strings.Contains(d.Message, "worker/gpu") || d.Path != "constructs.units[0]" && !strings.HasPrefix(d.Path, "constructs.units[0].") {
+				!strings.Contains(d.Message, "worker/gpu") || d.Path != "constructs.units[worker/gpu:"+u.Name+"]" && !strings.HasPrefix(d.Path, "constructs.units[worker/gpu:"+u.Name+"].") {
 				t.Errorf("got %s; want %s naming plugin userdata, unit %s, target worker/gpu and %q", d, tt.severity, u.Name, tt.message)
 			}
 		})

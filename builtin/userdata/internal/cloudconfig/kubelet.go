@@ -44,11 +44,11 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 	}
 
 	for _, specific := range []bool{false, true} {
-		for i, f := range set.KubeletFlags {
+		for _, f := range set.KubeletFlags {
 			if !m.matches(f.Target) || (f.Target.NodePool != "") != specific {
 				continue
 			}
-			where := fmt.Sprintf("constructs.kubeletFlags[%d]", i)
+			where := fmt.Sprintf("constructs.kubeletFlags[%s:%s]", f.Target, f.Name)
 			name := strings.TrimLeft(f.Name, "-")
 			switch {
 			case name == "node-labels":
@@ -67,14 +67,14 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 				values[name] = f.Value
 			}
 		}
-		for i, l := range set.NodeLabels {
+		for _, l := range set.NodeLabels {
 			if m.matches(l.Target) && (l.Target.NodePool != "") == specific {
-				addLabel(l.Key+"="+l.Value, fmt.Sprintf("constructs.nodeLabels[%d]", i))
+				addLabel(l.Key+"="+l.Value, fmt.Sprintf("constructs.nodeLabels[%s:%s]", l.Target, l.Key))
 			}
 		}
-		for i, t := range set.NodeTaints {
+		for _, t := range set.NodeTaints {
 			if m.matches(t.Target) && (t.Target.NodePool != "") == specific {
-				addTaint(t.Key, t.Value, t.Effect, fmt.Sprintf("constructs.nodeTaints[%d]", i))
+				addTaint(t.Key, t.Value, t.Effect, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", t.Target, t.Key, t.Effect))
 			}
 		}
 	}

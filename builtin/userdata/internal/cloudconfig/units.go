@@ -34,8 +34,8 @@ var typeSection = map[string]string{
 // but it almost certainly is not what the author meant.
 func CheckUnits(units []construct.Unit) diag.List {
 	var diags diag.List
-	for i, u := range units {
-		where := fmt.Sprintf("constructs.units[%d]", i)
+	for _, u := range units {
+		where := unitPath(u)
 		fatal := func(format string, args ...any) {
 			diags = append(diags, diag.Fatalf("unit %s (%s): %s", u.Name, u.Target, fmt.Sprintf(format, args...)).At(where))
 		}
@@ -95,6 +95,12 @@ func CheckUnits(units []construct.Unit) diag.List {
 		}
 	}
 	return diags
+}
+
+// unitPath names a unit the way core/merge's diagnostics do: by target and
+// name, which stay the same whatever order the plugins ran in.
+func unitPath(u construct.Unit) string {
+	return fmt.Sprintf("constructs.units[%s:%s]", u.Target, u.Name)
 }
 
 // outsideSection returns the first setting before any [Section] header, which
