@@ -32,7 +32,9 @@
 //     MergePatch) apply after everything else has merged, in plugin order; a
 //     patch may not change a protected path (the pointer, anything under it,
 //     or an object above it) or a resource's Type, and must name a resource
-//     that exists. A refused patch is not applied.
+//     that exists. A refused patch is not applied. Patches to resources of
+//     a stack built in render (DeferredStacks: the iam stack's roles) are
+//     carried in the merged set for the plugin that builds it.
 //
 // Every conflict is reported, not just the first, so one run shows the user
 // every problem. Each is a fatal of the initialise stage, blamed on the later
@@ -67,8 +69,9 @@ type Contribution struct {
 
 // Merge merges contributions in order and returns the merged set plus every
 // conflict found (all of them, not the first). The merged set carries the
-// accumulated protected paths but no patches: those have been applied to the
-// resources they target.
+// accumulated protected paths, and of the patches only those aimed at a
+// stack built in render (DeferredStacks), in plugin order: every other patch
+// has been applied to the resource it targets.
 func Merge(contribs []Contribution) (*construct.Set, diag.List) {
 	m := newMerger(contribs)
 	for i, c := range contribs {
@@ -92,6 +95,7 @@ type merger struct {
 	stackByName map[string]*stackAcc
 
 	patches       []pendingPatch
+	deferred      []construct.Patch // for DeferredStacks, carried to render
 	protected     []protectedAcc
 	protectedSeen map[protectedKey]bool
 
@@ -213,6 +217,7 @@ func (m *merger) result() *construct.Set {
 	for _, st := range m.stacks {
 		out.Stacks = append(out.Stacks, st.s)
 	}
+	out.Patches = m.deferred
 	for _, p := range m.protected {
 		out.Protected = append(out.Protected, p.p)
 	}

@@ -14,6 +14,15 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 )
 
+// DeferredStacks are the stacks whose resources are made in the render
+// stage, not contributed in initialise: the iam plugin builds the iam stack's
+// roles and instance profiles from the merged IAM statements. A patch to a
+// resource of such a stack that no plugin contributed cannot be checked or
+// applied here; the merged set carries it (construct.Set.Patches) to the
+// plugin that renders the stack, which applies it and reports a missing
+// resource or a protected path then.
+var DeferredStacks = map[string]bool{"iam": true}
+
 type pendingPatch struct {
 	plugin string
 	index  int // in the plugin's own Patches, for the diagnostic's path
@@ -50,6 +59,7 @@ func (m *merger) applyPatches() {
 	}
 	var groups []*group
 	byKey := map[[2]string]*group{}
+	outcomes := make([]diag.List, len(m.patches))
 	for i, pp := range m.patches {
 		k := [2]string{pp.patch.Stack, pp.patch.LogicalID}
 		g := byKey[k]
@@ -59,11 +69,22 @@ func (m *merger) applyPatches() {
 				g.body, g.exists = st.s.Resources[k[1]]
 			}
 			byKey[k] = g
+		}
+		if !g.exists && DeferredStacks[k[0]] {
+			if !isJSONObject(pp.patch.Merge) {
+				outcomes[i] = diag.List{notObjectPatch(pp)}
+				continue
+			}
+			p := pp.patch
+			p.Merge = cloneRaw(p.Merge)
+			m.deferred = append(m.deferred, p)
+			continue
+		}
+		if len(g.patches) == 0 {
 			groups = append(groups, g)
 		}
 		g.patches = append(g.patches, i)
 	}
-	outcomes := make([]diag.List, len(m.patches))
 	run := func(g *group) {
 		for _, i := range g.patches {
 			body, diags := m.patchOne(m.patches[i], g.body, g.exists, protected[g.key])
@@ -140,9 +161,7 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 	// A merge patch that is not an object would replace the whole resource,
 	// which is defining it, not patching it.
 	if !isJSONObject(p.Merge) {
-		return fatal(fmt.Sprintf("plugin %q patches %s with something that is not a JSON object: %s",
-			pp.plugin, what, truncate(string(p.Merge), maxShown)),
-			`a patch is a JSON merge patch (RFC 7386) object, e.g. {"Properties": {"Tags": [...]}}`)
+		return nil, diag.List{notObjectPatch(pp)}
 	}
 	patchDoc, err := decodeJSON(p.Merge)
 	if err != nil {
@@ -254,6 +273,13 @@ func canonicalObject(b []byte) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+func notObjectPatch(pp pendingPatch) diag.Diagnostic {
+	return fatalDiag(pp.plugin, fmt.Sprintf("constructs.patches[%d]", pp.index),
+		fmt.Sprintf("plugin %q patches resource %q in stack %q with something that is not a JSON object: %s",
+			pp.plugin, pp.patch.LogicalID, pp.patch.Stack, truncate(string(pp.patch.Merge), maxShown)),
+		`a patch is a JSON merge patch (RFC 7386) object, e.g. {"Properties": {"Tags": [...]}}`)
 }
 
 // touches reports whether a merge patch names anything at, under or above the

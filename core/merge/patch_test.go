@@ -204,3 +204,23 @@ func TestParallelPatchingMatchesSequential(t *testing.T) {
 		t.Error("parallel and sequential patching differ")
 	}
 }
+
+func TestPatchesToStacksBuiltInRenderAreCarried(t *testing.T) {
+	b := base()
+	iam := construct.Set{Stacks: []construct.Stack{stack("iam", map[string]string{"ExtraPolicy": `{"Type":"AWS::IAM::ManagedPolicy","Properties":{"Path":"/"}}`})}}
+	p := construct.Set{Patches: []construct.Patch{
+		// The iam plugin makes WorkerRole in render: only it can apply this.
+		{Stack: "iam", LogicalID: "WorkerRole", Merge: raw(`{"Properties":{"ManagedPolicyArns":["arn:aws:iam::aws:policy/X"]}}`)},
+		// A resource of the iam stack contributed in initialise is patched now.
+		{Stack: "iam", LogicalID: "ExtraPolicy", Merge: raw(`{"Properties":{"Path":"/kube-aws/"}}`)},
+		{Stack: "iam", LogicalID: "ControllerRole", Merge: raw(`"not an object"`)},
+	}}
+	out, diags := Merge([]Contribution{{"cloudformation", &b}, {"addon", &iam}, {"tweak", &p}})
+	checkConflict(t, diags, "tweak", "constructs.patches[2]", "not a JSON object")
+	if want := p.Patches[:1]; !reflect.DeepEqual(out.Patches, want) {
+		t.Errorf("carried patches = %+v, want %+v", out.Patches, want)
+	}
+	if got := resourceJSON(t, out, "iam", "ExtraPolicy")["Properties"].(map[string]any)["Path"]; got != "/kube-aws/" {
+		t.Errorf("ExtraPolicy Path = %v", got)
+	}
+}
