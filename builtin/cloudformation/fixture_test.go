@@ -18,8 +18,8 @@ import (
 // a cfn-lint-clean cluster (its golden files would churn with every edit of
 // the example, so it has none).
 var (
-	fixtures     = []string{"minimal", "full"}
-	lintFixtures = []string{"minimal", "full", "example"}
+	fixtures     = []string{"minimal", "full", "moto"}
+	lintFixtures = []string{"minimal", "full", "moto", "example"}
 )
 
 // fixtureFile is where a fixture's cluster.yaml lives.

@@ -38,7 +38,11 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	if err != nil {
 		return nil, err
 	}
-	set, diags := stacks.Initialise(c)
+	var v stacks.Values
+	if err := req.DecodeValues(&v); err != nil {
+		return nil, err
+	}
+	set, diags := stacks.Initialise(c, v)
 	return &stage.Result{Constructs: set, Diagnostics: diags}, nil
 }
 

@@ -28,6 +28,9 @@ const (
 	// ParamUserDataKey is the S3 key the deploy stage uploaded the stack's
 	// userdata file (UserDataFile) to.
 	ParamUserDataKey = "UserDataKey"
+	// ParamSecretsPrefix is the S3 key prefix under which deploy uploads
+	// the KMS ciphertext of each sensitive value (<prefix>/secrets).
+	ParamSecretsPrefix = "SecretsPrefix"
 )
 
 // ParamInstanceProfile is the instance profile parameter of every machine

@@ -3,6 +3,8 @@ package stacks
 import (
 	"fmt"
 
+	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+	"github.com/awslabs/goformation/v4/cloudformation/elasticloadbalancing"
 	"github.com/awslabs/goformation/v4/cloudformation/elasticloadbalancingv2"
 	"github.com/awslabs/goformation/v4/cloudformation/route53"
 
@@ -12,10 +14,23 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 )
 
+// Load balancer kinds for the API endpoint (Values.APILoadBalancer).
+const (
+	LoadBalancerNetwork = "network"
+	LoadBalancerClassic = "classic"
+)
+
+// Control-plane names other plugins and deploy rely on.
+const (
+	APILoadBalancerID     = "LoadBalancer"
+	OutputAPIEndpoint     = "APIEndpoint"
+	OutputLoadBalancerDNS = "LoadBalancerDNS"
+)
+
 // Initialise returns the base constructs of a cluster: the network, etcd,
 // control-plane and nodepool-<name> stacks, and the protected paths of their
 // launch templates. The iam stack is the iam plugin's.
-func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
+func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	var diags diag.List
 	subnets, d := computeSubnets(c)
 	diags = append(diags, d...)
@@ -38,7 +53,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 	})...)
 	set.Stacks = append(set.Stacks, etcd.done())
 
-	cp, prot, d := controlPlane(c, subnets)
+	cp, prot, d := controlPlane(c, v, subnets)
 	diags = append(diags, d...)
 	set.Protected = append(set.Protected, prot...)
 	set.Stacks = append(set.Stacks, cp.done())
@@ -84,16 +99,17 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 }
 
 // controlPlane builds the controllers' stack: their launch template and auto
-// scaling group, the network load balancer in front of the API servers on
-// 443, and a Route 53 alias for apiEndpoint.dnsName when a zone is given.
-func controlPlane(c *config.Cluster, subnets []config.Subnet) (*stack, []construct.Protected, diag.List) {
+// scaling group, the load balancer in front of the API servers on 443 (TCP,
+// so TLS goes through to the API server), and a Route 53 alias for
+// apiEndpoint.dnsName when a zone is given.
+func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack, []construct.Protected, diag.List) {
 	var diags diag.List
 	s := newStack(cfn.StackControlPlane, fmt.Sprintf("kube-aws %s: control plane", c.ClusterName))
 	sn, d := pickSubnets(subnets, c.Controller.Subnets, "controller.subnets")
 	diags = append(diags, d...)
 
-	// The load balancer goes in one subnet per zone (a network load
-	// balancer takes no more), public unless the endpoint is private.
+	// The load balancer goes in one subnet per zone (a load balancer takes
+	// no more), public unless the endpoint is private.
 	var lbSubnets []config.Subnet
 	zones := map[string]bool{}
 	for _, x := range subnets {
@@ -114,40 +130,76 @@ func controlPlane(c *config.Cluster, subnets []config.Subnet) (*stack, []constru
 	if c.APIEndpoint.Private {
 		scheme = "internal"
 	}
-	s.resource("LoadBalancer", &elasticloadbalancingv2.LoadBalancer{
-		Type:    "network",
-		Scheme:  scheme,
-		Subnets: subnetParams(s, lbSubnets),
-		LoadBalancerAttributes: []elasticloadbalancingv2.LoadBalancer_LoadBalancerAttribute{
-			{Key: "load_balancing.cross_zone.enabled", Value: "true"},
-		},
-		Tags: tagList(c.ClusterName, c.ClusterName+"-api"),
-	})
-	s.resource("TargetGroup", &elasticloadbalancingv2.TargetGroup{
-		Port:                       443,
-		Protocol:                   "TCP",
-		TargetType:                 "instance",
-		VpcId:                      cfn.Ref(paramVpcID),
-		HealthCheckProtocol:        "TCP",
-		HealthCheckIntervalSeconds: 10,
-		HealthyThresholdCount:      3,
-		UnhealthyThresholdCount:    3,
-		Tags:                       tagList(c.ClusterName, c.ClusterName+"-api"),
-	})
-	s.resource("Listener", &elasticloadbalancingv2.Listener{
-		LoadBalancerArn: cfn.Ref("LoadBalancer"),
-		Port:            443,
-		Protocol:        "TCP",
-		DefaultActions:  []elasticloadbalancingv2.Listener_Action{{Type: "forward", TargetGroupArn: cfn.Ref("TargetGroup")}},
-	})
-
-	prot := machineStack(s, c, machines{
+	lbTags := tagList(c.ClusterName, c.ClusterName+"-api")
+	m := machines{
 		role: construct.Controller, name: "controller", instanceType: c.Controller.InstanceType,
 		rootVolume: c.Controller.RootVolumeSize, min: c.Controller.Count, max: c.Controller.Count, desired: c.Controller.Count,
-		subnets: sn, sgOutput: cfn.OutputControllerSecurityGroup, targetGroups: []string{cfn.Ref("TargetGroup")},
-	})
+		subnets: sn, sgOutput: cfn.OutputControllerSecurityGroup,
+	}
+	zoneAttr := "CanonicalHostedZoneID"
+	switch v.APILoadBalancer {
+	case "", LoadBalancerNetwork:
+		s.resource(APILoadBalancerID, &elasticloadbalancingv2.LoadBalancer{
+			Type:    "network",
+			Scheme:  scheme,
+			Subnets: subnetParams(s, lbSubnets),
+			LoadBalancerAttributes: []elasticloadbalancingv2.LoadBalancer_LoadBalancerAttribute{
+				{Key: "load_balancing.cross_zone.enabled", Value: "true"},
+			},
+			Tags: lbTags,
+		})
+		s.resource("TargetGroup", &elasticloadbalancingv2.TargetGroup{
+			Port:                       443,
+			Protocol:                   "TCP",
+			TargetType:                 "instance",
+			VpcId:                      cfn.Ref(paramVpcID),
+			HealthCheckProtocol:        "TCP",
+			HealthCheckIntervalSeconds: 10,
+			HealthyThresholdCount:      3,
+			UnhealthyThresholdCount:    3,
+			Tags:                       lbTags,
+		})
+		s.resource("Listener", &elasticloadbalancingv2.Listener{
+			LoadBalancerArn: cfn.Ref(APILoadBalancerID),
+			Port:            443,
+			Protocol:        "TCP",
+			DefaultActions:  []elasticloadbalancingv2.Listener_Action{{Type: "forward", TargetGroupArn: cfn.Ref("TargetGroup")}},
+		})
+		m.targetGroups = []string{cfn.Ref("TargetGroup")}
+	case LoadBalancerClassic:
+		// A classic load balancer in a VPC needs a security group of its
+		// own that admits clients; the controllers' group admits 443.
+		s.resource("LoadBalancerSecurityGroup", &ec2.SecurityGroup{
+			GroupDescription: fmt.Sprintf("kube-aws %s API load balancer", c.ClusterName),
+			VpcId:            cfn.Ref(paramVpcID),
+			SecurityGroupIngress: []ec2.SecurityGroup_Ingress{{
+				IpProtocol: "tcp", FromPort: 443, ToPort: 443, CidrIp: "0.0.0.0/0", Description: "Kubernetes API",
+			}},
+			Tags: lbTags,
+		})
+		s.resource(APILoadBalancerID, &elasticloadbalancing.LoadBalancer{
+			Scheme:         scheme,
+			Subnets:        subnetParams(s, lbSubnets),
+			SecurityGroups: []string{cfn.GetAtt("LoadBalancerSecurityGroup", "GroupId")},
+			CrossZone:      true,
+			Listeners: []elasticloadbalancing.LoadBalancer_Listeners{{
+				LoadBalancerPort: "443", InstancePort: "443", Protocol: "TCP", InstanceProtocol: "TCP",
+			}},
+			HealthCheck: &elasticloadbalancing.LoadBalancer_HealthCheck{
+				Target: "TCP:443", HealthyThreshold: "3", UnhealthyThreshold: "3", Interval: "10", Timeout: "5",
+			},
+			Tags: lbTags,
+		})
+		m.loadBalancers = []string{cfn.Ref(APILoadBalancerID)}
+		zoneAttr = "CanonicalHostedZoneNameID"
+	default:
+		diags = append(diags, diag.Fatalf("apiLoadBalancer %q: want network or classic", v.APILoadBalancer).
+			At("plugins.cloudformation.values.apiLoadBalancer"))
+	}
 
-	endpoint := cfn.Join("", "https://", cfn.GetAtt("LoadBalancer", "DNSName"))
+	prot := machineStack(s, c, m)
+
+	endpoint := cfn.Join("", "https://", cfn.GetAtt(APILoadBalancerID, "DNSName"))
 	if c.APIEndpoint.DNSName != "" {
 		endpoint = "https://" + c.APIEndpoint.DNSName
 	}
@@ -161,13 +213,13 @@ func controlPlane(c *config.Cluster, subnets []config.Subnet) (*stack, []constru
 				Name:         c.APIEndpoint.DNSName,
 				Type:         "A",
 				AliasTarget: &route53.RecordSet_AliasTarget{
-					DNSName:      cfn.GetAtt("LoadBalancer", "DNSName"),
-					HostedZoneId: cfn.GetAtt("LoadBalancer", "CanonicalHostedZoneID"),
+					DNSName:      cfn.GetAtt(APILoadBalancerID, "DNSName"),
+					HostedZoneId: cfn.GetAtt(APILoadBalancerID, zoneAttr),
 				},
 			})
 		}
 	}
-	s.output("APIEndpoint", endpoint, "URL of the Kubernetes API")
-	s.output("LoadBalancerDNSName", cfn.GetAtt("LoadBalancer", "DNSName"), "DNS name of the API load balancer")
+	s.output(OutputAPIEndpoint, endpoint, "URL of the Kubernetes API")
+	s.output(OutputLoadBalancerDNS, cfn.GetAtt(APILoadBalancerID, "DNSName"), "DNS name of the API load balancer")
 	return s, prot, diags
 }

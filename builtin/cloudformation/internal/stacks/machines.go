@@ -40,14 +40,44 @@ const defaultImageArm = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-
 var graviton = regexp.MustCompile(`^[a-z]+[0-9]+[a-z]*g[a-z]*$`)
 
 // bootstrap is the whole EC2 userdata of every machine. The real userdata is
-// rendered by the userdata plugin, is larger than EC2's 16 KB limit allows,
-// and changes without touching the templates; so the launch template only
+// rendered by the userdata plugin, can be larger than EC2's 16 KB limit, and
+// changes without touching the templates; so the launch template only
 // fetches it from S3 (parameters filled by deploy) and hands it to
-// cloud-init. Fn::Sub fills ${AWS::Region}, ${AssetsBucket} and ${UserDataKey}.
+// cloud-init. Before that it installs decrypt-secrets, which the userdata's
+// runcmd calls with /etc/kube-aws/secrets.list to replace each
+// ((secret:...)) marker in the listed files by its plain text: deploy
+// uploads each value's KMS ciphertext to <SecretsPrefix>/<sha256 of the
+// marker>. Fn::Sub fills ${AWS::Region}, ${AssetsBucket}, ${SecretsPrefix}
+// and ${UserDataKey}; nothing else in here may be written ${...}.
 const bootstrap = `#!/bin/bash
 # kube-aws bootstrap (%s): fetch this machine's cloud-init userdata from S3 and run it.
 set -euo pipefail
-mkdir -p /var/lib/kube-aws
+mkdir -p /var/lib/kube-aws /opt/kube-aws/bin
+cat > /opt/kube-aws/bin/decrypt-secrets <<'KUBE_AWS_EOF'
+#!/usr/bin/env python3
+"""Replace every ((secret:...)) marker in the files listed in argv[1] by its plain text."""
+import base64, hashlib, re, subprocess, sys
+BUCKET, PREFIX, REGION = "${AssetsBucket}", "${SecretsPrefix}", "${AWS::Region}"
+MARKER = re.compile(r"\(\(secret:[^()\s]+\)\)")
+cache = {}
+def plain(marker):
+    if marker not in cache:
+        key = PREFIX + "/" + hashlib.sha256(marker.encode()).hexdigest()
+        blob = subprocess.run(["aws", "s3", "cp", "--region", REGION, "s3://" + BUCKET + "/" + key, "-"],
+                              check=True, capture_output=True).stdout
+        out = subprocess.run(["aws", "kms", "decrypt", "--region", REGION, "--ciphertext-blob", "fileb:///dev/stdin",
+                              "--query", "Plaintext", "--output", "text"], input=blob, check=True, capture_output=True).stdout
+        cache[marker] = base64.b64decode(out).decode()
+    return cache[marker]
+for path in open(sys.argv[1]).read().split():
+    with open(path) as f:
+        text = f.read()
+    new = MARKER.sub(lambda m: plain(m.group(0)), text)
+    if new != text:
+        with open(path, "w") as f:
+            f.write(new)
+KUBE_AWS_EOF
+chmod 0755 /opt/kube-aws/bin/decrypt-secrets
 for attempt in 1 2 3 4 5 6; do
   if aws s3 cp --region "${AWS::Region}" "s3://${AssetsBucket}/${UserDataKey}" /var/lib/kube-aws/userdata.yaml; then
     break
@@ -74,6 +104,8 @@ type machines struct {
 	sgOutput     string
 	asgTags      []autoscaling.AutoScalingGroup_TagProperty
 	targetGroups []string
+	// loadBalancers are classic load balancer names the group registers with.
+	loadBalancers []string
 }
 
 // machineStack adds to s the parameters, launch template and auto scaling
@@ -82,6 +114,7 @@ type machines struct {
 func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected {
 	s.param(cfn.ParamAssetsBucket, "String", "S3 bucket holding the cluster's assets (filled by deploy)", nil)
 	s.param(cfn.ParamUserDataKey, "String", "S3 key of this stack's userdata (filled by deploy)", nil)
+	s.param(cfn.ParamSecretsPrefix, "String", "S3 key prefix of the encrypted sensitive values (filled by deploy)", nil)
 	if c.AMI != "" {
 		s.param(paramImageID, "AWS::EC2::Image::Id", "Image every machine boots", c.AMI)
 	} else {
@@ -138,8 +171,9 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 			LaunchTemplateId: cfn.Ref(LaunchTemplateID),
 			Version:          cfn.GetAtt(LaunchTemplateID, "LatestVersionNumber"),
 		},
-		TargetGroupARNs: m.targetGroups,
-		Tags:            asgTags,
+		TargetGroupARNs:   m.targetGroups,
+		LoadBalancerNames: m.loadBalancers,
+		Tags:              asgTags,
 	})
 	s.output("AutoScalingGroupName", cfn.Ref(AutoScalingGroupID), "Auto scaling group of the "+m.name+" machines")
 

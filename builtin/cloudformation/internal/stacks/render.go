@@ -14,6 +14,11 @@ import (
 type Values struct {
 	// Tags are added to every stack this plugin renders, over the cluster's tags.
 	Tags map[string]string `json:"tags,omitempty"`
+	// APILoadBalancer is the kind of load balancer in front of the API
+	// servers: network (the default) or classic. Both pass TCP 443 through
+	// to the API servers. classic exists for AWS emulators whose network
+	// load balancers cannot take TCP listeners (moto).
+	APILoadBalancer string `json:"apiLoadBalancer,omitempty"`
 }
 
 // ValuesSchema is the JSON Schema of Values.
@@ -27,6 +32,11 @@ const ValuesSchema = `{
       "type": "object",
       "additionalProperties": {"type": "string", "maxLength": 256},
       "propertyNames": {"maxLength": 128}
+    },
+    "apiLoadBalancer": {
+      "description": "Load balancer in front of the API servers: network (default) or classic (TCP 443 passed through either way; classic suits emulators such as moto whose network load balancers take no TCP listener).",
+      "enum": ["network", "classic"],
+      "default": "network"
     }
   }
 }`

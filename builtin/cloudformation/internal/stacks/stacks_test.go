@@ -46,7 +46,7 @@ func existingVPC() *config.Cluster {
 
 func initialise(t *testing.T, c *config.Cluster) *construct.Set {
 	t.Helper()
-	set, diags := Initialise(c)
+	set, diags := Initialise(c, Values{})
 	if diags.HasFatal() {
 		t.Fatal(diags)
 	}
@@ -150,7 +150,7 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 				}
 			}
 		}
-		for _, p := range []string{"AssetsBucket", "UserDataKey"} {
+		for _, p := range []string{"AssetsBucket", "UserDataKey", "SecretsPrefix"} {
 			if _, ok := s.Parameters[p]; !ok {
 				t.Errorf("%s: parameter %s missing", name, p)
 			}
@@ -184,7 +184,7 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 }
 
 func TestInitialiseExistingVPCSpotAndRoute53(t *testing.T) {
-	set, diags := Initialise(existingVPC())
+	set, diags := Initialise(existingVPC(), Values{})
 	if diags.HasFatal() || len(diags) != 0 {
 		t.Fatalf("diagnostics: %v", diags)
 	}
@@ -240,28 +240,28 @@ func TestInitialiseExistingVPCSpotAndRoute53(t *testing.T) {
 func TestInitialiseProblems(t *testing.T) {
 	c := existingVPC()
 	c.Etcd.Subnets = []string{"nope"}
-	_, diags := Initialise(c)
+	_, diags := Initialise(c, Values{})
 	if !has(diags, diag.Fatal, `unknown subnet "nope"`, "etcd.subnets[0]") {
 		t.Errorf("unknown subnet: %v", diags)
 	}
 
 	c = minimal()
 	c.Network.NATGateways = false
-	_, diags = Initialise(c)
+	_, diags = Initialise(c, Values{})
 	if diags.HasFatal() || !has(diags, diag.Warning, "without NAT gateways", "network.natGateways") {
 		t.Errorf("no NAT: %v", diags)
 	}
 
 	c = existingVPC()
 	c.APIEndpoint.DNSName = ""
-	_, diags = Initialise(c)
+	_, diags = Initialise(c, Values{})
 	if !has(diags, diag.Fatal, "hostedZoneId", "apiEndpoint.dnsName") {
 		t.Errorf("zone without name: %v", diags)
 	}
 
 	c = existingVPC()
 	c.Network.Subnets[0].ID = ""
-	_, diags = Initialise(c)
+	_, diags = Initialise(c, Values{})
 	if !has(diags, diag.Fatal, "has no id", "network.subnets[0].id") {
 		t.Errorf("existing subnet without id: %v", diags)
 	}
