@@ -412,3 +412,29 @@ func TestUploadByURL(t *testing.T) {
 		}
 	}
 }
+
+func TestClassicAPILoadBalancer(t *testing.T) {
+	set, diags := Initialise(existingVPC(), Values{APILoadBalancer: "classic"})
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	cp := stackOf(t, set, "control-plane")
+	if ty := resource(t, cp, "LoadBalancer")["Type"]; ty != "AWS::ElasticLoadBalancing::LoadBalancer" {
+		t.Errorf("load balancer type %v", ty)
+	}
+	if _, ok := cp.Resources["TargetGroup"]; ok {
+		t.Error("a target group next to a classic load balancer")
+	}
+	asg, _ := json.Marshal(resource(t, cp, "AutoScalingGroup")["Properties"].(map[string]any)["LoadBalancerNames"])
+	if string(asg) != `[{"Ref":"LoadBalancer"}]` {
+		t.Errorf("controllers register with %s", asg)
+	}
+	rec, _ := json.Marshal(resource(t, cp, "APIEndpointRecord")["Properties"].(map[string]any)["AliasTarget"])
+	if !strings.Contains(string(rec), "CanonicalHostedZoneNameID") {
+		t.Errorf("alias target %s", rec)
+	}
+	_, diags = Initialise(minimal(), Values{APILoadBalancer: "alb"})
+	if !has(diags, diag.Fatal, `apiLoadBalancer "alb"`, "plugins.cloudformation.values.apiLoadBalancer") {
+		t.Errorf("unknown kind: %v", diags)
+	}
+}
