@@ -465,3 +465,63 @@ func TestASecretNeverAppearsInPlainText(t *testing.T) {
 	}
 	l.assertNoPluginLeft()
 }
+
+func TestPluginsLockAndVerify(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", "")
+	if out, errOut, code := l.run("plugins", "verify"); code != 1 || !strings.Contains(errOut, "plugins lock") {
+		t.Fatalf("verify without a lock: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code := l.run("plugins", "lock")
+	if code != 0 || !strings.Contains(out, "locked 1 plugin(s)") || !strings.Contains(out, "hello (user)") {
+		t.Fatalf("lock: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := l.run("plugins", "verify"); code != 0 {
+		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, _, code := l.run("render"); code != 0 {
+		t.Fatalf("render with a matching lock: exit %d", code)
+	}
+
+	// The binary changes after the lock: verify reports it, and render
+	// refuses to start the plugin, saying how to re-lock.
+	appendFile(t, filepath.Join(l.cluster, "plugins", "hello", "hello"), "tampered")
+	out, _, code = l.run("plugins", "verify", "-o", "json")
+	var doc struct {
+		OK          bool `json:"ok"`
+		Diagnostics []struct{ Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.OK || len(doc.Diagnostics) != 1 ||
+		!strings.Contains(doc.Diagnostics[0].Message, "does not match plugins.lock") {
+		t.Fatalf("verify after tampering: exit %d %v\n%s", code, err, out)
+	}
+	out, errOut, code = l.run("render")
+	if code != 1 || !strings.Contains(errOut, "hello") || !strings.Contains(errOut, "kube-aws plugins lock") {
+		t.Fatalf("render of a tampered plugin: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	l.assertNoPluginLeft()
+}
+
+func TestAHangingPluginIsKilledAtTheStageTimeoutAndNamed(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hang", "github.com/kube-aws/kube-aws/plugins/testdata/hang", "")
+	c := l.cmd("render", "--stage-timeout", "500ms")
+	c.Env = append(c.Env, "KUBE_AWS_TEST_HANG_STAGE=initialise")
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	start := time.Now()
+	err := c.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1\n%s\n%s", err, o.String(), e.String())
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Fatalf("took %s with a 500ms stage timeout", took)
+	}
+	if !strings.Contains(e.String(), "plugin hang did not finish stage initialise within 500ms") {
+		t.Fatalf("the hanging plugin is not named:\n%s", e.String())
+	}
+	l.assertNoPluginLeft()
+}
