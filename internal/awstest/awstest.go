@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -141,6 +142,7 @@ func startOnce(bin string) (string, func(), error) {
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
+			pids.Delete(fmt.Sprintf("http://127.0.0.1:%d", port))
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 			select {
 			case <-exited:
@@ -154,6 +156,7 @@ func startOnce(bin string) (string, func(), error) {
 	}
 
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	pids.Store(url, cmd.Process.Pid)
 	deadline := time.Now().Add(30 * time.Second)
 	client := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
@@ -177,6 +180,37 @@ func startOnce(bin string) (string, func(), error) {
 	}
 	stop()
 	return "", nil, fmt.Errorf("moto_server on %s did not answer within 30s", url)
+}
+
+// pids maps the URL of each running moto to its process id, for CPUTime.
+var pids sync.Map
+
+// CPUTime returns the CPU time (user + system) the moto serving url has
+// used so far. moto is one Python process: benchmarks use it to tell the
+// emulator's own cost from kube-aws's.
+func CPUTime(url string) (time.Duration, error) {
+	v, ok := pids.Load(url)
+	if !ok {
+		return 0, fmt.Errorf("no moto started by this process serves %s", url)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", v.(int)))
+	if err != nil {
+		return 0, fmt.Errorf("reading moto's CPU time: %w", err)
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// the 14th and 15th fields of the whole line, in clock ticks (100/s).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc stat line %q", s)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc stat line %q", s)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
 // Start starts moto for one test and stops it at the end of the test. It

@@ -20,6 +20,9 @@ func TestStartServerAnswersAndStops(t *testing.T) {
 	if err := Reset(context.Background(), url); err != nil {
 		t.Fatal(err)
 	}
+	if cpu, err := CPUTime(url); err != nil || cpu <= 0 {
+		t.Fatalf("moto CPU time %v %v", cpu, err)
+	}
 	stop()
 	stop() // a second stop must be harmless
 	c := &http.Client{Timeout: time.Second}

@@ -222,6 +222,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.failed[stack] = failure
 	}
 	failedStack = failedStack && failure.active
+	// DescribeStacks may list every stack (no StackName): it needs every
+	// active failure.
+	var active map[string]stackFailure
+	if req.action == "DescribeStacks" {
+		active = map[string]stackFailure{}
+		for name, f := range p.failed {
+			if f.active {
+				active[name] = f
+			}
+		}
+	}
 	p.mu.Unlock()
 
 	switch fault {
@@ -257,11 +268,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "faultproxy: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	if failedStack && status == http.StatusOK {
-		switch req.action {
-		case "DescribeStacks":
-			respBody = failDescribeStacks(respBody, failure.update)
-		case "DescribeStackEvents":
+	if status == http.StatusOK {
+		switch {
+		case req.action == "DescribeStacks" && len(active) > 0:
+			respBody = failDescribeStacks(respBody, active)
+		case req.action == "DescribeStackEvents" && failedStack:
 			respBody = failEvents(respBody, stack, failure)
 		}
 	}
@@ -309,19 +320,30 @@ func (p *Proxy) forward(r *http.Request, body []byte) (int, http.Header, []byte,
 	return resp.StatusCode, resp.Header, b, nil
 }
 
-// failDescribeStacks turns a finished create into a rolled-back one, as
-// CloudFormation reports a stack whose resource failed.
-func failDescribeStacks(b []byte, update bool) []byte {
-	s := string(b)
-	if update {
-		return []byte(strings.ReplaceAll(s, "<StackStatus>UPDATE_COMPLETE</StackStatus>",
-			"<StackStatus>UPDATE_ROLLBACK_COMPLETE</StackStatus>"))
+// failDescribeStacks turns the failed stacks' finished creates (or
+// updates) into rolled-back ones, as CloudFormation reports a stack whose
+// resource failed. The body is cut at each <StackName>: in the Stack shape
+// StackName comes before StackStatus, and nothing nested has either.
+func failDescribeStacks(b []byte, failed map[string]stackFailure) []byte {
+	const tag = "<StackName>"
+	parts := strings.Split(string(b), tag)
+	for i := 1; i < len(parts); i++ {
+		name, _, _ := strings.Cut(parts[i], "</StackName>")
+		f, ok := failed[name]
+		if !ok {
+			continue
+		}
+		if f.update {
+			parts[i] = strings.Replace(parts[i], "<StackStatus>UPDATE_COMPLETE</StackStatus>",
+				"<StackStatus>UPDATE_ROLLBACK_COMPLETE</StackStatus>", 1)
+			continue
+		}
+		for _, st := range []string{"CREATE_COMPLETE", "CREATE_IN_PROGRESS"} {
+			parts[i] = strings.Replace(parts[i], "<StackStatus>"+st+"</StackStatus>",
+				"<StackStatus>ROLLBACK_COMPLETE</StackStatus><StackStatusReason>The following resource(s) failed to create: ["+xmlEscape(f.logicalID)+"].</StackStatusReason>", 1)
+		}
 	}
-	for _, st := range []string{"CREATE_COMPLETE", "CREATE_IN_PROGRESS"} {
-		s = strings.ReplaceAll(s, "<StackStatus>"+st+"</StackStatus>",
-			"<StackStatus>ROLLBACK_COMPLETE</StackStatus><StackStatusReason>The following resource(s) failed to create: [faultproxy].</StackStatusReason>")
-	}
-	return []byte(s)
+	return []byte(strings.Join(parts, tag))
 }
 
 // failEvents puts the failure and rollback events, newest first as AWS

@@ -15,7 +15,14 @@ func backend(t *testing.T) *httptest.Server {
 		form, _ := url.ParseQuery(string(b))
 		switch form.Get("Action") {
 		case "DescribeStacks":
-			io.WriteString(w, `<DescribeStacksResponse><DescribeStacksResult><Stacks><member><StackName>`+form.Get("StackName")+`</StackName><StackStatus>CREATE_COMPLETE</StackStatus></member></Stacks></DescribeStacksResult></DescribeStacksResponse>`)
+			member := func(n string) string {
+				return `<member><StackName>` + n + `</StackName><Parameters><member><ParameterKey>K</ParameterKey></member></Parameters><StackStatus>CREATE_COMPLETE</StackStatus></member>`
+			}
+			list := member(form.Get("StackName"))
+			if form.Get("StackName") == "" {
+				list = member("other") + member("s") + member("third")
+			}
+			io.WriteString(w, `<DescribeStacksResponse><DescribeStacksResult><Stacks>`+list+`</Stacks></DescribeStacksResult></DescribeStacksResponse>`)
 		case "DescribeStackEvents":
 			io.WriteString(w, `<DescribeStackEventsResponse><DescribeStackEventsResult><StackEvents></StackEvents></DescribeStackEventsResult></DescribeStackEventsResponse>`)
 		default:
@@ -74,6 +81,11 @@ func TestRulesAndStackFailure(t *testing.T) {
 	if !strings.Contains(body, "ROLLBACK_COMPLETE") {
 		t.Fatalf("DescribeStacks not failed: %s", body)
 	}
+	_, body, _ = call(t, p, "DescribeStacks", "")
+	if strings.Count(body, "ROLLBACK_COMPLETE") != 1 || strings.Count(body, "CREATE_COMPLETE") != 2 ||
+		!strings.Contains(body, "<StackName>s</StackName><Parameters><member><ParameterKey>K</ParameterKey></member></Parameters><StackStatus>ROLLBACK_COMPLETE") {
+		t.Fatalf("listing: only s must be failed: %s", body)
+	}
 	_, body, _ = call(t, p, "DescribeStackEvents", "s")
 	if !strings.Contains(body, "CREATE_FAILED") || !strings.Contains(body, "limit &lt;exceeded&gt;") {
 		t.Fatalf("events lack the failure: %s", body)
@@ -82,7 +94,7 @@ func TestRulesAndStackFailure(t *testing.T) {
 	if _, body, _ = call(t, p, "DescribeStacks", "s"); strings.Contains(body, "ROLLBACK") {
 		t.Fatal("failure outlived DeleteStack")
 	}
-	if p.Count("DescribeStacks") != 6 || p.Faulted("CreateStack") != 2 {
+	if p.Count("DescribeStacks") != 7 || p.Faulted("CreateStack") != 2 {
 		t.Fatalf("counts: DescribeStacks %d, CreateStack faulted %d", p.Count("DescribeStacks"), p.Faulted("CreateStack"))
 	}
 }

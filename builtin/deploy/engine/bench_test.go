@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/internal/awstest"
 	"github.com/kube-aws/kube-aws/internal/faultproxy"
 )
 
@@ -17,6 +19,27 @@ import (
 //	for b in DeployFromNothing NoopDeploy NodePools NodePoolsStackLatency; do
 //		KUBE_AWS_VENV=$PWD/.venv go test -run '^$' -bench "^Benchmark$b\$" -benchtime 5x ./builtin/deploy/engine
 //	done
+
+// cpu reports, per operation, the CPU time of this process (kube-aws's
+// side) and of moto (the emulator's side) spent between calls of the
+// returned function: on a small machine moto's CPU bounds the wall time.
+func cpu(b *testing.B) func() {
+	self := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	s0 := self()
+	m0, err := awstest.CPUTime(motoURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		m1, _ := awstest.CPUTime(motoURL)
+		b.ReportMetric(float64((self()-s0).Milliseconds())/float64(b.N), "cpu-ms/op")
+		b.ReportMetric(float64((m1-m0).Milliseconds())/float64(b.N), "moto-cpu-ms/op")
+	}
+}
 
 // benchEngine talks to moto directly, or through the fixture's proxy when
 // the benchmark injects latency.
@@ -34,6 +57,7 @@ func benchEngine(f *fixture, viaProxy bool) *Engine {
 
 // Up from nothing: network, iam, control plane and one node pool.
 func BenchmarkDeployFromNothing(b *testing.B) {
+	defer cpu(b)()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		f := newFixture(b, map[string]int{"a": 1})
@@ -51,6 +75,7 @@ func BenchmarkNoopDeploy(b *testing.B) {
 	t := f.render()
 	f.mustDeploy(e, t)
 	b.ResetTimer()
+	defer cpu(b)()
 	changes := 0
 	for i := 0; i < b.N; i++ {
 		res := f.mustDeploy(e, t)
@@ -77,6 +102,7 @@ func BenchmarkNodePoolsStackLatency(b *testing.B) {
 func benchPools(b *testing.B, latency time.Duration) {
 	for _, n := range []int{1, 20} {
 		b.Run(fmt.Sprintf("pools=%d", n), func(b *testing.B) {
+			defer cpu(b)()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				pools := map[string]int{}

@@ -66,6 +66,15 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		e.say("", "uploaded %d objects to s3://%s (%d already there)", res.Uploaded, p.loc.Bucket, res.Present)
 	}
 
+	names := map[string]bool{}
+	for _, s := range p.graph.order {
+		names[p.stackName(s)] = true
+	}
+	existing, err := e.listStacks(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+
 	var mu sync.Mutex
 	outputs := map[string]map[string]string{}
 	statuses := map[string]stage.StackStatus{}
@@ -81,7 +90,7 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		if err != nil {
 			return err
 		}
-		o, err := e.deployStack(ctx, p, stack, in)
+		o, err := e.deployStack(ctx, p, stack, in, existing[in.name])
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -145,6 +146,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.HTTPClient != nil {
 		lo = append(lo, awsconfig.WithHTTPClient(opts.HTTPClient))
 	}
+	// The SDK's own log lines (a connection closed by the server, an
+	// unchecked checksum) would land on the plugin's stderr with no
+	// context; errors reach the user through the engine's return values.
+	lo = append(lo, awsconfig.WithLogger(logging.Nop{}))
 	lo = append(lo, awsconfig.WithRetryer(func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = opts.MaxAttempts
