@@ -9,6 +9,7 @@ import (
 
 	"github.com/awslabs/goformation/v4/cloudformation/autoscaling"
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+	"github.com/awslabs/goformation/v4/cloudformation/policies"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
@@ -171,9 +172,10 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 			LaunchTemplateId: cfn.Ref(LaunchTemplateID),
 			Version:          cfn.GetAtt(LaunchTemplateID, "LatestVersionNumber"),
 		},
-		TargetGroupARNs:   m.targetGroups,
-		LoadBalancerNames: m.loadBalancers,
-		Tags:              asgTags,
+		TargetGroupARNs:               m.targetGroups,
+		LoadBalancerNames:             m.loadBalancers,
+		Tags:                          asgTags,
+		AWSCloudFormationUpdatePolicy: rollingUpdate(m),
 	})
 	s.output("AutoScalingGroupName", cfn.Ref(AutoScalingGroupID), "Auto scaling group of the "+m.name+" machines")
 
@@ -182,6 +184,26 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 		{Stack: s.c.Name, LogicalID: LaunchTemplateID, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
 		{Stack: s.c.Name, LogicalID: LaunchTemplateID, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
 	}
+}
+
+// rollingUpdate replaces machines one at a time when their launch template
+// changes (without it a new template only reaches machines started later),
+// keeping the desired count in service when the group may grow past it.
+// Scaling processes pause meanwhile, so the autoscaler does not fight it.
+func rollingUpdate(m machines) *policies.UpdatePolicy {
+	inService := m.desired
+	if inService >= m.max {
+		inService = m.max - 1
+	}
+	if inService < 0 {
+		inService = 0
+	}
+	return &policies.UpdatePolicy{AutoScalingRollingUpdate: &policies.AutoScalingRollingUpdate{
+		MaxBatchSize:          1,
+		MinInstancesInService: float64(inService),
+		PauseTime:             "PT1M",
+		SuspendProcesses:      []string{"AlarmNotification", "AZRebalance", "HealthCheck", "ReplaceUnhealthy", "ScheduledActions"},
+	}}
 }
 
 // subnetParams declares one parameter per subnet, wired to the network
