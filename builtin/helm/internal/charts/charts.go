@@ -11,6 +11,7 @@ package charts
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -103,6 +104,11 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 		entry := Release{Name: r.Name, Namespace: r.Namespace, Values: rawValues}
 
 		switch {
+		case r.Chart.Path != "" && !filepath.IsAbs(r.Chart.Path):
+			// Relative to what? The helm plugin runs in its own folder, not
+			// the contributing plugin's: the path must say where it is.
+			fatal("chart path %s is relative; a plugin sends the absolute path of the chart it ships", r.Chart.Path)
+			continue
 		case r.Chart.Path != "":
 			ch, err := loader.Load(r.Chart.Path)
 			if err != nil {

@@ -132,6 +132,11 @@ func TestRenderBrokenCharts(t *testing.T) {
 			message: []string{"version 0.1.0, the release asks for 9.9.9"},
 		},
 		{
+			name:    "relative path",
+			release: construct.HelmRelease{Name: "rel", Namespace: "default", Chart: construct.Chart{Path: "charts/hello"}},
+			message: []string{"chart path charts/hello is relative"},
+		},
+		{
 			name:    "no chart source",
 			release: construct.HelmRelease{Name: "nothing", Namespace: "default"},
 			message: []string{"needs a path"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -382,5 +383,55 @@ func TestKubeletMaySet(t *testing.T) {
 		if got := kubeletMaySet(key); got != want {
 			t.Errorf("kubeletMaySet(%q) = %v, want %v", key, got, want)
 		}
+	}
+}
+
+// poolsFixture is the fixture's constructs spread over n node pools.
+func poolsFixture(n int) (*config.Cluster, *construct.Set) {
+	c := fixtureCluster()
+	c.NodePools = nil
+	for i := 0; i < n; i++ {
+		c.NodePools = append(c.NodePools, config.NodePool{Name: fmt.Sprintf("pool%03d", i), Labels: map[string]string{"pool": fmt.Sprint(i)}})
+	}
+	set := fixtureSet()
+	set.Units[4].Target.NodePool = "pool000"
+	set.Files[3].Target.NodePool = "pool000"
+	set.KubeletFlags[0].Target.NodePool = "pool000"
+	set.KubeletFlags[3].Target.NodePool = "pool000"
+	set.NodeLabels[1].Target.NodePool = "pool000"
+	return c, set
+}
+
+// benchmarkPools renders the fixture's constructs for n node pools; the
+// growth target is that 100 pools cost under 10x what 10 pools cost.
+func benchmarkPools(b *testing.B, n int) {
+	c, set := poolsFixture(n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, diags, err := Render(c, set)
+		if err != nil || len(diags) != 0 {
+			b.Fatal(err, diags)
+		}
+	}
+}
+
+func BenchmarkRender10Pools(b *testing.B)  { benchmarkPools(b, 10) }
+func BenchmarkRender100Pools(b *testing.B) { benchmarkPools(b, 100) }
+
+// TestGrowth holds the growth target on allocations, which unlike wall time
+// on a shared machine are the same every run: ten times the pools may cost
+// at most ten times the work (the controller and etcd documents are fixed).
+func TestGrowth(t *testing.T) {
+	allocs := func(n int) float64 {
+		c, set := poolsFixture(n)
+		return testing.AllocsPerRun(3, func() {
+			if _, _, err := Render(c, set); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	a10, a100 := allocs(10), allocs(100)
+	if a100 > 10*a10 {
+		t.Errorf("100 pools allocate %.0f times, 10 pools %.0f: %.1fx, want under 10x", a100, a10, a100/a10)
 	}
 }
