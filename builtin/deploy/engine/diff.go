@@ -77,21 +77,19 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	current := map[string]*types.Stack{}
-	var mu sync.Mutex
-	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {
-		st, err := e.describe(ctx, p.stackName(stack))
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		current[stack] = st
-		mu.Unlock()
-		return nil
-	})
+	names := map[string]bool{}
+	for _, s := range p.graph.order {
+		names[p.stackName(s)] = true
+	}
+	listed, err := e.listStacks(ctx, names)
 	if err != nil {
 		return nil, err
 	}
+	current := map[string]*types.Stack{}
+	for _, s := range p.graph.order {
+		current[s] = listed[p.stackName(s)]
+	}
+	var mu sync.Mutex
 	outputs := func(stack string) (map[string]string, bool) {
 		st := current[stack]
 		if st == nil {

@@ -28,10 +28,18 @@ func (e *Engine) Validate(ctx context.Context, t Target) (diag.List, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := map[string]bool{}
+	for _, s := range p.graph.order {
+		names[p.stackName(s)] = true
+	}
+	listed, err := e.listStacks(ctx, names)
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	found := map[string]diag.List{}
 	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {
-		ds, err := e.validateStack(ctx, p, stack)
+		ds, err := e.validateStack(ctx, p, stack, listed[p.stackName(stack)])
 		if err != nil {
 			return err
 		}
@@ -54,12 +62,8 @@ func fatal(stack, msg, hint string) diag.Diagnostic {
 	return diag.Diagnostic{Severity: diag.Fatal, Stage: "validate", Path: "stacks/" + stack, Message: msg, Hint: hint}
 }
 
-func (e *Engine) validateStack(ctx context.Context, p *prepared, stack string) (diag.List, error) {
+func (e *Engine) validateStack(ctx context.Context, p *prepared, stack string, st *types.Stack) (diag.List, error) {
 	name := p.stackName(stack)
-	st, err := e.describe(ctx, name)
-	if err != nil {
-		return nil, err
-	}
 	if st == nil {
 		return diag.List{fatal(stack, fmt.Sprintf("stack %s does not exist", name), "run `kube-aws up` to create it")}, nil
 	}
