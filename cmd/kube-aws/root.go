@@ -125,6 +125,12 @@ configuration error, 130 interrupted (docs/exit-codes.md).`,
 		newVersion(g),
 		newCompletion(g, root),
 	)
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Example = "  kube-aws help render\n  kube-aws help plugins lock"
+		}
+	}
 	return root
 }
 

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// Every command documents itself with examples.
+func TestEveryCommandHasExamples(t *testing.T) {
+	root := newRoot(&globals{})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if strings.TrimSpace(c.Example) == "" {
+			t.Errorf("%q has no Example", c.CommandPath())
+		}
+		if c.Short == "" {
+			t.Errorf("%q has no Short description", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// Usage errors are found by cobra before any command runs: exit 2 with a
+// message, and nothing on stdout (a JSON reader must not choke on it).
+func TestUsageErrorsExit2InProcess(t *testing.T) {
+	for _, args := range [][]string{
+		{"nosuch"},
+		{"render", "--nosuch"},
+		{"render", "extra-arg"},
+		{"stage"},
+		{"stage", "render", "deploy"},
+		{"stage", "nosuch"},
+		{"plugins", "describe"},
+		{"version", "--output", "xml"},
+		{"completion", "tcsh"},
+		{"--stage-timeout", "soon", "version"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(args, &o, &e); code != 2 {
+			t.Errorf("kube-aws %v: exit %d, want 2\n%s", args, code, e.String())
+		}
+		if o.Len() != 0 {
+			t.Errorf("kube-aws %v wrote to stdout: %q", args, o.String())
+		}
+		if !strings.Contains(e.String(), "Error:") {
+			t.Errorf("kube-aws %v: no error message: %q", args, e.String())
+		}
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	var o, e bytes.Buffer
+	if code := run([]string{"version", "-o", "json"}, &o, &e); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	var v struct {
+		Version         string `json:"version"`
+		ProtocolVersion int    `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(o.Bytes(), &v); err != nil || v.Version == "" || v.ProtocolVersion != 1 {
+		t.Fatalf("%v %q", err, o.String())
+	}
+}
+
+func TestInitWritesAValidFileAndRefusesToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dir + "/cluster.yaml"
+	args := []string{"init", "-c", cfg, "--cluster-name", "unit", "--region", "eu-west-1",
+		"--availability-zones", "eu-west-1a", "--s3-uri", "s3://unit-bucket/unit"}
+	var o, e bytes.Buffer
+	if code := run(args, &o, &e); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, e.String())
+	}
+	e.Reset()
+	if code := run(args, &o, &e); code != 2 || !strings.Contains(e.String(), "already exists") {
+		t.Fatalf("second init: exit %d\n%s", code, e.String())
+	}
+	e.Reset()
+	bad := []string{"init", "-c", dir + "/bad.yaml", "--cluster-name", "Not_Valid!", "--region", "eu-west-1", "--s3-uri", "nope"}
+	if code := run(bad, &o, &e); code != 2 || !strings.Contains(e.String(), "s3URI") {
+		t.Fatalf("init with bad flags: exit %d\n%s", code, e.String())
+	}
+}
