@@ -86,7 +86,7 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		return o, ok
 	}
 	err = p.graph.walk(ctx, e.opts.Parallelism, false, func(ctx context.Context, stack string) error {
-		in, err := e.input(p, stack, a.keys, get, false)
+		in, err := e.input(p, stack, a.keys, get, existing[p.stackName(stack)] != nil)
 		if err != nil {
 			return err
 		}

@@ -194,9 +194,9 @@ type stackOutcome struct {
 }
 
 // deployStack brings one stack to its rendered state, resuming whatever an
-// earlier run left behind.
-// first is the stack as listed when the deploy began (nil: absent), which
-// saves a call per stack; every later look is fresh.
+// earlier run left behind. first is the stack as listed when the deploy
+// began (nil: absent), which saves a call per stack; every later look is
+// fresh.
 func (e *Engine) deployStack(ctx context.Context, p *prepared, stack string, in *stackInput, first *types.Stack) (*stackOutcome, error) {
 	recreated := false
 	for attempt := 0; attempt < 5; attempt++ {
@@ -464,6 +464,9 @@ func (e *Engine) wait(ctx context.Context, stack, name string, since time.Time, 
 			return nil, fmt.Errorf("stack %s: waiting for %s: %w; rerun to resume", stack, name, err)
 		}
 		if st == nil {
+			if len(want) == 0 {
+				return nil, nil // someone else's delete finished: nothing to wait for
+			}
 			return nil, fmt.Errorf("stack %s: %s disappeared while waiting for it", stack, name)
 		}
 		if !since.IsZero() {
