@@ -41,7 +41,7 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 		return nil, err
 	}
 	set, effective, diags := flags.Defaults(c, v)
-	res := &stage.Result{Diagnostics: diags}
+	res := &stage.Result{Diagnostics: diags.WithDefaults("apiserver", string(stage.Initialise))}
 	if diags.HasFatal() {
 		return res, nil
 	}
@@ -63,5 +63,5 @@ func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error)
 	} else {
 		d = flags.Check(nil, c.KubernetesVersion)
 	}
-	return &stage.Result{Diagnostics: d}, nil
+	return &stage.Result{Diagnostics: d.WithDefaults("apiserver", string(stage.Render))}, nil
 }

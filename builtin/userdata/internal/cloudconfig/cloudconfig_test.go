@@ -367,6 +367,20 @@ func TestEmptyConstructs(t *testing.T) {
 	}
 }
 
+func TestOrderedUnion(t *testing.T) {
+	tests := []struct{ a, b, want string }{
+		{"A=true", "B=true,A=true", "A=true,B=true"},
+		{"A=true,B=true", "A=false", "A=false,B=true"},
+		{"x,y", "y,z", "x,y,z"},
+		{"", "A=true", "A=true"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(orderedUnion(splitList(tt.a), splitList(tt.b)), ","); got != tt.want {
+			t.Errorf("orderedUnion(%s, %s) = %s, want %s", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
 func TestKubeletMaySet(t *testing.T) {
 	for key, want := range map[string]bool{
 		"team":                           true,

@@ -148,14 +148,21 @@ func splitList(s string) []string {
 	return out
 }
 
+// orderedUnion merges list items as an ordered set. Items of the form
+// key=value (feature gates) are keyed by key: a later, more specific
+// A=false replaces A=true in place rather than leaving both for the kubelet
+// to pick from.
 func orderedUnion(a, b []string) []string {
-	seen := map[string]bool{}
+	index := map[string]int{}
 	var out []string
 	for _, s := range append(append([]string(nil), a...), b...) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+		key, _, _ := strings.Cut(s, "=")
+		if i, ok := index[key]; ok {
+			out[i] = s
+			continue
 		}
+		index[key] = len(out)
+		out = append(out, s)
 	}
 	return out
 }
