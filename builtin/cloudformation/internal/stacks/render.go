@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
@@ -58,6 +59,18 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 		}
 	}
 	sort.Strings(names)
+	// A source in a stack nobody renders would only fail at deploy time,
+	// after other stacks were already created; say so now.
+	for _, n := range names {
+		st := stacks[n]
+		for _, p := range sortedKeys(st.ParameterSources) {
+			from, _, _ := strings.Cut(st.ParameterSources[p], ".")
+			if _, ok := stacks[from]; !ok && from != cfn.StackIAM {
+				diags = append(diags, diag.Fatalf("stack %s: parameter %s comes from stack %s, which no plugin contributes", n, p, from).
+					WithHint("enable the plugin that makes stack "+from+", or drop the parameter source"))
+			}
+		}
+	}
 	var files []stage.File
 	var specs []stage.StackSpec
 	for _, n := range names {
@@ -76,4 +89,13 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 		specs = append(specs, r.Spec)
 	}
 	return files, specs, diags
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

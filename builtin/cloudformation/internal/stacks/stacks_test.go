@@ -438,3 +438,18 @@ func TestClassicAPILoadBalancer(t *testing.T) {
 		t.Errorf("unknown kind: %v", diags)
 	}
 }
+
+func TestRenderRefusesSourceFromMissingStack(t *testing.T) {
+	set := initialise(t, minimal())
+	var kept []construct.Stack
+	for _, s := range set.Stacks {
+		if s.Name != "network" {
+			kept = append(kept, s)
+		}
+	}
+	set.Stacks = kept
+	_, _, diags := Render(minimal(), Values{}, nil, set)
+	if !has(diags, diag.Fatal, "stack etcd: parameter SecurityGroupId comes from stack network, which no plugin contributes", "") {
+		t.Errorf("want a fatal for the missing network stack: %v", diags)
+	}
+}
