@@ -525,3 +525,64 @@ func TestAHangingPluginIsKilledAtTheStageTimeoutAndNamed(t *testing.T) {
 	}
 	l.assertNoPluginLeft()
 }
+
+// Broken plugins and plugin layouts, through the real binary: each is named,
+// exits with its documented code and leaves no process behind.
+func TestBrokenPluginsAndLayouts(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		setup func(l *layout)
+		code  int
+		want  []string
+	}{
+		{"stdout before the handshake", func(l *layout) {
+			l.userPlugin("stdoutgarbage", "github.com/kube-aws/kube-aws/plugins/testdata/stdoutgarbage", "")
+		}, 1, []string{"stdoutgarbage"}},
+		{"unsupported protocol version", func(l *layout) {
+			l.userPlugin("badproto", "github.com/kube-aws/kube-aws/plugins/testdata/badproto", "")
+		}, 1, []string{"badproto", "protocol"}},
+		{"a file that is not executable", func(l *layout) {
+			p := filepath.Join(l.cluster, "plugins", "junk", "junk")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("not a plugin"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, []string{"junk", "not executable"}},
+		{"an executable that is not a plugin", func(l *layout) {
+			l.userPluginEntry("notaplugin")
+			p := filepath.Join(l.cluster, "plugins", "notaplugin", "notaplugin")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, []string{"notaplugin"}},
+		{"one name in two sources", func(l *layout) {
+			copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/plugins/testdata/trivial"), filepath.Join(l.cluster, "plugins", "base", "base"))
+		}, 2, []string{"base", filepath.Join("plugins", "base", "base"), filepath.Join("builtin", "base")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLayout(t)
+			c.setup(l)
+			out, errOut, code := l.run("render")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, c.code, out, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Fatalf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(l.cluster, "rendered")); !os.IsNotExist(err) {
+				t.Fatal("output written")
+			}
+			l.assertNoPluginLeft()
+		})
+	}
+}
