@@ -360,6 +360,9 @@ func TestDeployStopsAtTheFirstFailingPlugin(t *testing.T) {
 	if !res.Diagnostics.HasFatal() || !strings.Contains(res.Diagnostics.Error(), "not run: plugin cloudformation failed earlier") {
 		t.Fatalf("diagnostics = %v", res.Diagnostics)
 	}
+	if !reflect.DeepEqual(res.Plugins, []string{"cloudformation"}) {
+		t.Fatalf("plugins that ran = %v", res.Plugins)
+	}
 }
 
 func TestRunStageRefusesMissingState(t *testing.T) {

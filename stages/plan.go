@@ -65,6 +65,8 @@ type Plan struct {
 	Diagnostics diag.List
 
 	capabilities map[string]string
+	// loaded is Config as loaded, before Launch redacted it.
+	loaded *Loaded
 }
 
 // NewPlan loads cluster.yaml, discovers plugins, decides which are enabled

@@ -97,6 +97,8 @@ type call struct {
 	err error
 	// streamed are the diagnostics the plugin sent as events.
 	streamed diag.List
+	// skipped is a deploy plugin not called because one before it failed.
+	skipped bool
 }
 
 func containsDiag(l diag.List, d diag.Diagnostic) bool {
@@ -142,7 +144,9 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 	var diags diag.List
 	for i, p := range parts {
 		pname := p.Candidate().Name
-		res.Plugins = append(res.Plugins, pname)
+		if !calls[i].skipped {
+			res.Plugins = append(res.Plugins, pname)
+		}
 		if calls[i].err != nil {
 			diags = append(diags, pluginFailed(pname, name, calls[i].err))
 			continue
@@ -191,9 +195,9 @@ func (s *Session) runSequential(ctx context.Context, name stage.Name, c *carry, 
 		cc := *c
 		cc.deploy = cloneDeploy(soFar)
 		calls[i] = s.call(ctx, name, p, s.input(name, &cc))
-		if calls[i].err != nil || (calls[i].res != nil && calls[i].res.Diagnostics.HasFatal()) {
+		if calls[i].err != nil || calls[i].streamed.HasFatal() || (calls[i].res != nil && calls[i].res.Diagnostics.HasFatal()) {
 			for j := i + 1; j < len(parts); j++ {
-				calls[j] = call{res: &stage.Result{Diagnostics: diag.List{diag.Warningf("not run: plugin %s failed earlier in deploy", p.Candidate().Name)}}}
+				calls[j] = call{skipped: true, res: &stage.Result{Diagnostics: diag.List{diag.Warningf("not run: plugin %s failed earlier in deploy", p.Candidate().Name)}}}
 			}
 			return
 		}

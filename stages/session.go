@@ -126,7 +126,7 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 			if rerr != nil && reg.Accepted {
 				mu.Lock()
 				s.Diagnostics = append(s.Diagnostics, diag.Fatalf("registering plugin %s failed: %v", pl.Candidate().Name, rerr).
-					WithHint("the plugin did not accept its registration; run with --verbose to see its log"))
+					WithHint("kube-aws could not tell the plugin it was accepted; its stderr above says why"))
 				if code == 0 {
 					code = ExitFatal
 				}
@@ -165,11 +165,16 @@ func (p *Plan) resolveSecrets(plugins []Plugin) (map[string]stage.PluginValues, 
 			schemas[pl.Candidate().Name] = s
 		}
 	}
-	r, diags := p.Deps.ResolveSecrets(p.Config, schemas)
+	// Resolve from the configuration as loaded, even when the plan is
+	// launched again: its redacted form has lost the secret sources.
+	if p.loaded == nil {
+		p.loaded = p.Config
+	}
+	r, diags := p.Deps.ResolveSecrets(p.loaded, schemas)
 	if r == nil || diags.HasFatal() {
 		return nil, diags
 	}
-	cfg := *p.Config
+	cfg := *p.loaded
 	cfg.JSON, cfg.Values, cfg.Secrets = r.JSON, r.Values, r.Secrets
 	p.Config = &cfg
 	return r.Plain, diags
