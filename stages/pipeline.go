@@ -62,6 +62,9 @@ func (s *Session) Run(ctx context.Context, names ...stage.Name) (*Outcome, error
 			rep.Plugins = []string{}
 		}
 		if res.Diagnostics.HasFatal() {
+			if n == stage.Deploy {
+				out.Deploy = res.Deploy // what got deployed before the failure
+			}
 			rep.Duration = time.Since(start)
 			out.Stages = append(out.Stages, rep)
 			// A failed stage leaves no state behind: the next stage must not
