@@ -130,7 +130,7 @@ func processesUnder(dir string) []string {
 
 func (l *layout) assertNoPluginLeft() {
 	l.t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		left := processesUnder(l.root)
 		if len(left) == 0 {
@@ -360,7 +360,7 @@ func TestInterruptExits130AndKillsEveryPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the hanging plugin runs, then Ctrl-C.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // generous: CI machines are loaded
 	for len(processesUnder(filepath.Join(l.cluster, "plugins"))) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the plugin never started")
@@ -517,7 +517,7 @@ func TestAHangingPluginIsKilledAtTheStageTimeoutAndNamed(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("exit %v, want 1\n%s\n%s", err, o.String(), e.String())
 	}
-	if took := time.Since(start); took > 8*time.Second {
+	if took := time.Since(start); took > 30*time.Second {
 		t.Fatalf("took %s with a 500ms stage timeout", took)
 	}
 	if !strings.Contains(e.String(), "plugin hang did not finish stage initialise within 500ms") {
