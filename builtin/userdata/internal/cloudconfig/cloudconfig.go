@@ -26,7 +26,6 @@ package cloudconfig
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -59,8 +58,10 @@ const (
 	HelmReleasesPath = "/etc/kube-aws/charts/releases.json"
 )
 
-// Marker matches a redaction marker, ((secret:<plugin>/<json-pointer>)).
-var Marker = regexp.MustCompile(`\(\(secret:[^()\s]+\)\)`)
+// Marker matches a redaction marker, ((secret:<plugin>/<json-pointer>)); it
+// is core/config's own pattern so the two can never disagree on what a
+// marker is.
+var Marker = config.MarkerPattern
 
 // machine is one userdata document: a role, or one node pool.
 type machine struct {
