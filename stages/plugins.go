@@ -52,6 +52,7 @@ func ListPlugins(ctx context.Context, opts Options) ([]PluginSummary, error) {
 			defer wg.Done()
 			_, on := enabled[c.Name]
 			out[i] = p.summarise(ctx, c, on)
+			out[i].ValuesSchema = nil // describe shows it; a listing stays short
 		}(i, c)
 	}
 	wg.Wait()
