@@ -73,6 +73,21 @@ func ListPlugins(ctx context.Context, opts Options) ([]PluginSummary, error) {
 	return out, nil
 }
 
+// StartFailures is the error for a listing in which some plugins could not
+// be started (exit 1: the listing is printed, but a plugin is broken), or nil.
+func StartFailures(ps []PluginSummary) error {
+	var names []string
+	for _, p := range ps {
+		if p.Error != "" {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return &Error{Code: ExitFatal, Msg: fmt.Sprintf("%d plugin(s) could not be started: %s", len(names), strings.Join(names, ", "))}
+}
+
 // DescribePlugin is ListPlugins for one plugin, with its values schema.
 func DescribePlugin(ctx context.Context, opts Options, name string) (*PluginSummary, error) {
 	opts.ConfigOptional = true

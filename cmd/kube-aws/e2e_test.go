@@ -496,6 +496,11 @@ func TestPluginsLockAndVerify(t *testing.T) {
 		!strings.Contains(doc.Diagnostics[0].Message, "does not match plugins.lock") {
 		t.Fatalf("verify after tampering: exit %d %v\n%s", code, err, out)
 	}
+	out, errOut, code = l.run("plugins", "list")
+	if code != 1 || !strings.Contains(out, "(failed to start)") || !strings.Contains(out, "base") ||
+		!strings.Contains(errOut, "1 plugin(s) could not be started: hello") {
+		t.Fatalf("plugins list with a tampered plugin: exit %d, want 1 with the listing\n%s\n%s", code, out, errOut)
+	}
 	out, errOut, code = l.run("render")
 	if code != 1 || !strings.Contains(errOut, "hello") || !strings.Contains(errOut, "kube-aws plugins lock") {
 		t.Fatalf("render of a tampered plugin: exit %d, want 1\n%s\n%s", code, out, errOut)

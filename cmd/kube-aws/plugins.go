@@ -45,13 +45,20 @@ cluster.yaml is optional.`,
 			if err != nil {
 				return fail(g, "plugins list", err)
 			}
+			failed := stages.StartFailures(ps)
 			if g.json() {
 				if ps == nil {
 					ps = []stages.PluginSummary{}
 				}
-				return writeJSON(g.stdout, struct {
+				if err := writeJSON(g.stdout, struct {
 					Plugins []stages.PluginSummary `json:"plugins"`
-				}{ps})
+				}{ps}); err != nil {
+					return err
+				}
+				if failed != nil {
+					return &printedError{failed}
+				}
+				return nil
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tVERSION\tSOURCE\tENABLED\tSTAGES\tPROTOCOL\tPATH")
@@ -78,7 +85,7 @@ cluster.yaml is optional.`,
 					fmt.Fprintf(g.stderr, "%s: %s\n", p.Name, p.Error)
 				}
 			}
-			return nil
+			return failed
 		}),
 	}
 }
