@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -66,7 +67,7 @@ func InitTemplate(opts InitOptions) ([]byte, error) {
 		opts.AvailabilityZones = []string{opts.Region + "a"}
 	}
 	var buf bytes.Buffer
-	if err := initTmpl.Execute(&buf, opts); err != nil {
+	if err := initTmpl().Execute(&buf, opts); err != nil {
 		return nil, fmt.Errorf("writing cluster.yaml: %w", err)
 	}
 	c, diags := Parse("cluster.yaml", buf.Bytes())
@@ -139,8 +140,10 @@ func firstAZ(azs []string, region string) string {
 // misread as a number, boolean or null.
 func q(s string) string { return strconv.Quote(s) }
 
-var initTmpl = template.Must(template.New("cluster.yaml").Funcs(template.FuncMap{"q": q, "firstAZ": firstAZ}).Parse(
-	`# cluster.yaml: the configuration of one kube-aws cluster.
+// Parsed on first use, not at start-up of every plugin process.
+var initTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("cluster.yaml").Funcs(template.FuncMap{"q": q, "firstAZ": firstAZ}).Parse(
+		`# cluster.yaml: the configuration of one kube-aws cluster.
 # Written by ` + "`kube-aws init`" + `. Every key is documented in docs/configuration.md;
 # ` + "`kube-aws schema`" + ` prints the JSON Schema for editor completion, and
 # ` + "`kube-aws validate`" + ` checks this file without touching AWS.
@@ -271,3 +274,4 @@ plugins: {}
 # capabilities:
 #   cni: "calico"
 `))
+})

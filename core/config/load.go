@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -209,7 +208,7 @@ func Parse(file string, data []byte) (*Cluster, diag.List) {
 	return c, p.diags
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var yamlLine = lazyRE(`line (\d+)`)
 
 // parseDocument parses exactly one YAML document into a node tree.
 func parseDocument(file string, data []byte) (*yaml.Node, *diag.Diagnostic) {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,22 +12,22 @@ import (
 )
 
 var (
-	dnsLabelRe      = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
-	regionRe        = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]+$`)
-	versionRe       = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
-	instanceTypeRe  = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9]+$`)
-	amiRe           = regexp.MustCompile(`^ami-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	vpcIDRe         = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	subnetIDRe      = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	igwIDRe         = regexp.MustCompile(`^igw-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	hostedZoneRe    = regexp.MustCompile(`^Z[A-Z0-9]{1,31}$`)
-	bucketRe        = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	kmsARNRe        = regexp.MustCompile(`^arn:(aws[a-z-]*):kms:([a-z0-9-]+):([0-9]{12}):(key/[0-9a-fA-F-]{1,64}|key/mrk-[0-9a-f]{32}|alias/[A-Za-z0-9/_-]{1,250})$`)
-	priceRe         = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
-	pluginNameRe    = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$`)
-	labelNameRe     = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	labelValueRe    = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)?$`)
-	dnsSubdomainRe  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+	dnsLabelRe      = lazyRE(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+	regionRe        = lazyRE(`^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]+$`)
+	versionRe       = lazyRE(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+	instanceTypeRe  = lazyRE(`^[a-z][a-z0-9-]*\.[a-z0-9]+$`)
+	amiRe           = lazyRE(`^ami-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	vpcIDRe         = lazyRE(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetIDRe      = lazyRE(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	igwIDRe         = lazyRE(`^igw-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	hostedZoneRe    = lazyRE(`^Z[A-Z0-9]{1,31}$`)
+	bucketRe        = lazyRE(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	kmsARNRe        = lazyRE(`^arn:(aws[a-z-]*):kms:([a-z0-9-]+):([0-9]{12}):(key/[0-9a-fA-F-]{1,64}|key/mrk-[0-9a-f]{32}|alias/[A-Za-z0-9/_-]{1,250})$`)
+	priceRe         = lazyRE(`^[0-9]+(\.[0-9]+)?$`)
+	pluginNameRe    = lazyRE(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$`)
+	labelNameRe     = lazyRE(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+	labelValueRe    = lazyRE(`^([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)?$`)
+	dnsSubdomainRe  = lazyRE(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
 	validTaintEffct = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 )
 
