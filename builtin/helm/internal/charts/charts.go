@@ -9,6 +9,8 @@
 package charts
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -45,6 +47,9 @@ type Release struct {
 	Namespace string `json:"namespace"`
 	// ChartFile is the packaged chart, relative to the charts folder.
 	ChartFile string `json:"chartFile,omitempty"`
+	// SHA256 is the packaged chart's digest: the node installs only the
+	// chart that render checked, and deploy stores it under this digest.
+	SHA256 string `json:"sha256,omitempty"`
 	// Repository is a chart repository URL, for a chart the node fetches
 	// at install time (nothing is downloaded at render).
 	Repository string `json:"repository,omitempty"`
@@ -141,7 +146,9 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 				file = fmt.Sprintf("%s-%s-%s.tgz", r.Name, r.Namespace, ch.Metadata.Version)
 			}
 			files = append(files, stage.File{Path: OutDir + "/" + file, Content: tgz, Mode: "0644"})
-			entry.ChartFile, entry.Chart, entry.Version = file, ch.Name(), ch.Metadata.Version
+			sum := sha256.Sum256(tgz)
+			entry.ChartFile, entry.SHA256 = file, hex.EncodeToString(sum[:])
+			entry.Chart, entry.Version = ch.Name(), ch.Metadata.Version
 		case r.Chart.Repository != "":
 			if r.Chart.Name == "" {
 				fatal("a chart from repository %s needs chart.name", r.Chart.Repository)

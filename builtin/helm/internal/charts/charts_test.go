@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -82,6 +84,9 @@ func TestRenderGoodChart(t *testing.T) {
 		t.Fatalf("releases out of order: %+v", releases)
 	}
 	r0, r1 := releases[0], releases[1]
+	if sum := sha256.Sum256(tgz); r0.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("sha256 %s does not match the packaged chart", r0.SHA256)
+	}
 	if r0.ChartFile != "greeter-0.1.0.tgz" || r0.Chart != "hello" || r0.Version != "0.1.0" || r0.Repository != "" || r0.Namespace != "apps" {
 		t.Errorf("chart release entry = %+v", r0)
 	}
@@ -342,12 +347,30 @@ func TestInstallScript(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A tampered chart is refused before anything is installed.
+	chartFile := filepath.Join(dir, "greeter-0.1.0.tgz")
+	good, _ := os.ReadFile(chartFile)
+	if err := os.WriteFile(chartFile, append(append([]byte(nil), good...), 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	script := filepath.Join(t.TempDir(), "helm-install")
 	if err := os.WriteFile(script, []byte(Install().Files[0].Content), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+dir)
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "sha256 differs") {
+		t.Fatalf("a tampered chart must stop the install: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Fatalf("helm ran before the chart was verified")
+	}
+	if err := os.WriteFile(chartFile, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command("bash", script)
+	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("install script: %v\n%s", err, out)
 	}

@@ -56,6 +56,12 @@ for ((i = 0; i < count; i++)); do
   trap 'rm -f "$values"' EXIT
   jq '.values // {}' <<<"$release" >"$values"
   if file=$(jq -er '.chartFile // empty' <<<"$release"); then
+    # Install only the chart render checked and packaged.
+    want=$(jq -r '.sha256' <<<"$release")
+    if [ "$(sha256sum "$dir/$file" | cut -d' ' -f1)" != "$want" ]; then
+      echo "$dir/$file is not the chart kube-aws rendered (sha256 differs)" >&2
+      exit 1
+    fi
     chart=("$dir/$file")
   else
     chart=("$(jq -r '.chart' <<<"$release")" --repo "$(jq -r '.repository' <<<"$release")")
