@@ -558,3 +558,36 @@ func TestOrphanedStack(t *testing.T) {
 		t.Fatalf("nodepool-b left in %s", st.StackStatus)
 	}
 }
+
+// kube-aws interrupted (Ctrl-C) half way: the deploy stops, says how to
+// resume, releases the lock; the rerun creates what is missing.
+func TestInterruptedThenRerun(t *testing.T) {
+	f := newFixture(t, map[string]int{"a": 1})
+	f.proxy.Add(faultproxy.Rule{Action: "CreateStack", StackName: f.name + "-control-plane", Times: -1, Fault: faultproxy.Delay, Delay: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := f.engine(func(o *Options) {
+		o.Reporter = ReporterFunc(func(ev Event) {
+			f.events.Report(ev)
+			if ev.Kind == EventAction && strings.HasPrefix(ev.Message, "creating "+f.name+"-control-plane") {
+				go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+			}
+		})
+	})
+	start := time.Now()
+	res, err := e.Deploy(ctx, f.render())
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 30*time.Second {
+		t.Fatalf("interrupted deploy: %v after %v", err, time.Since(start))
+	}
+	if len(res.Created) != 2 {
+		t.Fatalf("before the interrupt: created %v", res.Created)
+	}
+	if h, err := e.LockHolder(context.Background(), f.render().Cluster); err != nil || h != nil {
+		t.Fatalf("lock left after an interrupt: %+v %v", h, err)
+	}
+	f.proxy.Clear()
+	res = f.mustDeploy(f.engine(), f.render())
+	if !slices.Equal(res.Created, []string{"control-plane", "nodepool-a"}) {
+		t.Fatalf("rerun created %v", res.Created)
+	}
+}
