@@ -87,6 +87,8 @@ type Plugin struct {
 	writers  []*lineWriter
 	store    *Store
 	services *services
+	// releaseSockets removes the plugin's socket folder.
+	releaseSockets func()
 
 	killOnce sync.Once
 	mu       sync.Mutex
@@ -193,11 +195,18 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 	raw, synced := p.sink.writer(), p.sink.writer()
 	p.writers = []*lineWriter{raw, synced}
 
+	sockDir, release, err := socketDir(c.Name)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s (%s) not started: %w", c.Name, c.Path, err)
+	}
+	p.releaseSockets = release
+
 	cmd := exec.Command(c.Path)
 	cmd.SysProcAttr = sysProcAttr()
 	// go-plugin would append kube-aws's environment after ours, and the last
 	// value wins; build it here so Options.Env overrides.
 	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = append(cmd.Env, socketEnv(sockDir))
 	p.cmd = cmd
 
 	p.client = plugin.NewClient(&plugin.ClientConfig{
@@ -504,6 +513,9 @@ func (p *Plugin) kill(why error) {
 		}
 		for _, w := range p.writers {
 			w.flush()
+		}
+		if p.releaseSockets != nil {
+			p.releaseSockets()
 		}
 		live.Lock()
 		delete(live.m, p)

@@ -173,10 +173,15 @@ func (c *pluginClient) NotifyRegistration(ctx context.Context, reg stage.Registr
 	return err
 }
 
-// serveHost serves h over the broker once and returns its id. Serving is
-// asynchronous: the plugin only dials when it first uses the store, and the
-// broker hands it the address whenever that is, so no stage call waits for
-// a listener it may never use.
+// serveHost serves h over the broker, once per Host value, and returns its
+// broker id (0 when it cannot be served: the plugin then reports that the
+// host services are unavailable if it uses them).
+//
+// The listener is opened here, synchronously, while the plugin is known to
+// be alive: go-plugin's Accept leaks its socket file and descriptor when the
+// plugin is gone before the connection info is sent, which an asynchronous
+// Accept racing a quick kill hits. Serving starts only on the first stage
+// call, so listing plugins (GetInfo only) never pays for it.
 func (c *pluginClient) serveHost(h Host) uint32 {
 	if h == nil {
 		return 0
@@ -188,20 +193,18 @@ func (c *pluginClient) serveHost(h Host) uint32 {
 	}
 	id := c.broker.NextId()
 	// Not broker.AcceptAndServe: it logs through the standard logger when
-	// the plugin is gone before the listener is up, which is no error here.
+	// the plugin is gone, which is no error here.
+	ln, err := c.broker.Accept(id)
+	if err != nil {
+		return 0
+	}
+	s := NewGRPCServer(nil)
+	pb.RegisterHostServer(s, &hostServer{impl: h})
 	go func() {
-		ln, err := c.broker.Accept(id)
-		if err != nil {
-			return
-		}
-		s := NewGRPCServer(nil)
-		pb.RegisterHostServer(s, &hostServer{impl: h})
-		go func() {
-			<-c.done
-			s.Stop()
-		}()
-		_ = s.Serve(ln)
+		<-c.done
+		s.Stop() // closes ln, which removes its socket file
 	}()
+	go func() { _ = s.Serve(ln) }()
 	c.host, c.hostID = h, id
 	return id
 }
