@@ -114,4 +114,24 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 			t.Fatalf("second deploy changed %s", s.Name)
 		}
 	}
+
+	// A lock left by a dead deploy: a fatal diagnostic naming the holder and
+	// --force-unlock; with KUBE_AWS_FORCE_UNLOCK=1 the deploy goes through.
+	lock := `{"who":"ci@runner-7 pid 4242","since":"2026-11-21T08:00:00Z","operation":"deploy"}`
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("plugin-test"), Key: aws.String("kube-aws/deploy.lock"), Body: strings.NewReader(lock)}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = plugintest.RunWith(t, bin, opts, in, stage.Deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := out.Results[stage.Deploy].Diagnostics
+	if !ds.HasFatal() || !strings.Contains(ds[0].Message, "ci@runner-7 pid 4242") || !strings.Contains(ds[0].Hint, "--force-unlock") {
+		t.Fatalf("deploy with a stale lock: %v", ds)
+	}
+	opts.Env = append(opts.Env, "KUBE_AWS_FORCE_UNLOCK=1")
+	out, err = plugintest.RunWith(t, bin, opts, in, stage.Deploy)
+	if err != nil || out.Results[stage.Deploy].Diagnostics.HasFatal() {
+		t.Fatalf("deploy with --force-unlock: %v %v", err, out.Results[stage.Deploy].Diagnostics)
+	}
 }
