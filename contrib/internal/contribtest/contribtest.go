@@ -71,9 +71,11 @@ func Cluster(t testing.TB, yaml string) *config.Cluster {
 }
 
 // Request builds the request kube-aws sends plugin in stage st: the cluster
-// as JSON, the plugin's values with its schema's sensitive properties
-// replaced by redaction markers (the plugin never sees plain text), and
-// workDir as the folder of cluster.yaml. The values must be valid.
+// as JSON, the plugin's values (cluster-level valuesJSON, and each node
+// pool's effective values, with the pool's own plugins.<plugin> override from
+// the cluster) with its schema's sensitive properties replaced by redaction
+// markers (the plugin never sees plain text), and workDir as the folder of
+// cluster.yaml. The values must be valid.
 func Request(t testing.TB, st stage.Name, c *config.Cluster, plugin string, schema json.RawMessage, valuesJSON, workDir string) *sdk.Request {
 	t.Helper()
 	if c == nil {
@@ -85,7 +87,22 @@ func Request(t testing.TB, st stage.Name, c *config.Cluster, plugin string, sche
 	}
 	in := &stage.Input{Stage: st, Config: raw, WorkDir: workDir, Values: map[string]stage.PluginValues{}}
 	if valuesJSON != "" {
-		pv := map[string]stage.PluginValues{plugin: {Values: json.RawMessage(valuesJSON)}}
+		// The values as cluster.yaml would give them, so that node pools
+		// get their effective values (and pools that disable the plugin
+		// none), exactly as the host computes them.
+		cp := *c
+		cp.Plugins = map[string]config.PluginConfig{}
+		for k, v := range c.Plugins {
+			cp.Plugins[k] = v
+		}
+		pc := cp.Plugins[plugin]
+		pc.Values = json.RawMessage(valuesJSON)
+		cp.Plugins[plugin] = pc
+		eff, diags := config.EffectiveValues(&cp, workDir)
+		if diags.HasFatal() {
+			t.Fatalf("values of %s: %v", plugin, diags)
+		}
+		pv := map[string]stage.PluginValues{plugin: eff[plugin]}
 		res, diags := config.ResolveSecrets(c, pv, map[string]json.RawMessage{plugin: schema}, workDir)
 		if diags.HasFatal() {
 			t.Fatalf("resolving values of %s: %v", plugin, diags)

@@ -11,7 +11,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/kube-aws/kube-aws/core/config"
@@ -71,23 +70,23 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	if err := req.DecodeValues(&v); err != nil {
 		return nil, err
 	}
-	if v.Site == "" {
-		v.Site = "datadoghq.com"
-	}
-	if len(v.Roles) == 0 {
-		v.Roles = []string{string(construct.Controller), string(construct.Etcd), string(construct.Worker)}
-	}
-	targets, diags := targets(c, v)
-	if v.APIKey == "" {
-		diags = append(diags, diag.Fatalf("plugin datadog-agent needs values.apiKey").At("plugins.datadog-agent.values.apiKey").
-			WithHint("apiKey: {valueFrom: {env: DD_API_KEY}}"))
-	} else if !config.MarkerPattern.MatchString(v.APIKey) {
-		// kube-aws always passes a sensitive value as its marker; plain
-		// text here means the plugin runs outside kube-aws. The file is
-		// still sensitive, so it is never written out in plain text, but
-		// say so rather than let the userdata plugin refuse it later.
-		diags = append(diags, diag.Warningf("plugin datadog-agent received apiKey in plain text instead of a ((secret:...)) marker").
-			At("plugins.datadog-agent.values.apiKey"))
+	v = v.withDefaults()
+	targets, diags := targets(c, v, req.Values[Name].NodePools)
+	for _, t := range targets {
+		if t.v.APIKey == "" {
+			diags = append(diags, diag.Fatalf("plugin datadog-agent needs values.apiKey (for %s)", t.Target).At("plugins.datadog-agent.values.apiKey").
+				WithHint("apiKey: {valueFrom: {env: DD_API_KEY}}"))
+			break
+		}
+		if !config.MarkerPattern.MatchString(t.v.APIKey) {
+			// kube-aws always passes a sensitive value as its marker; plain
+			// text here means the plugin runs outside kube-aws. The file is
+			// still sensitive, so it is never written out in plain text, but
+			// say so rather than let the userdata plugin refuse it later.
+			diags = append(diags, diag.Warningf("plugin datadog-agent received apiKey in plain text instead of a ((secret:...)) marker").
+				At("plugins.datadog-agent.values.apiKey"))
+			break
+		}
 	}
 	if diags.HasFatal() {
 		return &stage.Result{Diagnostics: diags}, nil
@@ -95,13 +94,13 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 
 	set := &construct.Set{}
 	for _, t := range targets {
-		set.Units = append(set.Units, construct.Unit{Target: t, Name: UnitName, Content: unit, Enable: true})
+		set.Units = append(set.Units, construct.Unit{Target: t.Target, Name: UnitName, Content: unit, Enable: true})
 		set.Files = append(set.Files,
 			// The key alone, so the node can substitute the decrypted
 			// value for the marker: a sensitive file holds nothing else.
-			construct.File{Target: t, Path: APIKeyFile, Mode: "0600", Owner: "root:root", Content: v.APIKey, Sensitive: true},
-			construct.File{Target: t, Path: EnvFile, Mode: "0644", Owner: "root:root", Content: environment(c, v, t)},
-			construct.File{Target: t, Path: InstallPath, Mode: "0755", Owner: "root:root", Content: installScript},
+			construct.File{Target: t.Target, Path: APIKeyFile, Mode: "0600", Owner: "root:root", Content: t.v.APIKey, Sensitive: true},
+			construct.File{Target: t.Target, Path: EnvFile, Mode: "0644", Owner: "root:root", Content: environment(c, t.v, t.Target)},
+			construct.File{Target: t.Target, Path: InstallPath, Mode: "0755", Owner: "root:root", Content: installScript},
 		)
 	}
 	out, err := json.Marshal(v)
@@ -111,19 +110,42 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	return &stage.Result{Values: out, Constructs: set, Diagnostics: diags}, nil
 }
 
-// targets turns roles and nodePools into construct targets, in role order.
-func targets(c *config.Cluster, v Values) ([]construct.Target, diag.List) {
+func (v Values) withDefaults() Values {
+	if v.Site == "" {
+		v.Site = "datadoghq.com"
+	}
+	if len(v.Roles) == 0 {
+		v.Roles = []string{string(construct.Controller), string(construct.Etcd), string(construct.Worker)}
+	}
+	return v
+}
+
+// target is one place the agent runs, with the values that apply there: a
+// node pool may override the cluster-level values (its own tags, say).
+type target struct {
+	construct.Target
+	v Values
+}
+
+// targets turns roles and nodePools into construct targets, in role order
+// and then in cluster.yaml's node pool order. pools holds each node pool's effective values
+// as kube-aws computed them (a pool that disables the plugin has none); nil
+// when kube-aws sent no per-pool values, and then the cluster-level values
+// apply to every pool.
+func targets(c *config.Cluster, v Values, pools map[string]json.RawMessage) ([]target, diag.List) {
 	var diags diag.List
 	want := map[string]bool{}
 	for _, r := range v.Roles {
 		want[r] = true
 	}
-	pools := map[string]bool{}
+	known := map[string]bool{}
 	for _, p := range c.NodePools {
-		pools[p.Name] = true
+		known[p.Name] = true
 	}
+	chosen := map[string]bool{}
 	for i, p := range v.NodePools {
-		if !pools[p] {
+		chosen[p] = true
+		if !known[p] {
 			diags = append(diags, diag.Fatalf("plugin datadog-agent: node pool %q is not in cluster.yaml", p).
 				At(c.ValuesPath(Name, "", fmt.Sprintf("/nodePools/%d", i))).
 				WithHint("name a pool from nodePools[].name, or leave values.nodePools empty for every pool"))
@@ -133,20 +155,39 @@ func targets(c *config.Cluster, v Values) ([]construct.Target, diag.List) {
 		diags = append(diags, diag.Fatalf("plugin datadog-agent: values.nodePools narrows the worker role, but values.roles leaves workers out").
 			At("plugins.datadog-agent.values.nodePools").WithHint("add worker to values.roles, or remove values.nodePools"))
 	}
-	var out []construct.Target
+	var out []target
 	for _, r := range construct.Roles {
 		if !want[string(r)] {
 			continue
 		}
-		if r == construct.Worker && len(v.NodePools) > 0 {
-			names := append([]string(nil), v.NodePools...)
-			sort.Strings(names)
-			for _, p := range names {
-				out = append(out, construct.Target{Role: r, NodePool: p})
-			}
+		if r != construct.Worker {
+			out = append(out, target{construct.Target{Role: r}, v})
 			continue
 		}
-		out = append(out, construct.Target{Role: r})
+		if pools == nil && len(v.NodePools) == 0 {
+			out = append(out, target{construct.Target{Role: r}, v})
+			continue
+		}
+		for _, p := range c.NodePools {
+			if len(v.NodePools) > 0 && !chosen[p.Name] {
+				continue
+			}
+			pv := v
+			if pools != nil {
+				raw, ok := pools[p.Name]
+				if !ok {
+					continue // nodePools[].plugins.datadog-agent.enabled: false
+				}
+				var own Values
+				if err := json.Unmarshal(raw, &own); err != nil {
+					diags = append(diags, diag.Fatalf("plugin datadog-agent: values of node pool %s: %v", p.Name, err).
+						At(c.ValuesPath(Name, p.Name, "")))
+					continue
+				}
+				pv = own.withDefaults()
+			}
+			out = append(out, target{construct.Target{Role: r, NodePool: p.Name}, pv})
+		}
 	}
 	return out, diags
 }

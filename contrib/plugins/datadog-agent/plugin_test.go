@@ -39,7 +39,8 @@ func TestEveryRoleByDefault(t *testing.T) {
 		t.Fatalf("diagnostics: %v", res.Diagnostics)
 	}
 	units := byTarget(res.Constructs.Units, func(u construct.Unit) construct.Target { return u.Target })
-	for _, role := range []string{"controller", "etcd", "worker"} {
+	// Workers per node pool: each pool may override the values.
+	for _, role := range []string{"controller", "etcd", "worker/general", "worker/gpu-spot"} {
 		us := units[role]
 		if len(us) != 1 {
 			t.Fatalf("%s: units %+v", role, us)
@@ -50,7 +51,7 @@ func TestEveryRoleByDefault(t *testing.T) {
 			t.Errorf("%s: unit %+v", role, u)
 		}
 	}
-	if len(units) != 3 {
+	if len(units) != 4 {
 		t.Errorf("unit targets %v", contribtest.Keys(units))
 	}
 
@@ -76,7 +77,12 @@ func TestEveryRoleByDefault(t *testing.T) {
 		if env.Sensitive || strings.Contains(env.Content, "plain-key") || strings.Contains(env.Content, "((secret:") {
 			t.Errorf("%s: environment file holds the key: %q", role, env.Content)
 		}
-		for _, want := range []string{"DD_SITE=datadoghq.com", "kube-aws-cluster:demo", "kube-aws-role:" + role, "env:prod"} {
+		r, pool, _ := strings.Cut(role, "/")
+		want := []string{"DD_SITE=datadoghq.com", "kube-aws-cluster:demo", "kube-aws-role:" + r, "env:prod"}
+		if pool != "" {
+			want = append(want, "kube-aws-node-pool:"+pool)
+		}
+		for _, want := range want {
 			if !strings.Contains(env.Content, want) {
 				t.Errorf("%s: environment lacks %q:\n%s", role, want, env.Content)
 			}
@@ -112,8 +118,39 @@ func TestChosenRolesAndPools(t *testing.T) {
 	}
 	res = initialise(t, `{"apiKey": "k", "roles": ["controller", "etcd"]}`)
 	units := byTarget(res.Constructs.Units, func(u construct.Unit) construct.Target { return u.Target })
-	if len(units) != 2 || units["worker"] != nil {
+	if len(units) != 2 || units["controller"] == nil || units["etcd"] == nil {
 		t.Errorf("unit targets %v", contribtest.Keys(units))
+	}
+}
+
+// TestNodePoolOverrides: a pool's own plugins.datadog-agent values apply to
+// that pool, and a pool that disables the plugin gets no agent.
+func TestNodePoolOverrides(t *testing.T) {
+	y := strings.Replace(contribtest.ClusterYAML, "    desiredCapacity: 2\n",
+		"    desiredCapacity: 2\n    plugins:\n      datadog-agent:\n        values: {tags: [\"pool:special\"], site: datadoghq.eu}\n", 1)
+	y = strings.Replace(y, "    desiredCapacity: 0\n", "    desiredCapacity: 0\n    plugins:\n      datadog-agent:\n        enabled: false\n", 1)
+	req := contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, y), Name, schema, `{"apiKey": "k", "roles": ["worker"], "tags": ["env:prod"]}`, t.TempDir())
+	res, err := sdk.Call(context.Background(), plugin{}, req)
+	if err != nil || res.Diagnostics.HasFatal() {
+		t.Fatal(err, res.Diagnostics)
+	}
+	units := byTarget(res.Constructs.Units, func(u construct.Unit) construct.Target { return u.Target })
+	if len(units) != 1 || units["worker/general"] == nil {
+		t.Fatalf("want the agent on pool general only, got %v", contribtest.Keys(units))
+	}
+	for _, f := range res.Constructs.Files {
+		switch f.Path {
+		case EnvFile:
+			if !strings.Contains(f.Content, "DD_TAGS=kube-aws-cluster:demo kube-aws-role:worker kube-aws-node-pool:general pool:special\n") ||
+				!strings.Contains(f.Content, "DD_SITE=datadoghq.eu") {
+				t.Errorf("pool environment %q", f.Content)
+			}
+		case APIKeyFile:
+			// The pool inherits the cluster-level key: the same marker.
+			if f.Content != marker {
+				t.Errorf("pool key file %q", f.Content)
+			}
+		}
 	}
 }
 
