@@ -66,13 +66,12 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		e.say("", "uploaded %d objects to s3://%s (%d already there)", res.Uploaded, p.loc.Bucket, res.Present)
 	}
 
-	names := map[string]bool{}
-	for _, s := range p.graph.order {
-		names[p.stackName(s)] = true
-	}
-	existing, err := e.listStacks(ctx, names)
+	existing, orphans, err := e.survey(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range orphans {
+		e.say("", "stack %s of cluster %s is no longer rendered (a removed node pool?): up leaves it; delete it by hand, or kube-aws destroy removes it with the cluster", o, p.cluster)
 	}
 
 	var mu sync.Mutex
@@ -86,11 +85,11 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		return o, ok
 	}
 	err = p.graph.walk(ctx, e.opts.Parallelism, false, func(ctx context.Context, stack string) error {
-		in, err := e.input(p, stack, a.keys, get, existing[p.stackName(stack)] != nil)
+		in, err := e.input(p, stack, a.keys, get, existing[stack] != nil)
 		if err != nil {
 			return err
 		}
-		o, err := e.deployStack(ctx, p, stack, in, existing[in.name])
+		o, err := e.deployStack(ctx, p, stack, in, existing[stack])
 		if err != nil {
 			return err
 		}

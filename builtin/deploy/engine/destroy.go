@@ -3,11 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 )
 
@@ -19,37 +16,6 @@ type DestroyResult struct {
 	// that the render output no longer has (a removed node pool), deleted
 	// first.
 	Orphans []string
-}
-
-// orphans lists the live stacks tagged kube-aws:cluster=<cluster> that are
-// not in the render output, by CloudFormation name.
-func (e *Engine) orphans(ctx context.Context, p *prepared) ([]string, error) {
-	rendered := map[string]bool{}
-	for _, s := range p.graph.order {
-		rendered[p.stackName(s)] = true
-	}
-	var out []string
-	pg := cloudformation.NewDescribeStacksPaginator(e.cfn, &cloudformation.DescribeStacksInput{})
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing stacks to find those of cluster %s: %w", p.cluster, err)
-		}
-		for _, st := range page.Stacks {
-			name := aws.ToString(st.StackName)
-			if rendered[name] || st.StackStatus == types.StackStatusDeleteComplete {
-				continue
-			}
-			for _, t := range st.Tags {
-				if aws.ToString(t.Key) == TagCluster && aws.ToString(t.Value) == p.cluster {
-					out = append(out, name)
-					break
-				}
-			}
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // Destroy deletes every stack of the cluster in reverse dependency order
@@ -74,7 +40,7 @@ func (e *Engine) Destroy(ctx context.Context, t Target) (*DestroyResult, error) 
 	res := &DestroyResult{}
 	// Stacks no longer rendered (a removed node pool) most likely depend
 	// on the rendered ones: they go first.
-	if res.Orphans, err = e.orphans(ctx, p); err != nil {
+	if _, res.Orphans, err = e.survey(ctx, p); err != nil {
 		return nil, err
 	}
 	err = forEach(ctx, e.opts.Parallelism, res.Orphans, func(ctx context.Context, name string) error {

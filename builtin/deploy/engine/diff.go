@@ -77,17 +77,9 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]bool{}
-	for _, s := range p.graph.order {
-		names[p.stackName(s)] = true
-	}
-	listed, err := e.listStacks(ctx, names)
+	current, orphans, err := e.survey(ctx, p)
 	if err != nil {
 		return nil, err
-	}
-	current := map[string]*types.Stack{}
-	for _, s := range p.graph.order {
-		current[s] = listed[p.stackName(s)]
 	}
 	var mu sync.Mutex
 	outputs := func(stack string) (map[string]string, bool) {
@@ -141,10 +133,7 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &DiffResult{}
-	if res.Orphans, err = e.orphans(ctx, p); err != nil {
-		return nil, err
-	}
+	res := &DiffResult{Orphans: orphans}
 	for _, stack := range p.graph.order {
 		d := diffs[stack]
 		res.Stacks = append(res.Stacks, *d)

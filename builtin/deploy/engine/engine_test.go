@@ -547,6 +547,12 @@ func TestOrphanedStack(t *testing.T) {
 	if !slices.Equal(d.Orphans, []string{f.name + "-nodepool-b"}) || d.Changed {
 		t.Fatalf("diff orphans %v changed %v", d.Orphans, d.Changed)
 	}
+	if res := f.mustDeploy(e, target); res.Changed || f.stack("nodepool-b") == nil {
+		t.Fatal("up must leave a no longer rendered stack alone")
+	}
+	if !strings.Contains(f.events.text(), "stack "+f.name+"-nodepool-b of cluster "+f.name+" is no longer rendered") {
+		t.Fatalf("up did not warn about the orphan:\n%s", f.events.text())
+	}
 	dr, err := e.Destroy(ctx, target)
 	if err != nil {
 		t.Fatal(err)

@@ -54,26 +54,44 @@ func (e *Engine) describe(ctx context.Context, name string) (*types.Stack, error
 	return &out.Stacks[0], nil
 }
 
-// listStacks returns the live stacks among names, in one paginated
-// DescribeStacks instead of one call per stack: fewer calls, less throttling
-// on big clusters.
-func (e *Engine) listStacks(ctx context.Context, names map[string]bool) (map[string]*types.Stack, error) {
-	out := map[string]*types.Stack{}
+// survey lists the account's stacks once (a paginated DescribeStacks)
+// instead of describing each rendered stack: fewer calls, less throttling
+// on big clusters. It returns the live rendered stacks by rendered name, and
+// the CloudFormation names of live stacks tagged with the cluster that are
+// no longer rendered (a removed node pool).
+func (e *Engine) survey(ctx context.Context, p *prepared) (map[string]*types.Stack, []string, error) {
+	rendered := map[string]string{}
+	for _, s := range p.graph.order {
+		rendered[p.stackName(s)] = s
+	}
+	live := map[string]*types.Stack{}
+	var orphans []string
 	pg := cloudformation.NewDescribeStacksPaginator(e.cfn, &cloudformation.DescribeStacksInput{})
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("listing stacks: %w", err)
+			return nil, nil, fmt.Errorf("listing the stacks of cluster %s: %w", p.cluster, err)
 		}
 		for i := range page.Stacks {
 			st := &page.Stacks[i]
+			if st.StackStatus == types.StackStatusDeleteComplete {
+				continue
+			}
 			name := aws.ToString(st.StackName)
-			if names[name] && st.StackStatus != types.StackStatusDeleteComplete {
-				out[name] = st
+			if s, ok := rendered[name]; ok {
+				live[s] = st
+				continue
+			}
+			for _, t := range st.Tags {
+				if aws.ToString(t.Key) == TagCluster && aws.ToString(t.Value) == p.cluster {
+					orphans = append(orphans, name)
+					break
+				}
 			}
 		}
 	}
-	return out, nil
+	sort.Strings(orphans)
+	return live, orphans, nil
 }
 
 func notExist(err error) bool {

@@ -28,18 +28,14 @@ func (e *Engine) Validate(ctx context.Context, t Target) (diag.List, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]bool{}
-	for _, s := range p.graph.order {
-		names[p.stackName(s)] = true
-	}
-	listed, err := e.listStacks(ctx, names)
+	listed, _, err := e.survey(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
 	found := map[string]diag.List{}
 	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {
-		ds, err := e.validateStack(ctx, p, stack, listed[p.stackName(stack)])
+		ds, err := e.validateStack(ctx, p, stack, listed[stack])
 		if err != nil {
 			return err
 		}
