@@ -10,8 +10,10 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/kube-aws/kube-aws/contrib/internal/chartcache"
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -66,6 +68,61 @@ func (v Values) withDefaults() Values {
 
 type plugin struct{}
 
+// poolChoice is the node pools kube2iam runs on, and the roles each may
+// assume (a pool may override roleARNs in its own values).
+type poolChoice struct {
+	pools []struct {
+		name     string
+		roleARNs []string
+	}
+	// narrowed: some pool is left out (values.nodePools, or the pool
+	// disables the plugin); differs: some pool has its own roleARNs.
+	narrowed, differs bool
+}
+
+// selectPools decides where kube2iam runs from values.nodePools and each
+// pool's effective values as kube-aws computed them (nil when it sent none).
+func selectPools(c *config.Cluster, v Values, pools map[string]json.RawMessage) poolChoice {
+	var out poolChoice
+	chosen := map[string]bool{}
+	for _, p := range v.NodePools {
+		chosen[p] = true
+	}
+	out.narrowed = len(v.NodePools) > 0
+	for _, p := range c.NodePools {
+		if len(v.NodePools) > 0 && !chosen[p.Name] {
+			continue
+		}
+		arns := v.RoleARNs
+		if pools != nil {
+			raw, ok := pools[p.Name]
+			if !ok {
+				out.narrowed = true // nodePools[].plugins.kube2iam.enabled: false
+				continue
+			}
+			var own Values
+			if err := json.Unmarshal(raw, &own); err == nil && len(own.RoleARNs) > 0 {
+				arns = own.RoleARNs
+			}
+			if strings.Join(arns, "\x00") != strings.Join(v.RoleARNs, "\x00") {
+				out.differs = true
+			}
+		}
+		out.pools = append(out.pools, struct {
+			name     string
+			roleARNs []string
+		}{p.Name, arns})
+	}
+	return out
+}
+
+func statement(t construct.Target, arns []string) construct.IAMStatement {
+	return construct.IAMStatement{
+		Target: t, Sid: Sid, Effect: "Allow",
+		Actions: []string{"sts:AssumeRole"}, Resources: append([]string(nil), arns...),
+	}
+}
+
 func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
 		Name:         Name,
@@ -110,27 +167,23 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	// kube2iam runs on every worker and calls AssumeRole with the node's
 	// own credentials; the roles' trust policies must admit the worker
 	// roles (the iam stack outputs NodePool<Name>RoleArn).
-	targets := []construct.Target{{Role: construct.Worker}}
-	if len(v.NodePools) > 0 {
-		targets = targets[:0]
-		for _, p := range v.NodePools {
-			targets = append(targets, construct.Target{Role: construct.Worker, NodePool: p})
-		}
-	}
+	sel := selectPools(c, v, req.Values[Name].NodePools)
 	nodeSelector := map[string]string{}
-	if len(v.NodePools) > 0 {
-		// Only the chosen pools may assume the roles, so the DaemonSet
-		// runs only there: the plugin labels those nodes and selects them.
-		nodeSelector[PoolLabel] = "true"
-		for _, t := range targets {
-			set.NodeLabels = append(set.NodeLabels, construct.NodeLabel{Target: t, Key: PoolLabel, Value: "true"})
+	if !sel.narrowed && !sel.differs {
+		set.IAM = []construct.IAMStatement{statement(construct.Target{Role: construct.Worker}, v.RoleARNs)}
+	} else {
+		for _, p := range sel.pools {
+			set.IAM = append(set.IAM, statement(construct.Target{Role: construct.Worker, NodePool: p.name}, p.roleARNs))
 		}
 	}
-	for _, t := range targets {
-		set.IAM = append(set.IAM, construct.IAMStatement{
-			Target: t, Sid: Sid, Effect: "Allow",
-			Actions: []string{"sts:AssumeRole"}, Resources: append([]string(nil), v.RoleARNs...),
-		})
+	if sel.narrowed {
+		// Only some pools may assume the roles, so the DaemonSet runs only
+		// there: the plugin labels those nodes and selects them.
+		nodeSelector[PoolLabel] = "true"
+		for _, p := range sel.pools {
+			set.NodeLabels = append(set.NodeLabels, construct.NodeLabel{
+				Target: construct.Target{Role: construct.Worker, NodePool: p.name}, Key: PoolLabel, Value: "true"})
+		}
 	}
 
 	path, err := chartcache.Extract(chart, "charts/kube2iam", req.WorkDir, Name)

@@ -95,3 +95,37 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 		t.Errorf("good values rejected: %v", d)
 	}
 }
+
+// TestNodePoolOverrides: a pool that disables the plugin gets neither the
+// permission nor kube2iam, and a pool's own roleARNs are its own.
+func TestNodePoolOverrides(t *testing.T) {
+	y := strings.Replace(contribtest.ClusterYAML, "    desiredCapacity: 0\n", "    desiredCapacity: 0\n    plugins:\n      kube2iam:\n        enabled: false\n", 1)
+	req := contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, y), Name, schema, `{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`, t.TempDir())
+	res, err := sdk.Call(context.Background(), plugin{}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Constructs
+	if len(s.IAM) != 1 || s.IAM[0].Target.NodePool != "general" || len(s.NodeLabels) != 1 || s.NodeLabels[0].Target.NodePool != "general" {
+		t.Errorf("want IAM and label on pool general only: %+v %+v", s.IAM, s.NodeLabels)
+	}
+
+	y = strings.Replace(contribtest.ClusterYAML, "    desiredCapacity: 0\n",
+		"    desiredCapacity: 0\n    plugins:\n      kube2iam:\n        values: {roleARNs: [\"arn:aws:iam::123456789012:role/gpu\"]}\n", 1)
+	req = contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, y), Name, schema, `{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`, t.TempDir())
+	res, err = sdk.Call(context.Background(), plugin{}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = res.Constructs
+	got := map[string]string{}
+	for _, st := range s.IAM {
+		got[st.Target.String()] = strings.Join(st.Resources, ",")
+	}
+	if got["worker/general"] != "arn:aws:iam::123456789012:role/app" || got["worker/gpu-spot"] != "arn:aws:iam::123456789012:role/gpu" || len(got) != 2 {
+		t.Errorf("per-pool statements %v", got)
+	}
+	if len(s.NodeLabels) != 0 {
+		t.Errorf("every pool runs kube2iam, yet labels %+v", s.NodeLabels)
+	}
+}
