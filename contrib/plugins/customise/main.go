@@ -148,6 +148,7 @@ func build(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 		}
 	}
 
+	extra := map[string]json.RawMessage{}
 	if len(v.APIAccessCIDRs) > 0 {
 		// The cloudformation built-in opens the API to 0.0.0.0/0 in one
 		// rule. Patch that rule to the first CIDR and add one rule per
@@ -158,21 +159,16 @@ func build(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 				"CidrIp": v.APIAccessCIDRs[0], "Description": "Kubernetes API (restricted by plugin customise)",
 			}}),
 		})
-		extra := map[string]json.RawMessage{}
 		for i, cidr := range v.APIAccessCIDRs[1:] {
 			extra[fmt.Sprintf("CustomiseControllerIngressAPI%d", i+1)] = ingress(443, cidr, "Kubernetes API (plugin customise)")
 		}
-		for i, cidr := range v.SSHAccessCIDRs {
-			extra[fmt.Sprintf("CustomiseControllerIngressSSH%d", i)] = ingress(22, cidr, "SSH to the controllers (plugin customise)")
-		}
-		if len(extra) > 0 {
-			set.Stacks = append(set.Stacks, construct.Stack{Name: networkStack, Resources: extra})
-		}
-	} else if len(v.SSHAccessCIDRs) > 0 {
-		extra := map[string]json.RawMessage{}
-		for i, cidr := range v.SSHAccessCIDRs {
-			extra[fmt.Sprintf("CustomiseControllerIngressSSH%d", i)] = ingress(22, cidr, "SSH to the controllers (plugin customise)")
-		}
+	}
+	// The network stack has no SSH rule to patch: SSH is closed unless
+	// asked for, so these are new rules beside the built-in's.
+	for i, cidr := range v.SSHAccessCIDRs {
+		extra[fmt.Sprintf("CustomiseControllerIngressSSH%d", i)] = ingress(22, cidr, "SSH to the controllers (plugin customise)")
+	}
+	if len(extra) > 0 {
 		set.Stacks = append(set.Stacks, construct.Stack{Name: networkStack, Resources: extra})
 	}
 

@@ -211,3 +211,24 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 		t.Errorf("good values rejected: %v", d)
 	}
 }
+
+func TestSSHOnlyAddsRulesWithoutPatching(t *testing.T) {
+	res := initialise(t, "", `{"sshAccessCIDRs": ["192.0.2.10/32", "192.0.2.11/32"]}`)
+	if len(res.Constructs.Patches) != 0 {
+		t.Errorf("API left open, yet patches %+v", res.Constructs.Patches)
+	}
+	if len(res.Constructs.Stacks) != 1 || len(res.Constructs.Stacks[0].Resources) != 2 {
+		t.Fatalf("stacks %+v", res.Constructs.Stacks)
+	}
+	base := network()
+	merged, diags := merge.Merge([]merge.Contribution{{Plugin: "cloudformation", Set: &base}, {Plugin: Name, Set: res.Constructs}})
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	if r := resource(t, merged, "network", "CustomiseControllerIngressSSH1")["Properties"].(map[string]any); r["CidrIp"] != "192.0.2.11/32" || r["ToPort"] != float64(22) {
+		t.Errorf("second SSH rule %v", r)
+	}
+	if api := resource(t, merged, "network", "ControllerIngressAPI")["Properties"].(map[string]any); api["CidrIp"] != "0.0.0.0/0" {
+		t.Errorf("API rule changed: %v", api)
+	}
+}
