@@ -15,14 +15,17 @@ import (
 type Result struct {
 	// Deploy is the stage result: every stack deployed so far (in
 	// dependency order) and the cluster outputs.
-	Deploy stage.DeployResult
+	Deploy stage.DeployResult `json:"deploy"`
 	// Changed is true when any stack was created or updated.
-	Changed bool
+	Changed bool `json:"changed"`
 	// Uploaded counts objects put in S3 (assets and secrets); Present
 	// counts those already there.
-	Uploaded, Present int
+	Uploaded int `json:"uploaded"`
+	Present  int `json:"present"`
 	// Created, Updated and Unchanged name stacks by what happened to them.
-	Created, Updated, Unchanged []string
+	Created   []string `json:"created,omitempty"`
+	Updated   []string `json:"updated,omitempty"`
+	Unchanged []string `json:"unchanged,omitempty"`
 }
 
 // Cluster output names Deploy lifts from the control-plane stack's outputs.

@@ -11,11 +11,12 @@ import (
 // DestroyResult is what Destroy removed.
 type DestroyResult struct {
 	// Deleted names the stacks deleted; Absent those already gone.
-	Deleted, Absent []string
+	Deleted []string `json:"deleted,omitempty"`
+	Absent  []string `json:"absent,omitempty"`
 	// Orphans are CloudFormation names of stacks tagged with the cluster
 	// that the render output no longer has (a removed node pool), deleted
 	// first.
-	Orphans []string
+	Orphans []string `json:"orphans,omitempty"`
 }
 
 // Destroy deletes every stack of the cluster in reverse dependency order
