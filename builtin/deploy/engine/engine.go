@@ -262,6 +262,11 @@ func (e *Engine) prepare(t Target) (*prepared, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stack %s: template %s: %w", s.Name, s.Template, err)
 		}
+		for param, path := range tp.ParameterFiles {
+			if _, ok := tp.Parameters[param]; !ok {
+				return nil, fmt.Errorf("stack %s: template %s names file %s for parameter %s, which it does not declare; this is a render bug", s.Name, s.Template, path, param)
+			}
+		}
 		for param := range s.ParameterSources {
 			if _, ok := tp.Parameters[param]; !ok {
 				return nil, fmt.Errorf("stack %s: parameter %s has a source (%s) but template %s does not declare it; this is a render bug", s.Name, param, s.ParameterSources[param], s.Template)

@@ -82,6 +82,9 @@ func TestLifecycle(t *testing.T) {
 	if tg := tags(pool); tg[TagCluster] != f.name || tg["owner"] != "tests" {
 		t.Fatalf("node pool tags %v: want %s=%s and the cluster's tags", tg, TagCluster, f.name)
 	}
+	if k := outputsOf(f.stack("control-plane"))["BootKey"]; !strings.HasPrefix(k, "clusters/"+f.name+"/assets/") || k == np["UserDataKey"] {
+		t.Fatalf("control-plane BootKey %q: want the key of userdata/controller.yaml named in the template's Metadata", k)
+	}
 	if got, want := res.Deploy.Outputs["APIEndpoint"], "https://api."+f.name+"-control-plane.example.com"; got != want {
 		t.Fatalf("cluster output APIEndpoint = %q, want %q", got, want)
 	}

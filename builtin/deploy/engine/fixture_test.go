@@ -198,11 +198,16 @@ func (f *fixture) render() Target {
 		"Outputs": obj{"NodeProfile": obj{"Value": ref("NodeProfile")}},
 	}, stage.StackSpec{})
 	cp := obj{
-		"Parameters": obj{"VPCId": obj{"Type": "String"}},
+		// The render side names the file that fills a parameter.
+		"Metadata":   obj{"kube-aws": obj{"parameterFiles": obj{"BootKey": "userdata/controller.yaml"}}},
+		"Parameters": obj{"VPCId": obj{"Type": "String"}, "BootKey": obj{"Type": "String"}},
 		"Resources": obj{
 			"APISG": obj{"Type": "AWS::EC2::SecurityGroup", "Properties": obj{"GroupDescription": "api", "VpcId": ref("VPCId")}},
 		},
-		"Outputs": obj{"APIEndpoint": obj{"Value": obj{"Fn::Sub": "https://api.${AWS::StackName}.example.com"}}},
+		"Outputs": obj{
+			"APIEndpoint": obj{"Value": obj{"Fn::Sub": "https://api.${AWS::StackName}.example.com"}},
+			"BootKey":     obj{"Value": ref("BootKey")},
+		},
 	}
 	if f.big {
 		cp["Resources"].(obj)["APISG"].(obj)["Metadata"] = obj{"Padding": strings.Repeat("kube-aws ", 7000)}

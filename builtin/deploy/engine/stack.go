@@ -169,6 +169,13 @@ func (e *Engine) input(p *prepared, stack string, keys map[string]string, output
 					stack, n, out, from, strings.Join(have, ", "), from)
 			}
 			v = val
+		case tp.ParameterFiles[n] != "":
+			path := tp.ParameterFiles[n]
+			k, ok := keys[path]
+			if !ok {
+				return nil, fmt.Errorf("stack %s: its template fills %s with the S3 key of %s, which the render output does not have; run `kube-aws render` again", stack, n, path)
+			}
+			v = k
 		case n == ParamAssetsBucket:
 			v = p.loc.Bucket
 		case n == ParamSecretsPrefix:

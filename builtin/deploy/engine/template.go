@@ -14,6 +14,11 @@ type template struct {
 	Parameters map[string]templateParam
 	Outputs    map[string]json.RawMessage
 	Resources  map[string]templateResource
+	// ParameterFiles maps a parameter to the rendered file whose S3 key
+	// fills it, from the template's Metadata
+	// {"kube-aws": {"parameterFiles": {"UserDataKey": "userdata/controller.yaml"}}}:
+	// the render side says which file a stack boots from.
+	ParameterFiles map[string]string
 }
 
 type templateParam struct {
@@ -26,6 +31,11 @@ type templateResource struct {
 
 func parseTemplate(body []byte) (*template, error) {
 	var t struct {
+		Metadata struct {
+			KubeAWS struct {
+				ParameterFiles map[string]string `json:"parameterFiles"`
+			} `json:"kube-aws"`
+		} `json:"Metadata"`
 		Parameters map[string]templateParam    `json:"Parameters"`
 		Outputs    map[string]json.RawMessage  `json:"Outputs"`
 		Resources  map[string]templateResource `json:"Resources"`
@@ -36,7 +46,8 @@ func parseTemplate(body []byte) (*template, error) {
 	if len(t.Resources) == 0 {
 		return nil, fmt.Errorf("declares no Resources; CloudFormation needs at least one")
 	}
-	return &template{Body: body, Parameters: t.Parameters, Outputs: t.Outputs, Resources: t.Resources}, nil
+	return &template{Body: body, Parameters: t.Parameters, Outputs: t.Outputs, Resources: t.Resources,
+		ParameterFiles: t.Metadata.KubeAWS.ParameterFiles}, nil
 }
 
 // outputNames lists the template's outputs in a stable order.
