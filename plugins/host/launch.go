@@ -253,7 +253,7 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 	info, err := rpc.GetInfo(ictx, p.ProtocolVersion, opts.HostVersion)
 	if err != nil {
 		p.Kill()
-		if ictx.Err() == context.DeadlineExceeded {
+		if expired(ictx) && ctx.Err() == nil {
 			return nil, fmt.Errorf("plugin %s (%s) did not answer GetInfo within %s; killed", c.Name, c.Path, opts.StartTimeout)
 		}
 		return nil, fmt.Errorf("plugin %s (%s) failed to describe itself (GetInfo): %s%s", c.Name, c.Path, status.Convert(err).Message(), p.stderrNote())
