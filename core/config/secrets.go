@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,6 +96,12 @@ func ResolveSecrets(c *Cluster, values map[string]stage.PluginValues, schemas ma
 		}
 		diags = append(diags, dedupe(res.diags)...)
 		r.Values[plugin], r.Plain[plugin] = red, plain
+	}
+	for _, marker := range sortedKeys(r.Secrets) {
+		if n := len(r.Secrets[marker]); n < MinScrubLength {
+			diags = append(diags, posDiag(c, diag.Warningf("sensitive value %s is only %d character(s) long: kube-aws keeps it out of every file as a marker, but cannot scrub it from plugin log lines without mangling them", marker, n).
+				At(c.markerPath(marker)).WithHint(fmt.Sprintf("use a secret of at least %d characters", MinScrubLength))))
+		}
 	}
 	if len(r.Secrets) > 0 && c.KMSKeyARN == "" {
 		markers := sortedKeys(r.Secrets)
@@ -275,11 +282,17 @@ func Redact(s string, secrets Secrets) string {
 	return newRedactor(secrets).Replace(s)
 }
 
+// MinScrubLength is the shortest secret Redact searches text for. Values
+// are redacted structurally (they become markers before any plugin, file or
+// state sees them); Redact is the second line of defence over free text, and
+// scrubbing every "y" out of a log line or a JSON document would corrupt it.
+const MinScrubLength = 6
+
 func newRedactor(secrets Secrets) *strings.Replacer {
 	type kv struct{ plain, marker string }
 	var pairs []kv
 	for marker, plain := range secrets {
-		if plain == "" {
+		if len(plain) < MinScrubLength {
 			continue
 		}
 		pairs = append(pairs, kv{plain, marker})
@@ -443,4 +456,23 @@ func (w *schemaWalker) item(schemas []map[string]any, i int) []map[string]any {
 		}
 	}
 	return w.expand(out)
+}
+
+// markerPath is the config path of the value behind a marker, for messages.
+func (c *Cluster) markerPath(marker string) string {
+	ref := strings.TrimSuffix(strings.TrimPrefix(marker, "((secret:"), "))")
+	plugin, rest, _ := strings.Cut(ref, "/")
+	pool := ""
+	if p, ok := strings.CutPrefix(rest, "nodePools/"); ok {
+		pool, rest, _ = strings.Cut(p, "/")
+		if u, err := url.PathUnescape(pool); err == nil {
+			pool = u
+		}
+		rest = "values/" + rest
+	}
+	pointer := strings.TrimPrefix(rest, "values")
+	if u, err := url.PathUnescape(pointer); err == nil {
+		pointer = u
+	}
+	return c.ValuesPath(plugin, pool, pointer)
 }

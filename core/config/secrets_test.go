@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kube-aws/kube-aws/core/diag"
 )
 
 const sentinel = "s3cr3t-SENTINEL-9f8e"
@@ -148,7 +150,7 @@ plugins:
 }
 
 func TestSensitiveValuesNeedKMSKey(t *testing.T) {
-	t.Setenv("KUBE_AWS_TEST_SECRET", "x")
+	t.Setenv("KUBE_AWS_TEST_SECRET", "long-enough-secret")
 	c, _ := Parse("cluster.yaml", []byte("plugins: {dex: {values: {s: {valueFrom: {env: KUBE_AWS_TEST_SECRET}}}}}\n"))
 	vals, _ := EffectiveValues(c, ".")
 	_, diags := ResolveSecrets(c, vals, nil, ".")
@@ -182,5 +184,23 @@ func TestRedact(t *testing.T) {
 	}
 	if got := Marker("dex", "/values/my key (old)"); got != "((secret:dex/values/my%20key%20%28old%29))" {
 		t.Errorf("Marker = %s", got)
+	}
+}
+
+// A secret too short to search text for is warned about, and Redact leaves
+// text alone rather than replace every occurrence of a common letter.
+func TestShortSecretWarnedAndNotScrubbed(t *testing.T) {
+	t.Setenv("KUBE_AWS_TEST_SECRET", "y")
+	c, _ := Parse("cluster.yaml", []byte("kmsKeyArn: arn:aws:kms:us-east-1:123456789012:key/abc\nplugins: {dex: {values: {s: {valueFrom: {env: KUBE_AWS_TEST_SECRET}}}}}\n"))
+	vals, _ := EffectiveValues(c, ".")
+	r, diags := ResolveSecrets(c, vals, nil, ".")
+	if len(diags) != 1 || diags[0].Severity != diag.Warning || diags[0].Path != "plugins.dex.values.s" || !strings.Contains(diags[0].Message, "1 character") {
+		t.Fatalf("want one warning at plugins.dex.values.s, got:\n%s", diags.Error())
+	}
+	if got := Redact(`{"key":"yes"}`, r.Secrets); got != `{"key":"yes"}` {
+		t.Errorf("Redact mangled text with a 1-character secret: %s", got)
+	}
+	if string(r.Values["dex"].Values) == `{"s":"y"}` {
+		t.Errorf("the value itself must still become a marker: %s", r.Values["dex"].Values)
 	}
 }

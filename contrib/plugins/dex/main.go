@@ -69,7 +69,7 @@ type StaticClient struct {
 }
 
 // withDefaults fills what cluster.yaml left out; the same defaults are in
-// schema.json for `kube-aws plugins show dex`.
+// schema.json for `kube-aws plugins describe dex`.
 func (v Values) withDefaults() Values {
 	if v.ClientID == "" {
 		v.ClientID = "kubernetes"
