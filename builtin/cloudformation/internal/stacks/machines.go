@@ -220,15 +220,14 @@ func subnetParams(s *stack, subnets []config.Subnet) []string {
 	return refs
 }
 
-// poolTags are the auto scaling group tags of a node pool: the cluster
-// autoscaler discovers pools by the first two and builds nodes for an empty
-// pool from the labels and taints. They do not propagate to instances: the
-// kubelet registers labels and taints itself.
+// poolTags are the auto scaling group tags of a node pool: a cluster
+// autoscaler builds nodes for an empty pool from the labels and taints. The
+// discovery tags (k8s.io/cluster-autoscaler/enabled) are not set here: the
+// cluster-autoscaler plugin adds them to the pools it manages, so a pool can
+// opt out. They do not propagate to instances: the kubelet registers labels
+// and taints itself.
 func poolTags(c *config.Cluster, p config.NodePool) []autoscaling.AutoScalingGroup_TagProperty {
-	out := []autoscaling.AutoScalingGroup_TagProperty{
-		{Key: "k8s.io/cluster-autoscaler/enabled", Value: "true"},
-		{Key: "k8s.io/cluster-autoscaler/" + c.ClusterName, Value: "owned"},
-	}
+	var out []autoscaling.AutoScalingGroup_TagProperty
 	keys := make([]string, 0, len(p.Labels))
 	for k := range p.Labels {
 		keys = append(keys, k)
