@@ -35,8 +35,9 @@ help:
 	@echo "make lint   gofmt and go vet"
 
 build:
-	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib
+	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib $(PLUGIN_BIN)/libexec
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kube-aws ./cmd/kube-aws
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PLUGIN_BIN)/libexec/kube-aws-ops ./cmd/kube-aws-ops
 	@for p in $(BUILTIN_PLUGINS); do \
 		echo "$(GO) build -o $(PLUGIN_BIN)/builtin/$$p ./builtin/$$p"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PLUGIN_BIN)/builtin/$$p ./builtin/$$p || exit 1; \
@@ -61,7 +62,7 @@ lint:
 # The whole suite: what CI runs.
 test: venv build lint
 	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -timeout 20m ./...
-	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/...
+	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/... ./builtin/deploy/... ./internal/... ./contrib/internal/chartcache/...
 	$(MAKE) fuzz
 
 fuzz:
