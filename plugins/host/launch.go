@@ -486,7 +486,7 @@ func (p *Plugin) crashed(err error) bool {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return code == codes.Unavailable
+	return false
 }
 
 // Kill ends the plugin process and waits until it is gone. It is safe to
