@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make demo: render cluster.yaml.example and deploy it to a local AWS
-# emulator (moto in server mode), one stage at a time the way a CI pipeline
-# would, then validate it. Needs `make build` and `make venv` (make demo runs
-# both). Everything happens in a temporary folder; moto is stopped at the end.
+# make demo: render cluster.yaml.example and bring it up on a local AWS
+# emulator (moto in server mode) with `kube-aws up`, print the stack outputs,
+# validate it, show that a diff finds nothing left to do, and destroy it.
+# Needs `make build` and `make venv` (make demo runs both). Everything
+# happens in a temporary folder; moto is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -66,16 +67,35 @@ kw = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationCo
 s3.create_bucket(Bucket=bucket, **kw)
 PY
 sed -i '/^  hostedZoneId: /d' "$work/cluster.yaml"
+# moto treats every AWS::ElasticLoadBalancingV2::LoadBalancer as an
+# application load balancer and rejects the control plane's TCP listener, so
+# the demo's copy uses a classic load balancer for the API. Real AWS uses the
+# network load balancer of cluster.yaml.example.
+"$PY" - "$work/cluster.yaml" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+anchor = "\n  cloudformation:\n    values:\n"
+if anchor not in text:
+    sys.exit("demo: cluster.yaml.example has no plugins.cloudformation.values to add apiLoadBalancer to")
+text = text.replace(anchor, anchor +
+    "      # demo only: moto takes every ELBv2 load balancer for an application one and\n"
+    "      # rejects the API's TCP listener; real AWS uses the network load balancer.\n"
+    "      apiLoadBalancer: classic\n", 1)
+open(path, "w").write(text)
+PY
 
 cd "$work"
 step() { echo; echo "\$ kube-aws $*"; "$KUBE_AWS" "$@"; }
 echo "demo folder: $work (removed at the end); AWS emulator: moto at $endpoint"
 step version
 step plugins list
-step stage initialise
-step stage render
+step render
 echo; echo "rendered/:"; (cd rendered && find . -type f | sort | sed 's|^\./|  |')
-step stage deploy
-step stage validate
+step up --endpoint-url "$endpoint" --outputs-file deploy.json
+echo; echo "deploy.json (what CI reads), first lines:"; head -n 12 deploy.json | sed 's/^/  /'
+step validate --endpoint-url "$endpoint"
+step diff --exit-code --endpoint-url "$endpoint"
+step destroy --yes --endpoint-url "$endpoint"
 echo
-echo "demo: rendered, deployed to moto and validated."
+echo "demo: rendered, brought up on moto, validated, diffed (nothing to change) and destroyed."

@@ -50,6 +50,8 @@ type LaunchOptions struct {
 	Stderr      io.Writer
 	StoreDir    string
 	HostVersion string
+	// Env is added to every plugin's environment (Options.PluginEnv).
+	Env []string
 }
 
 // Contribution is one plugin's constructs, for Deps.Merge.

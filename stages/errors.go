@@ -15,6 +15,8 @@ const (
 	ExitFatal = 1
 	// ExitUsage: a usage or configuration error.
 	ExitUsage = 2
+	// ExitChanges: `kube-aws diff --exit-code` found something to change.
+	ExitChanges = 3
 	// ExitInterrupted: SIGINT or SIGTERM.
 	ExitInterrupted = 130
 )

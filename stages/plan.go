@@ -39,6 +39,11 @@ type Options struct {
 	PluginStderr io.Writer
 	// HostVersion is kube-aws's version, told to plugins.
 	HostVersion string
+	// PluginEnv is added to every plugin's environment (KEY=VALUE), over
+	// kube-aws's own: how `kube-aws up` passes --region, --profile,
+	// --endpoint-url, --yes and --force-unlock to the deploy plugin, whose
+	// protocol has no field for them.
+	PluginEnv []string
 	// Deps default to DefaultDeps().
 	Deps *Deps
 	// ConfigOptional lets commands that only look at plugins (plugins list,

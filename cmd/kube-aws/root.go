@@ -92,9 +92,12 @@ plugins/<name>/ beside cluster.yaml) driven through four stages: initialise,
 render, deploy and validate.
 
 Exit codes: 0 ok, 1 fatal diagnostics or a failed operation, 2 usage or
-configuration error, 130 interrupted (docs/exit-codes.md).`,
+configuration error, 3 diff --exit-code found changes, 130 interrupted
+(docs/exit-codes.md).`,
 		Example: `  kube-aws init --cluster-name demo --region eu-west-1 --s3-uri s3://my-bucket/demo
   kube-aws render
+  kube-aws up
+  kube-aws diff --exit-code
   kube-aws stage render --output json
   kube-aws plugins list`,
 		SilenceUsage:  true,
@@ -120,6 +123,10 @@ configuration error, 130 interrupted (docs/exit-codes.md).`,
 		newInit(g),
 		newRender(g),
 		newStage(g),
+		newUp(g),
+		newDiff(g),
+		newValidate(g),
+		newDestroy(g),
 		newPlugins(g),
 		newSchema(g),
 		newVersion(g),

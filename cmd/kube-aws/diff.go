@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kube-aws/kube-aws/stages"
+)
+
+func newDiff(g *globals) *cobra.Command {
+	var (
+		a        awsFlags
+		out      string
+		exitCode bool
+	)
+	cmd := &cobra.Command{
+		Use:   "diff",
+		Short: "Show what up would change, per stack and resource, without changing anything",
+		Long: `diff renders the cluster (initialise and render, like kube-aws render), then makes a
+CloudFormation change set for every existing stack and prints, per stack, what
+would happen (create, update, no change) and per resource the action, logical id,
+type and whether it would be replaced. Nothing is executed: every change set diff
+made is deleted again. A stack that does not exist yet is listed with every
+resource its template would add.
+
+With --exit-code, diff exits 3 when anything would change (0 when nothing would),
+so a pipeline can tell "up to date" from "needs an up".`,
+		Example: `  kube-aws diff
+  kube-aws diff --exit-code || echo "an up would change something"
+  kube-aws diff --output json --endpoint-url http://127.0.0.1:5000`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: action(g, func(cmd *cobra.Command, args []string) error {
+			opts := awsOptions(g, a.AWSSettings)
+			opts.OutDir = out
+			plan, err := stages.NewPlan(opts)
+			if err != nil {
+				return fail(g, "diff", err)
+			}
+			sess, err := plan.Launch(cmd.Context())
+			if sess != nil {
+				defer sess.Close()
+			}
+			if err != nil {
+				return fail(g, "diff", err)
+			}
+			var res stages.DiffResult
+			o, err := sess.RenderAndRunOp(cmd.Context(), stages.OpDiff, a.AWSSettings, &res)
+			if err != nil {
+				return report(g, "diff", o, err)
+			}
+			var changed error
+			if exitCode && res.Changed {
+				changed = &stages.Error{Code: stages.ExitChanges, Msg: "diff found changes"}
+			}
+			return reportWith(g, "diff", o, changed, "diff", &res, res.String())
+		}),
+	}
+	a.add(cmd, "")
+	f := cmd.Flags()
+	f.BoolVar(&exitCode, "exit-code", false, "exit 3 when anything would change")
+	f.StringVar(&out, "out", "rendered", "render output folder")
+	return cmd
+}
+
+// reportWith prints an operation's result: text on stdout, or the JSON
+// document of report with the result under key. A non-nil code error
+// (diff's exit 3) does not mark the run failed.
+func reportWith(g *globals, command string, out *stages.Outcome, code error, key string, value any, text string) error {
+	if !g.json() {
+		if err := report(g, command, out, nil); err != nil {
+			return err
+		}
+		fmt.Fprint(g.stdout, text)
+		if code != nil {
+			return &printedError{code}
+		}
+		return nil
+	}
+	doc := runDocument{Command: command, OK: true, ExitCode: stages.ExitCode(code), Outcome: out}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if m[key], err = json.Marshal(value); err != nil {
+		return err
+	}
+	if err := writeJSON(g.stdout, m); err != nil {
+		return err
+	}
+	if code != nil {
+		return &printedError{code}
+	}
+	return nil
+}
