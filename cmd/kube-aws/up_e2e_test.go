@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/internal/faultproxy"
+	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/stages"
+)
+
+// These tests run the real kube-aws, kube-aws-ops and built-in plugin
+// binaries, laid out as `make build` lays them out, against moto.
+
+// awsLayout is a bin folder with every built-in plugin and the ops helper,
+// and a cluster folder with cluster.yaml.example in it.
+type awsLayout struct {
+	t        *testing.T
+	kubeAWS  string
+	cluster  string
+	endpoint string
+	cfn      *cloudformation.Client
+}
+
+func newAWSLayout(t *testing.T) *awsLayout {
+	t.Helper()
+	endpoint := awstest.Start(t)
+	ctx := context.Background()
+	if err := awstest.WarmUp(ctx, endpoint); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster"), endpoint: endpoint}
+	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
+	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws-ops"), filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-ops"))
+	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
+		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
+	}
+	if err := os.MkdirAll(filepath.Join(bin, "kube-aws-plugins", "contrib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "cluster.yaml.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(example)
+	// moto gives hosted zones ids of its own, and takes every ELBv2 load
+	// balancer for an application one (rejecting the API's TCP listener):
+	// the same two changes make demo makes.
+	var kept []string
+	for _, line := range strings.Split(y, "\n") {
+		if !strings.HasPrefix(line, "  hostedZoneId: ") {
+			kept = append(kept, line)
+		}
+	}
+	y = strings.Join(kept, "\n")
+	anchor := "\n  cloudformation:\n    values:\n"
+	if !strings.Contains(y, anchor) {
+		t.Fatal("cluster.yaml.example has no plugins.cloudformation.values")
+	}
+	y = strings.Replace(y, anchor, anchor+"      apiLoadBalancer: classic\n", 1)
+	if err := os.MkdirAll(l.cluster, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l.write(y)
+
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint); o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kube-aws-demo-assets")}); err != nil {
+		t.Fatal(err)
+	}
+	l.cfn = cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	return l
+}
+
+func (l *awsLayout) write(clusterYAML string) {
+	l.t.Helper()
+	if err := os.WriteFile(filepath.Join(l.cluster, "cluster.yaml"), []byte(clusterYAML), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func (l *awsLayout) edit(from, to string) {
+	l.t.Helper()
+	b, err := os.ReadFile(filepath.Join(l.cluster, "cluster.yaml"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if strings.Count(string(b), from) != 1 {
+		l.t.Fatalf("cluster.yaml holds %q %d times, want once", from, strings.Count(string(b), from))
+	}
+	l.write(strings.Replace(string(b), from, to, 1))
+}
+
+func (l *awsLayout) command(ctx context.Context, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, l.kubeAWS, args...)
+	c.Dir = l.cluster
+	var env []string
+	for _, e := range os.Environ() {
+		k, _, _ := strings.Cut(e, "=")
+		if strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "KUBE_AWS_") {
+			continue // neither the user's AWS settings nor a test's overrides
+		}
+		env = append(env, e)
+	}
+	c.Env = append(env, "CI=1",
+		"AWS_ACCESS_KEY_ID="+awstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+awstest.SecretAccessKey,
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	return c
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+func (l *awsLayout) run(args ...string) (stdout, stderr string, code int) {
+	l.t.Helper()
+	c := l.command(context.Background(), args...)
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	code = exitCode(l.t, c.Run())
+	return o.String(), e.String(), code
+}
+
+// up runs kube-aws up and returns the deploy result it wrote to --outputs-file.
+func (l *awsLayout) up(endpoint string) (*stage.DeployResult, string) {
+	l.t.Helper()
+	file := filepath.Join(l.t.TempDir(), "deploy.json")
+	start := time.Now()
+	stdout, stderr, code := l.run("up", "--endpoint-url", endpoint, "--outputs-file", file)
+	l.t.Logf("kube-aws up took %s", time.Since(start).Round(time.Millisecond))
+	if code != 0 {
+		l.t.Fatalf("kube-aws up: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var d stage.DeployResult
+	if err := json.Unmarshal(b, &d); err != nil {
+		l.t.Fatalf("--outputs-file is not a deploy result: %v\n%s", err, b)
+	}
+	if !strings.Contains(stdout, "outputs:\n") || !strings.Contains(stdout, "  APIEndpoint: ") {
+		l.t.Fatalf("up printed no outputs:\n%s\n%s", stdout, stderr)
+	}
+	return &d, stderr
+}
+
+func changedStacks(d *stage.DeployResult) []string {
+	var out []string
+	for _, s := range d.Stacks {
+		if s.Changed {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// liveStacks lists the cluster's stacks that exist (not deleted).
+func (l *awsLayout) liveStacks() []string {
+	l.t.Helper()
+	var out []string
+	p := cloudformation.NewListStacksPaginator(l.cfn, &cloudformation.ListStacksInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for _, s := range page.StackSummaries {
+			if s.StackStatus != cfntypes.StackStatusDeleteComplete && strings.HasPrefix(aws.ToString(s.StackName), "demo-") {
+				out = append(out, aws.ToString(s.StackName))
+			}
+		}
+	}
+	return out
+}
+
+// The whole life of a cluster through the commands a user runs: up from
+// nothing, a no-op up, a one-pool change seen by diff and applied by up,
+// validate, and destroy.
+func TestUpDiffValidateDestroyAgainstMoto(t *testing.T) {
+	l := newAWSLayout(t)
+
+	d, _ := l.up(l.endpoint)
+	if len(d.Stacks) != 6 || d.Outputs["APIEndpoint"] == "" || d.Outputs["VPCId"] == "" {
+		t.Fatalf("first up: deploy result %+v", d)
+	}
+	if got := changedStacks(d); len(got) != 6 {
+		t.Fatalf("first up changed %v, want all 6 stacks", got)
+	}
+
+	// Again, with nothing changed: no stack updated, nothing uploaded.
+	d, stderr := l.up(l.endpoint)
+	if got := changedStacks(d); len(got) != 0 {
+		t.Fatalf("no-op up changed %v", got)
+	}
+	if !strings.Contains(stderr, "0 created, 0 updated, 6 unchanged; 0 objects uploaded") {
+		t.Fatalf("no-op up: want 0 created, 0 updated, 0 uploads reported:\n%s", stderr)
+	}
+
+	// diff with nothing to change: exit 0 even with --exit-code.
+	if stdout, stderr, code := l.run("diff", "--exit-code", "--endpoint-url", l.endpoint); code != 0 || !strings.Contains(stdout, "no change\n") {
+		t.Fatalf("diff of an up-to-date cluster: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// One node pool grows: diff shows exactly that, --exit-code exits 3.
+	l.edit("    maxSize: 5\n", "    maxSize: 6\n")
+	stdout, stderr, code := l.run("diff", "--exit-code", "--output", "json", "--endpoint-url", l.endpoint)
+	if code != stages.ExitChanges {
+		t.Fatalf("diff --exit-code after a change: exit %d, want 3\n%s\n%s", code, stdout, stderr)
+	}
+	var doc struct {
+		ExitCode int               `json:"exitCode"`
+		Diff     stages.DiffResult `json:"diff"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("diff --output json: %v\n%s", err, stdout)
+	}
+	if doc.ExitCode != 3 || !doc.Diff.Changed || len(doc.Diff.Stacks) != 6 {
+		t.Fatalf("diff document %+v", doc)
+	}
+	for _, s := range doc.Diff.Stacks {
+		want := "none"
+		if s.Stack == "nodepool-general" {
+			want = "update"
+		}
+		if s.Action != want {
+			t.Fatalf("diff: stack %s would %s, want %s (%+v)", s.Stack, s.Action, want, doc.Diff)
+		}
+		if s.Stack == "nodepool-general" {
+			if len(s.Changes) != 1 || s.Changes[0].Action != "Modify" || s.Changes[0].ResourceType != "AWS::AutoScaling::AutoScalingGroup" {
+				t.Fatalf("diff of nodepool-general: %+v, want one Modify of its auto scaling group", s.Changes)
+			}
+		}
+	}
+	// The text form names the resource too, and diff executed nothing.
+	stdout, _, _ = l.run("diff", "--endpoint-url", l.endpoint)
+	if !strings.Contains(stdout, "nodepool-general (demo-nodepool-general): would update") || !strings.Contains(stdout, "~ Modify") {
+		t.Fatalf("diff text:\n%s", stdout)
+	}
+
+	// up applies it: exactly one stack changes.
+	d, _ = l.up(l.endpoint)
+	if got := changedStacks(d); len(got) != 1 || got[0] != "demo-nodepool-general" {
+		t.Fatalf("up after the change changed %v, want [demo-nodepool-general]", got)
+	}
+
+	if stdout, stderr, code := l.run("validate", "--endpoint-url", l.endpoint); code != 0 || !strings.Contains(stdout, "cluster demo is valid") {
+		t.Fatalf("validate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// destroy asks; without a terminal it wants --yes.
+	if _, stderr, code := l.run("destroy", "--endpoint-url", l.endpoint); code != 2 || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("destroy without --yes and no terminal: exit %d, want 2 naming --yes\n%s", code, stderr)
+	}
+	if len(l.liveStacks()) != 6 {
+		t.Fatalf("destroy without --yes deleted stacks: %v left", l.liveStacks())
+	}
+	stdout, stderr, code = l.run("destroy", "--yes", "--endpoint-url", l.endpoint)
+	if code != 0 {
+		// moto leaves the network interfaces of terminated instances in the
+		// VPC, so deleting the network stack fails there (never on AWS);
+		// moto has removed the stack all the same, and a rerun finishes.
+		if !strings.Contains(stderr, "DependencyViolation") {
+			t.Fatalf("destroy --yes: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		t.Logf("destroy met moto's DependencyViolation on the network stack; rerunning")
+		if stdout, stderr, code = l.run("destroy", "--yes", "--endpoint-url", l.endpoint); code != 0 {
+			t.Fatalf("destroy --yes, rerun: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	}
+	if left := l.liveStacks(); len(left) != 0 {
+		t.Fatalf("destroy left stacks %v\n%s", left, stdout)
+	}
+}
+
+// Two ups of one cluster at once: the second is refused by the deploy lock
+// and says who holds it; the first finishes.
+func TestConcurrentUpIsRefusedByTheLock(t *testing.T) {
+	l := newAWSLayout(t)
+	l.up(l.endpoint)
+
+	// The first up goes through a proxy that holds its change sets, so it
+	// still holds the lock when the second one starts.
+	proxy, err := faultproxy.Start(l.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxy.Add(faultproxy.Rule{Action: "CreateChangeSet", Times: -1, Fault: faultproxy.Delay, Delay: 3 * time.Second})
+	first := l.command(context.Background(), "up", "--endpoint-url", proxy.URL)
+	var o1, e1 bytes.Buffer
+	first.Stdout, first.Stderr = &o1, &e1
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for proxy.Count("CreateChangeSet") == 0 {
+		if time.Now().After(deadline) {
+			_ = first.Process.Kill()
+			t.Fatalf("the first up never reached its change sets:\n%s", e1.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stdout, stderr, code := l.run("up", "--endpoint-url", l.endpoint)
+	proxy.Clear()
+	if code != 1 || !strings.Contains(stderr, "is locked by another kube-aws deploy") || !strings.Contains(stderr, " pid ") {
+		t.Fatalf("second up: exit %d, want 1 refused by the lock naming its holder\n%s\n%s", code, stdout, stderr)
+	}
+	if code := exitCode(t, first.Wait()); code != 0 {
+		t.Fatalf("first up: exit %d\n%s\n%s", code, o1.String(), e1.String())
+	}
+	// The lock is released: a third up goes through.
+	l.up(l.endpoint)
+}
