@@ -1,0 +1,133 @@
+package stages
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+func TestParseStackEvent(t *testing.T) {
+	for _, c := range []struct {
+		line, stack, row string
+		ok               bool
+	}{
+		{"09:32:41 nodepool-spot    CREATE_COMPLETE              AWS::CloudFormation::Stack               demo-nodepool-spot", "nodepool-spot", "CREATE_COMPLETE", true},
+		{"09:32:41 network          CREATE_IN_PROGRESS           AWS::EC2::VPC                            VPC: Resource creation Initiated", "network", "CREATE_IN_PROGRESS  VPC: Resource creation Initiated (AWS::EC2::VPC)", true},
+		{"09:32:41 etcd             CREATE_FAILED                AWS::CloudFormation::Stack               demo-etcd: The following resource(s) failed", "etcd", "CREATE_FAILED: The following resource(s) failed", true},
+		{"09:32:40 nodepool-spot    creating demo-nodepool-spot", "", "", false},
+		{"09:33:46 uploaded 11 objects to s3://bucket (0 already there)", "", "", false},
+		{"deployed 6 stacks", "", "", false},
+	} {
+		stack, row, ok := ParseStackEvent(c.line)
+		if stack != c.stack || row != c.row || ok != c.ok {
+			t.Errorf("ParseStackEvent(%q) = %q, %q, %v; want %q, %q, %v", c.line, stack, row, ok, c.stack, c.row, c.ok)
+		}
+	}
+}
+
+// The live view keeps one row per stack and prints other lines above it; at
+// the end the screen holds every stack's last status once.
+func TestLiveReporterKeepsOneRowPerStack(t *testing.T) {
+	var buf bytes.Buffer
+	r := &LiveReporter{W: &buf}
+	log := func(msg string) { r.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info", Message: msg}) }
+	log("09:00:00 locked s3://b/deploy.lock for deploy")
+	log("09:00:01 network          CREATE_IN_PROGRESS           AWS::CloudFormation::Stack               demo-network")
+	log("09:00:01 iam              CREATE_IN_PROGRESS           AWS::CloudFormation::Stack               demo-iam")
+	log("09:00:02 network          CREATE_COMPLETE              AWS::CloudFormation::Stack               demo-network")
+	log("09:00:02 etcd             creating demo-etcd")
+	log("09:00:03 iam              CREATE_COMPLETE              AWS::CloudFormation::Stack               demo-iam")
+	r.Done()
+	screen := render(buf.String())
+	want := []string{
+		"[deploy] 09:00:00 locked s3://b/deploy.lock for deploy",
+		"[deploy] 09:00:02 etcd             creating demo-etcd",
+		"  network                  CREATE_COMPLETE",
+		"  iam                      CREATE_COMPLETE",
+	}
+	if !reflect.DeepEqual(screen, want) {
+		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(screen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// render plays the cursor-up, clear-down and clear-line sequences the live
+// view writes, and returns the lines left on the screen.
+func render(out string) []string {
+	var screen []string
+	cur := 0
+	for len(out) > 0 {
+		switch {
+		case strings.HasPrefix(out, "\x1b["):
+			end := strings.IndexAny(out, "AJK")
+			var n int
+			fmt.Sscanf(out[2:end], "%d", &n)
+			switch out[end] {
+			case 'A':
+				cur -= n
+			case 'J':
+				screen = screen[:cur]
+			}
+			out = out[end+1:]
+		default:
+			i := strings.Index(out, "\n")
+			j := strings.Index(out, "\x1b[")
+			if j >= 0 && j < i {
+				i = j
+				line := out[:i]
+				out = out[i:]
+				if line != "" {
+					screen = append(screen[:cur], line)
+				}
+				continue
+			}
+			line := out[:i]
+			if cur < len(screen) {
+				screen[cur] = line
+			} else {
+				screen = append(screen, line)
+			}
+			cur++
+			out = out[i+1:]
+		}
+	}
+	return screen
+}
+
+// Deploys report from several goroutines at once.
+func TestLiveReporterConcurrentEvents(t *testing.T) {
+	var buf bytes.Buffer
+	r := &LiveReporter{W: &buf}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				r.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info",
+					Message: fmt.Sprintf("%s pool-%d UPDATE_IN_PROGRESS AWS::CloudFormation::Stack demo-pool-%d", time.Now().UTC().Format("15:04:05"), i, i)})
+			}
+		}(i)
+	}
+	wg.Wait()
+	r.Done()
+	if n := len(render(buf.String())); n != 8 {
+		t.Fatalf("%d rows on screen, want 8", n)
+	}
+}
+
+func TestAWSSettingsPluginEnv(t *testing.T) {
+	got := AWSSettings{Profile: "prod", Region: "eu-west-1", EndpointURL: "http://127.0.0.1:5000", Timeout: 45 * time.Minute, Yes: true, ForceUnlock: true}.PluginEnv()
+	want := []string{"AWS_PROFILE=prod", "KUBE_AWS_REGION=eu-west-1", "KUBE_AWS_ENDPOINT_URL=http://127.0.0.1:5000", "KUBE_AWS_DEPLOY_TIMEOUT=45m0s", "KUBE_AWS_YES=1", "KUBE_AWS_FORCE_UNLOCK=1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("PluginEnv = %v, want %v", got, want)
+	}
+	if env := (AWSSettings{}).PluginEnv(); len(env) != 0 {
+		t.Fatalf("empty settings give %v: they would override the user's own AWS_PROFILE", env)
+	}
+}
