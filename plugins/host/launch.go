@@ -87,8 +87,6 @@ type Plugin struct {
 	writers  []*lineWriter
 	store    *Store
 	services *services
-	// releaseSockets removes the plugin's socket folder.
-	releaseSockets func()
 
 	killOnce sync.Once
 	mu       sync.Mutex
@@ -195,18 +193,11 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 	raw, synced := p.sink.writer(), p.sink.writer()
 	p.writers = []*lineWriter{raw, synced}
 
-	sockDir, release, err := socketDir(c.Name)
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s (%s) not started: %w", c.Name, c.Path, err)
-	}
-	p.releaseSockets = release
-
 	cmd := exec.Command(c.Path)
 	cmd.SysProcAttr = sysProcAttr()
 	// go-plugin would append kube-aws's environment after ours, and the last
 	// value wins; build it here so Options.Env overrides.
 	cmd.Env = append(os.Environ(), opts.Env...)
-	cmd.Env = append(cmd.Env, socketEnv(sockDir))
 	p.cmd = cmd
 
 	p.client = plugin.NewClient(&plugin.ClientConfig{
@@ -504,18 +495,27 @@ func (p *Plugin) kill(why error) {
 	p.mu.Unlock()
 	p.killOnce.Do(func() {
 		if p.client != nil {
+			// A plugin killed by a signal cannot remove its socket file;
+			// remember where it is to remove it for the plugin.
+			var sock string
+			if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+				sock = rc.Addr.String()
+			}
 			// A plugin that is mid-call (hung, or being cancelled) would
 			// only delay go-plugin's graceful shutdown: SIGKILL it first.
 			if !started || p.services.busy() {
 				p.sigkill()
 			}
+			if started {
+				protocol.Settle(p.rpc)
+			}
 			p.client.Kill()
+			if sock != "" {
+				_ = os.Remove(sock) // usually gone already: the plugin removes it on a clean exit
+			}
 		}
 		for _, w := range p.writers {
 			w.flush()
-		}
-		if p.releaseSockets != nil {
-			p.releaseSockets()
 		}
 		live.Lock()
 		delete(live.m, p)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -155,9 +156,10 @@ type pluginClient struct {
 	// done is closed when the plugin process has exited.
 	done <-chan struct{}
 
-	mu     sync.Mutex
-	host   Host
-	hostID uint32
+	mu      sync.Mutex
+	host    Host
+	hostID  uint32
+	serving sync.WaitGroup // background Accepts of the Host service
 }
 
 func (c *pluginClient) GetInfo(ctx context.Context, protocolVersion int, hostVersion string) (stage.PluginInfo, error) {
@@ -174,13 +176,9 @@ func (c *pluginClient) NotifyRegistration(ctx context.Context, reg stage.Registr
 }
 
 // serveHost serves h over the broker, once per Host value, and returns its
-// broker id (0 when it cannot be served: the plugin then reports that the
-// host services are unavailable if it uses them).
-//
-// The listener is opened here, synchronously, while the plugin is known to
-// be alive: go-plugin's Accept leaks its socket file and descriptor when the
-// plugin is gone before the connection info is sent, which an asynchronous
-// Accept racing a quick kill hits. Serving starts only on the first stage
+// broker id. Serving happens in the background, off the stage call's path:
+// the plugin only dials when it first uses the store, and the broker hands
+// it the address whenever that is. Serving starts only on the first stage
 // call, so listing plugins (GetInfo only) never pays for it.
 func (c *pluginClient) serveHost(h Host) uint32 {
 	if h == nil {
@@ -192,21 +190,49 @@ func (c *pluginClient) serveHost(h Host) uint32 {
 		return c.hostID
 	}
 	id := c.broker.NextId()
-	// Not broker.AcceptAndServe: it logs through the standard logger when
-	// the plugin is gone, which is no error here.
-	ln, err := c.broker.Accept(id)
-	if err != nil {
-		return 0
-	}
-	s := NewGRPCServer(nil)
-	pb.RegisterHostServer(s, &hostServer{impl: h})
+	c.serving.Add(1)
 	go func() {
-		<-c.done
-		s.Stop() // closes ln, which removes its socket file
+		// Not broker.AcceptAndServe: it logs through the standard logger
+		// when the plugin is gone, which is no error here.
+		ln, err := c.broker.Accept(id)
+		c.serving.Done()
+		if err != nil {
+			return
+		}
+		s := NewGRPCServer(nil)
+		pb.RegisterHostServer(s, &hostServer{impl: h})
+		go func() {
+			<-c.done
+			s.Stop() // closes ln, which removes its socket file
+		}()
+		_ = s.Serve(ln)
 	}()
-	go func() { _ = s.Serve(ln) }()
 	c.host, c.hostID = h, id
 	return id
+}
+
+// settle waits (a bounded time) until background Accepts are done.
+func (c *pluginClient) settle(max time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		c.serving.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(max):
+	}
+}
+
+// Settle must be called before killing a plugin on the kube-aws side: it
+// waits until the Host service's listener is set up. go-plugin's
+// GRPCBroker.Accept leaks its socket file and descriptor when the broker
+// closes between opening the listener and telling the plugin about it,
+// which killing the plugin right after a quick stage call would cause.
+func Settle(p Plugin) {
+	if c, ok := p.(*pluginClient); ok {
+		c.settle(2 * time.Second)
+	}
 }
 
 func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host, emit func(stage.Event) error) (*stage.Result, error) {
