@@ -75,6 +75,7 @@ demo: venv build
 bench: venv build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench.sh
+	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 
 proto: venv
 	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
