@@ -209,6 +209,10 @@ func runOp(ctx context.Context, req OpRequest, progress func(string), result any
 		return err
 	}
 	cmd := exec.CommandContext(ctx, path)
+	// Interrupted: ask the helper to stop (it releases the deploy lock on
+	// its way out) before it is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
 	cmd.Stdin = bytes.NewReader(body)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -336,4 +336,23 @@ func TestConcurrentUpIsRefusedByTheLock(t *testing.T) {
 	}
 	// The lock is released: a third up goes through.
 	l.up(l.endpoint)
+
+	// A lock left by a deploy that died: refused, naming the holder;
+	// --force-unlock needs --yes without a terminal; with it, up goes through.
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(l.endpoint); o.UsePathStyle = true })
+	lock := `{"who":"ci@runner-7 pid 4242","since":"2026-11-21T08:00:00Z","operation":"deploy"}`
+	if _, err := s3c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("kube-aws-demo-assets"),
+		Key: aws.String("clusters/demo/deploy.lock"), Body: strings.NewReader(lock)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := l.run("up", "--endpoint-url", l.endpoint); code != 1 || !strings.Contains(stderr, "ci@runner-7 pid 4242") || !strings.Contains(stderr, "--force-unlock") {
+		t.Fatalf("up with a stale lock: exit %d, want 1 naming the holder and --force-unlock\n%s", code, stderr)
+	}
+	if _, stderr, code := l.run("up", "--force-unlock", "--endpoint-url", l.endpoint); code != 2 || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("up --force-unlock without --yes and no terminal: exit %d, want 2 naming --yes\n%s", code, stderr)
+	}
+	if stdout, stderr, code := l.run("up", "--force-unlock", "--yes", "--endpoint-url", l.endpoint); code != 0 {
+		t.Fatalf("up --force-unlock --yes: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 }
