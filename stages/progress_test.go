@@ -36,7 +36,9 @@ func TestParseStackEvent(t *testing.T) {
 func TestLiveReporterKeepsOneRowPerStack(t *testing.T) {
 	var buf bytes.Buffer
 	r := &LiveReporter{W: &buf}
-	log := func(msg string) { r.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info", Message: msg}) }
+	log := func(msg string) {
+		r.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info", Message: msg})
+	}
 	log("09:00:00 locked s3://b/deploy.lock for deploy")
 	log("09:00:01 network          CREATE_IN_PROGRESS           AWS::CloudFormation::Stack               demo-network")
 	log("09:00:01 iam              CREATE_IN_PROGRESS           AWS::CloudFormation::Stack               demo-iam")
