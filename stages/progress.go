@@ -80,22 +80,39 @@ func (r *LiveReporter) redraw() {
 	r.drawn = len(r.order)
 }
 
-// ParseStackEvent recognises a stack event line of the deploy engine and
-// returns the stack and what its row shows: the status and, for a resource
-// rather than the stack itself, the resource. A line whose third word is not
-// a CloudFormation status (CREATE_COMPLETE, UPDATE_IN_PROGRESS...) is not one.
+// ParseStackEvent recognises a line of the deploy engine about one stack and
+// returns the stack and what its row shows. Stack events
+// ("15:04:05 <stack> <STATUS> <type> <logical id>[: reason]") show the status
+// and, for a resource rather than the stack itself, the resource; the
+// engine's own messages about a stack ("15:04:05 <stack padded to 16>
+// creating demo-network") show the message. A line about the whole cluster
+// ("15:04:05 uploaded 11 objects...") is not one: its first word is not
+// padded to the stack column.
 func ParseStackEvent(line string) (stack, row string, ok bool) {
 	f := strings.Fields(line)
-	if len(f) < 3 || !isClock(f[0]) || !isStatus(f[2]) {
+	if len(f) < 3 || !isClock(f[0]) {
 		return "", "", false
 	}
-	row = f[2]
-	if len(f) >= 5 && f[3] != "AWS::CloudFormation::Stack" {
-		row += "  " + strings.Join(f[4:], " ") + " (" + f[3] + ")"
-	} else if i := strings.Index(line, ": "); i >= 0 {
-		row += ": " + line[i+2:]
+	if isStatus(f[2]) {
+		row = f[2]
+		if len(f) >= 5 && f[3] != "AWS::CloudFormation::Stack" {
+			row += "  " + strings.Join(f[4:], " ") + " (" + f[3] + ")"
+		} else if i := strings.Index(line, ": "); i >= 0 {
+			row += ": " + line[i+2:]
+		}
+		return f[1], row, true
 	}
-	return f[1], row, true
+	// The engine writes "%s %-16s %s": time, stack, message.
+	const col = 16
+	rest := line[len(f[0]):]
+	if !strings.HasPrefix(rest, " "+f[1]) {
+		return "", "", false
+	}
+	pad := rest[1+len(f[1]):]
+	if len(f[1]) < col && !strings.HasPrefix(pad, strings.Repeat(" ", col-len(f[1])+1)) {
+		return "", "", false
+	}
+	return f[1], strings.Join(f[2:], " "), true
 }
 
 func isClock(s string) bool {

@@ -20,7 +20,9 @@ func TestParseStackEvent(t *testing.T) {
 		{"09:32:41 nodepool-spot    CREATE_COMPLETE              AWS::CloudFormation::Stack               demo-nodepool-spot", "nodepool-spot", "CREATE_COMPLETE", true},
 		{"09:32:41 network          CREATE_IN_PROGRESS           AWS::EC2::VPC                            VPC: Resource creation Initiated", "network", "CREATE_IN_PROGRESS  VPC: Resource creation Initiated (AWS::EC2::VPC)", true},
 		{"09:32:41 etcd             CREATE_FAILED                AWS::CloudFormation::Stack               demo-etcd: The following resource(s) failed", "etcd", "CREATE_FAILED: The following resource(s) failed", true},
-		{"09:32:40 nodepool-spot    creating demo-nodepool-spot", "", "", false},
+		{"09:32:40 nodepool-spot    creating demo-nodepool-spot", "nodepool-spot", "creating demo-nodepool-spot", true},
+		{"09:32:40 nodepool-general created demo-nodepool-general (CREATE_COMPLETE)", "nodepool-general", "created demo-nodepool-general (CREATE_COMPLETE)", true},
+		{"09:33:46 uploaded stacks/iam.json to s3://bucket/assets/1687fdc1", "", "", false},
 		{"09:33:46 uploaded 11 objects to s3://bucket (0 already there)", "", "", false},
 		{"deployed 6 stacks", "", "", false},
 	} {
@@ -49,9 +51,9 @@ func TestLiveReporterKeepsOneRowPerStack(t *testing.T) {
 	screen := render(buf.String())
 	want := []string{
 		"[deploy] 09:00:00 locked s3://b/deploy.lock for deploy",
-		"[deploy] 09:00:02 etcd             creating demo-etcd",
 		"  network                  CREATE_COMPLETE",
 		"  iam                      CREATE_COMPLETE",
+		"  etcd                     creating demo-etcd",
 	}
 	if !reflect.DeepEqual(screen, want) {
 		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(screen, "\n"), strings.Join(want, "\n"))
