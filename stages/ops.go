@@ -268,3 +268,20 @@ func WriteDeployResult(path string, d *stage.DeployResult) error {
 	}
 	return nil
 }
+
+// NeedsYes reports whether a deploy stopped for want of --yes: the deploy
+// plugin met a stack in ROLLBACK_COMPLETE (a failed create), which it
+// deletes and creates again only when confirmed. The plugin protocol has no
+// question channel, so the fatal's text is the signal; `kube-aws up` asks
+// on a terminal and runs again with --yes.
+func NeedsYes(out *Outcome) bool {
+	if out == nil {
+		return false
+	}
+	for _, d := range out.Diagnostics.Fatals() {
+		if d.Plugin == "deploy" && strings.Contains(d.Message, "rerun with --yes") {
+			return true
+		}
+	}
+	return false
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -133,5 +134,18 @@ func TestAWSSettingsPluginEnv(t *testing.T) {
 	}
 	if env := (AWSSettings{}).PluginEnv(); len(env) != 0 {
 		t.Fatalf("empty settings give %v: they would override the user's own AWS_PROFILE", env)
+	}
+}
+
+func TestNeedsYes(t *testing.T) {
+	msg := "deploying cluster demo: stack nodepool-spot (demo-nodepool-spot) is in ROLLBACK_COMPLETE after a failed create; it holds no usable resources and must be deleted and created again: rerun with --yes to allow that"
+	if !NeedsYes(&Outcome{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "deploy", Message: msg}}}) {
+		t.Fatal("the deploy plugin's ROLLBACK_COMPLETE fatal is not recognised")
+	}
+	for _, o := range []*Outcome{nil, {}, {Diagnostics: diag.List{{Severity: diag.Warning, Plugin: "deploy", Message: msg}}},
+		{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "dex", Message: msg}}}} {
+		if NeedsYes(o) {
+			t.Fatalf("NeedsYes(%+v) = true", o)
+		}
 	}
 }

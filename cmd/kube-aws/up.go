@@ -46,23 +46,17 @@ died (asks first on a terminal; needs --yes otherwise).`,
 					return fail(g, "up", err)
 				}
 			}
-			opts := awsOptions(g, a.AWSSettings)
-			opts.OutDir = out
-			rep, done := progress(g)
-			opts.Reporter = rep
-			plan, err := stages.NewPlan(opts)
-			if err != nil {
-				return fail(g, "up", err)
+			res, err := runUp(cmd, g, a.AWSSettings, out)
+			if err != nil && !a.Yes && stages.NeedsYes(res) && terminal() {
+				// A failed create left a stack in ROLLBACK_COMPLETE: ask,
+				// then run again allowed to recreate it.
+				printDiagnostics(g.stderr, res.Diagnostics)
+				if cerr := confirm(g, "delete the failed stack and create it again?", "--yes"); cerr != nil {
+					return fail(g, "up", cerr)
+				}
+				a.Yes = true
+				res, err = runUp(cmd, g, a.AWSSettings, out)
 			}
-			sess, err := plan.Launch(cmd.Context())
-			if sess != nil {
-				defer sess.Close()
-			}
-			if err != nil {
-				return fail(g, "up", err)
-			}
-			res, err := sess.Run(cmd.Context(), stage.Initialise, stage.Render, stage.Deploy, stage.Validate)
-			done()
 			if outputsFile != "" && res != nil && res.Deploy != nil {
 				if werr := stages.WriteDeployResult(outputsFile, res.Deploy); werr != nil && err == nil {
 					err = werr
@@ -81,6 +75,27 @@ died (asks first on a terminal; needs --yes otherwise).`,
 	f.StringVar(&out, "out", "rendered", "render output folder")
 	f.StringVar(&outputsFile, "outputs-file", "", "also write the deploy result (stacks, statuses, outputs) to this file as JSON")
 	return cmd
+}
+
+// runUp runs the four stages in one session.
+func runUp(cmd *cobra.Command, g *globals, a stages.AWSSettings, out string) (*stages.Outcome, error) {
+	opts := awsOptions(g, a)
+	opts.OutDir = out
+	rep, done := progress(g)
+	defer done()
+	opts.Reporter = rep
+	plan, err := stages.NewPlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := plan.Launch(cmd.Context())
+	if sess != nil {
+		defer sess.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sess.Run(cmd.Context(), stage.Initialise, stage.Render, stage.Deploy, stage.Validate)
 }
 
 // printOutputs prints the cluster outputs, sorted by name.

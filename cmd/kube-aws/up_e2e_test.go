@@ -149,9 +149,14 @@ func (l *awsLayout) run(args ...string) (stdout, stderr string, code int) {
 // up runs kube-aws up and returns the deploy result it wrote to --outputs-file.
 func (l *awsLayout) up(endpoint string) (*stage.DeployResult, string) {
 	l.t.Helper()
+	return l.upWith("--endpoint-url", endpoint)
+}
+
+func (l *awsLayout) upWith(args ...string) (*stage.DeployResult, string) {
+	l.t.Helper()
 	file := filepath.Join(l.t.TempDir(), "deploy.json")
 	start := time.Now()
-	stdout, stderr, code := l.run("up", "--endpoint-url", endpoint, "--outputs-file", file)
+	stdout, stderr, code := l.run(append([]string{"up", "--outputs-file", file}, args...)...)
 	l.t.Logf("kube-aws up took %s", time.Since(start).Round(time.Millisecond))
 	if code != 0 {
 		l.t.Fatalf("kube-aws up: exit %d\n%s\n%s", code, stdout, stderr)
@@ -354,5 +359,38 @@ func TestConcurrentUpIsRefusedByTheLock(t *testing.T) {
 	}
 	if stdout, stderr, code := l.run("up", "--force-unlock", "--yes", "--endpoint-url", l.endpoint); code != 0 {
 		t.Fatalf("up --force-unlock --yes: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// A node pool whose create failed (injected in front of moto, which cannot
+// fail one): up names the failed resource and its reason; a rerun without
+// --yes refuses to delete the stack, saying so; up --yes recreates it and
+// converges.
+func TestUpAfterAFailedCreateNeedsYes(t *testing.T) {
+	l := newAWSLayout(t)
+	proxy, err := faultproxy.Start(l.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	const reason = "You have requested more instances (1) than your current instance limit of 0 allows"
+	proxy.FailStack("demo-nodepool-spot", "AutoScalingGroup", "AWS::AutoScaling::AutoScalingGroup", reason)
+
+	_, stderr, code := l.run("up", "--endpoint-url", proxy.URL)
+	if code != 1 || !strings.Contains(stderr, "AutoScalingGroup") || !strings.Contains(stderr, reason) {
+		t.Fatalf("up with a failing node pool: exit %d, want 1 naming the failed resource and its reason\n%s", code, stderr)
+	}
+	_, stderr, code = l.run("up", "--endpoint-url", proxy.URL)
+	if code != 1 || !strings.Contains(stderr, "ROLLBACK_COMPLETE") || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("rerun without --yes: exit %d, want 1 asking for --yes\n%s", code, stderr)
+	}
+	d, _ := l.upWith("--endpoint-url", proxy.URL, "--yes")
+	if got := changedStacks(d); len(got) != 1 || got[0] != "demo-nodepool-spot" {
+		t.Fatalf("up --yes changed %v, want only the recreated demo-nodepool-spot", got)
+	}
+	for _, s := range d.Stacks {
+		if s.Status != "CREATE_COMPLETE" {
+			t.Fatalf("after up --yes: %s is %s", s.Name, s.Status)
+		}
 	}
 }
