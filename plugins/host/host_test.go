@@ -319,3 +319,38 @@ func TestStartTimeout(t *testing.T) {
 		assertGone(t, pid, 3*time.Second)
 	}
 }
+
+// Launch returns the plugins in the order given, each with its info and the
+// negotiated protocol version; an error a plugin returns from a stage names
+// the plugin and the stage and leaves the plugin usable.
+func TestLaunchOrderAndPluginError(t *testing.T) {
+	echo := plugintest.Build(t, "../testdata/echo")
+	trivial := plugintest.Build(t, "../testdata/trivial")
+	fatal := plugintest.Build(t, "../testdata/fatal")
+	ps, err := host.Launch(context.Background(), []host.Candidate{candidate(echo), candidate(trivial), candidate(fatal)}, host.Options{Stderr: &plugintest.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.KillAll(ps)
+	for i, want := range []string{"echo", "trivial", "fatal"} {
+		if ps[i].Name != want || ps[i].Info.Name != want || ps[i].ProtocolVersion != 1 {
+			t.Errorf("plugin %d: %s, info %s, protocol %d", i, ps[i].Name, ps[i].Info.Name, ps[i].ProtocolVersion)
+		}
+	}
+	if got := ps[1].Info.Stages; len(got) != 4 {
+		t.Errorf("trivial implements every stage, says %v", got)
+	}
+
+	in := input(stage.Initialise)
+	in.Values = map[string]stage.PluginValues{"echo": {Values: json.RawMessage(`"not an object"`)}}
+	_, err = ps[0].Run(context.Background(), in, nil)
+	mustContain(t, err, "plugin echo failed in stage initialise: decoding values of plugin echo")
+	var se *host.StageError
+	if !errors.As(err, &se) || se.Killed {
+		t.Errorf("a returned error does not kill the plugin: %#v", err)
+	}
+	in.Values = nil
+	if _, err := ps[0].Run(context.Background(), in, nil); err != nil {
+		t.Errorf("the plugin is still usable after returning an error: %v", err)
+	}
+}
