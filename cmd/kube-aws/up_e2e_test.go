@@ -268,7 +268,16 @@ func TestUpDiffValidateDestroyAgainstMoto(t *testing.T) {
 		t.Fatalf("diff text:\n%s", stdout)
 	}
 
-	// up applies it: exactly one stack changes.
+	// diff deleted the change sets it made.
+	cs, err := l.cfn.ListChangeSets(context.Background(), &cloudformation.ListChangeSetsInput{StackName: aws.String("demo-nodepool-general")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Summaries) != 0 {
+		t.Fatalf("diff left %d change set(s) on demo-nodepool-general", len(cs.Summaries))
+	}
+
+	// up applies it: exactly one stack changes (so diff executed nothing).
 	d, _ = l.up(l.endpoint)
 	if got := changedStacks(d); len(got) != 1 || got[0] != "demo-nodepool-general" {
 		t.Fatalf("up after the change changed %v, want [demo-nodepool-general]", got)
