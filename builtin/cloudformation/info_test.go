@@ -7,6 +7,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
 )
 
 // TestInfoSchema checks what kube-aws validates the user's values with: the
@@ -14,7 +15,7 @@ import (
 // refuses a typo and an unknown load balancer kind.
 func TestInfoSchema(t *testing.T) {
 	info := plugin{}.Info()
-	if info.Name != "cloudformation" || info.Version != "1.0.0" || !info.Implements(stage.Initialise) || !info.Implements(stage.Render) {
+	if info.Name != "cloudformation" || info.Version != version.Version || !info.Implements(stage.Initialise) || !info.Implements(stage.Render) {
 		t.Fatalf("info %+v", info)
 	}
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(info.ValuesSchema)))

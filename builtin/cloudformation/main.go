@@ -13,20 +13,18 @@ import (
 
 	"github.com/kube-aws/kube-aws/builtin/cloudformation/internal/stacks"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
 func main() { sdk.Serve(plugin{}) }
-
-// Version is the plugin's version, reported at registration.
-const Version = "1.0.0"
 
 type plugin struct{}
 
 func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
 		Name:         "cloudformation",
-		Version:      Version,
+		Version:      version.Version,
 		Description:  "CloudFormation stacks of the cluster: network, etcd, control plane and node pools",
 		Stages:       []stage.Name{stage.Initialise, stage.Render},
 		ValuesSchema: json.RawMessage(stacks.ValuesSchema),

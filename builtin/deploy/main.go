@@ -27,13 +27,11 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/deploy/engine"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
 func main() { sdk.Serve(plugin{}) }
-
-// Version is the plugin's version, reported at registration.
-const Version = "1.0.0"
 
 // valuesSchema is the JSON Schema of plugins.deploy.values in cluster.yaml.
 const valuesSchema = `{
@@ -57,7 +55,7 @@ type plugin struct{}
 func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
 		Name:         "deploy",
-		Version:      Version,
+		Version:      version.Version,
 		Description:  "uploads assets to S3 and deploys the CloudFormation stacks as a dependency graph; checks them in validate",
 		Stages:       []stage.Name{stage.Deploy, stage.Validate},
 		ValuesSchema: json.RawMessage(valuesSchema),

@@ -11,20 +11,18 @@ import (
 
 	"github.com/kube-aws/kube-aws/builtin/iam/internal/policy"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
 func main() { sdk.Serve(plugin{}) }
-
-// Version is the plugin's version, reported at registration.
-const Version = "1.0.0"
 
 type plugin struct{}
 
 func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
 		Name:         "iam",
-		Version:      Version,
+		Version:      version.Version,
 		Description:  "IAM roles, policies and instance profiles of the controllers, etcd and each node pool",
 		Stages:       []stage.Name{stage.Initialise, stage.Render},
 		ValuesSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
