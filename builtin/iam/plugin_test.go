@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,9 +148,16 @@ func TestRolesGetTheirStatementsInPluginOrder(t *testing.T) {
 	}
 	outputs := tmpl["Outputs"].(map[string]any)
 	for _, o := range []string{"ControllerInstanceProfile", "EtcdInstanceProfile", "NodePoolGeneralInstanceProfile",
-		"NodePoolSpotArmInstanceProfile", "ControllerRoleArn", "NodePoolSpotArmRoleArn"} {
+		"NodePoolSpotArmInstanceProfile", "ControllerRoleArn", "ControllerRoleName", "EtcdRoleArn"} {
 		if _, ok := outputs[o]; !ok {
 			t.Errorf("output %s missing", o)
+		}
+	}
+	// A node pool has exactly one output, its instance profile: outputs
+	// are what limits how many pools fit in the stack.
+	for o := range outputs {
+		if strings.HasPrefix(o, "NodePool") && !strings.HasSuffix(o, "InstanceProfile") {
+			t.Errorf("node pool output %s: a pool's only output is its instance profile", o)
 		}
 	}
 	// The assets statement points at the s3URI prefix, not the whole bucket.
@@ -272,5 +280,35 @@ func TestCfnLint(t *testing.T) {
 		if out, err := exec.Command(lint, "--regions", c.Region, "--", p).CombinedOutput(); err != nil {
 			t.Errorf("%s: cfn-lint: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// TestManyNodePoolsFitTheStack renders the example with 150 node pools: the
+// iam stack stays within CloudFormation's 200 outputs and 500 resources.
+func TestManyNodePoolsFitTheStack(t *testing.T) {
+	_, c := loadFixture(t, "example")
+	pool := c.NodePools[0]
+	c.NodePools = nil
+	for i := 0; i < 150; i++ {
+		p := pool
+		p.Name = fmt.Sprintf("pool%03d", i)
+		c.NodePools = append(c.NodePools, p)
+	}
+	cfg, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	init, err := plugin{}.Initialise(ctx, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
+	if err != nil || init.Diagnostics.HasFatal() {
+		t.Fatalf("initialise: %v %v", err, init.Diagnostics)
+	}
+	res, err := plugin{}.Render(ctx, &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: init.Constructs}, Plugin: "iam"})
+	if err != nil || res.Diagnostics.HasFatal() {
+		t.Fatalf("render of 150 pools: %v %v", err, res.Diagnostics)
+	}
+	tmpl := template(t, res)
+	if n := len(tmpl["Outputs"].(map[string]any)); n != 150+6 {
+		t.Errorf("outputs: %d, want one per pool plus three each for controller and etcd (156)", n)
 	}
 }

@@ -166,7 +166,8 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	set := &construct.Set{}
 	// kube2iam runs on every worker and calls AssumeRole with the node's
 	// own credentials; the roles' trust policies must admit the worker
-	// roles (the iam stack outputs NodePool<Name>RoleArn).
+	// roles (each pool's role is behind the iam stack's
+	// NodePool<Name>InstanceProfile output).
 	sel := selectPools(c, v, req.Values[Name].NodePools)
 	nodeSelector := map[string]string{}
 	if !sel.narrowed && !sel.differs {

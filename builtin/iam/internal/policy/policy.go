@@ -187,6 +187,12 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 		s.Resources[r.prefix+"InstanceProfile"] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(r.prefix + "Role")}})
 		s.Outputs[cfn.InstanceProfileOutput(r.role, r.pool)] = cfn.MustRaw(cloudformation.Output{
 			Value: cfn.Ref(r.prefix + "InstanceProfile"), Description: "Instance profile of the " + r.label + " machines"})
+		// A node pool gets one output: CloudFormation allows 200 per stack,
+		// and three per pool stopped a cluster at 64 pools. Its role is
+		// reachable from the instance profile (aws iam get-instance-profile).
+		if r.pool != "" {
+			continue
+		}
 		s.Outputs[cfn.RoleArnOutput(r.role, r.pool)] = cfn.MustRaw(cloudformation.Output{
 			Value: cfn.GetAtt(r.prefix+"Role", "Arn"), Description: "Role ARN of the " + r.label + " machines"})
 		s.Outputs[r.prefix+"RoleName"] = cfn.MustRaw(cloudformation.Output{
