@@ -15,8 +15,8 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 
 // TestPluginBinary runs initialise and render through the built plugin: the
 // install unit comes out of initialise, and render renders both test charts,
-// packaging the good one and failing on the broken one by release and
-// template.
+// packaging the good one and failing on the broken one by contributing
+// plugin, release and template.
 func TestPluginBinary(t *testing.T) {
 	bin := plugintest.Build(t, ".")
 	abs := func(name string) string {
@@ -34,7 +34,8 @@ func TestPluginBinary(t *testing.T) {
 
 	set.HelmReleases = []construct.HelmRelease{
 		{Name: "hello", Namespace: "default", Chart: construct.Chart{Path: abs("hello")}},
-		{Name: "oops", Namespace: "default", Chart: construct.Chart{Path: abs("broken")}},
+		// Plugin is what the merge fills in; it must cross the protocol.
+		{Name: "oops", Namespace: "default", Chart: construct.Chart{Path: abs("broken")}, Plugin: "extras"},
 	}
 	out = plugintest.Run(t, bin, &stage.Input{Config: json.RawMessage(`{"kubernetesVersion":"1.31.4"}`), Constructs: set}, stage.Render)
 	res := out.Results[stage.Render]
@@ -49,7 +50,7 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatalf("diagnostics %v", res.Diagnostics)
 	}
 	d := res.Diagnostics[0]
-	if d.Severity != "fatal" || !strings.Contains(d.Message, `release "oops"`) || d.File != "broken/templates/deployment.yaml" {
+	if d.Severity != "fatal" || !strings.Contains(d.Message, `plugin "extras": release "oops"`) || d.File != "broken/templates/deployment.yaml" {
 		t.Errorf("diagnostic %s (file %s)", d, d.File)
 	}
 }

@@ -193,6 +193,10 @@ type HelmRelease struct {
 	Chart     Chart  `json:"chart"`
 	// Values are the release's values as a JSON object.
 	Values json.RawMessage `json:"values,omitempty"`
+	// Plugin is the plugin that contributed the release, so that a broken
+	// chart's diagnostic can say whose chart it is: filled by kube-aws when
+	// merging; a plugin need not set it.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // Chart says where a release's chart comes from: a folder or .tgz the plugin

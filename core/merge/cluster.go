@@ -95,6 +95,11 @@ func (m *merger) addHelm(plugin string, i int, in construct.HelmRelease) {
 	if prev == nil {
 		h := &helmAcc{h: in, owner: plugin}
 		h.h.Values = cloneRaw(in.Values)
+		// Whatever the plugin put there: kube-aws says who contributed the
+		// release, so that the helm plugin can name the owner of a broken
+		// chart. An identical release from a later plugin keeps the first
+		// owner, and Plugin takes no part in the comparison below.
+		h.h.Plugin = plugin
 		m.helmByKey[key] = h
 		m.helm = append(m.helm, h)
 		return

@@ -341,6 +341,9 @@ func TestIdenticalDuplicatesAccepted(t *testing.T) {
 		{"helm release, no values and empty values",
 			construct.Set{HelmReleases: []construct.HelmRelease{{Name: "r", Namespace: "n", Chart: construct.Chart{Path: "/c"}}}},
 			construct.Set{HelmReleases: []construct.HelmRelease{{Name: "r", Namespace: "n", Chart: construct.Chart{Path: "/c"}, Values: raw(`{}`)}}}},
+		{"helm release, the later plugin naming itself",
+			construct.Set{HelmReleases: []construct.HelmRelease{{Name: "r", Namespace: "n", Chart: construct.Chart{Path: "/c"}}}},
+			construct.Set{HelmReleases: []construct.HelmRelease{{Name: "r", Namespace: "n", Chart: construct.Chart{Path: "/c"}, Plugin: "beta"}}}},
 		{"manifest",
 			construct.Set{Manifests: []construct.Manifest{{Name: "m", Content: "kind: X"}}},
 			construct.Set{Manifests: []construct.Manifest{{Name: "m", Content: "kind: X"}}}},
@@ -429,6 +432,33 @@ func TestIAMConcatenatedWithoutDuplicates(t *testing.T) {
 	want := []string{":s3:GetObject", "Logs:logs:*", ":ec2:Describe*", ":kms:Decrypt"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("IAM = %v, want %v", got, want)
+	}
+}
+
+// TestHelmReleasesNameTheirPlugin: every merged release says which plugin
+// contributed it, whatever the plugin itself put in Plugin, so that the helm
+// plugin can name the owner of a broken chart.
+func TestHelmReleasesNameTheirPlugin(t *testing.T) {
+	a := construct.Set{HelmReleases: []construct.HelmRelease{
+		{Name: "dex", Namespace: "auth", Chart: construct.Chart{Path: "/dex"}},
+		{Name: "shared", Namespace: "n", Chart: construct.Chart{Path: "/s"}, Plugin: "not-me"},
+	}}
+	b := construct.Set{HelmReleases: []construct.HelmRelease{
+		{Name: "shared", Namespace: "n", Chart: construct.Chart{Path: "/s"}},
+		{Name: "ingress", Namespace: "ingress", Chart: construct.Chart{Repository: "https://charts.example", Name: "ingress-nginx", Version: "1.0.0"}},
+	}}
+	out := mustMerge(t, two(a, b))
+	var got []string
+	for _, h := range out.HelmReleases {
+		got = append(got, h.Name+":"+h.Plugin)
+	}
+	// An identical release from two plugins belongs to the first.
+	want := []string{"dex:alpha", "shared:alpha", "ingress:beta"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("releases = %v, want %v", got, want)
+	}
+	if a.HelmReleases[1].Plugin != "not-me" || b.HelmReleases[0].Plugin != "" {
+		t.Errorf("merge changed its inputs: %+v %+v", a.HelmReleases, b.HelmReleases)
 	}
 }
 

@@ -436,6 +436,7 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 					Version:    h.Chart.Version,
 				},
 				ValuesJson: bytesOf(h.Values),
+				Plugin:     h.Plugin,
 			}
 		}),
 		Manifests: convSlice(s.Manifests, func(m construct.Manifest) *pb.Manifest {
@@ -525,6 +526,7 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 				Namespace: h.GetNamespace(),
 				Chart:     construct.Chart{Path: c.GetPath(), Repository: c.GetRepository(), Name: c.GetName(), Version: c.GetVersion()},
 				Values:    raw(h.GetValuesJson()),
+				Plugin:    h.GetPlugin(),
 			}
 		}),
 		Manifests: convSlice(s.GetManifests(), func(m *pb.Manifest) construct.Manifest {

@@ -63,6 +63,7 @@ func fullSet() *construct.Set {
 			Namespace: "kube-system",
 			Chart:     construct.Chart{Path: "/charts/dex", Repository: "https://charts.example", Name: "dex", Version: "1.2.3"},
 			Values:    json.RawMessage(`{"replicas":2}`),
+			Plugin:    "dex",
 		}},
 		Manifests: []construct.Manifest{{Name: "rbac", Content: "kind: ClusterRole\n"}},
 	}

@@ -2300,11 +2300,14 @@ func (x *IAMStatement) GetConditionJson() []byte {
 }
 
 type HelmRelease struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Chart         *Chart                 `protobuf:"bytes,3,opt,name=chart,proto3" json:"chart,omitempty"`
-	ValuesJson    []byte                 `protobuf:"bytes,4,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Namespace  string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Chart      *Chart                 `protobuf:"bytes,3,opt,name=chart,proto3" json:"chart,omitempty"`
+	ValuesJson []byte                 `protobuf:"bytes,4,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
+	// The contributing plugin: filled by kube-aws when merging; a plugin need
+	// not set it.
+	Plugin        string `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2365,6 +2368,13 @@ func (x *HelmRelease) GetValuesJson() []byte {
 		return x.ValuesJson
 	}
 	return nil
+}
+
+func (x *HelmRelease) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
 }
 
 type Chart struct {
@@ -2966,13 +2976,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06effect\x18\x03 \x01(\tR\x06effect\x12\x18\n" +
 	"\aactions\x18\x04 \x03(\tR\aactions\x12\x1c\n" +
 	"\tresources\x18\x05 \x03(\tR\tresources\x12%\n" +
-	"\x0econdition_json\x18\x06 \x01(\fR\rconditionJson\"\x90\x01\n" +
+	"\x0econdition_json\x18\x06 \x01(\fR\rconditionJson\"\xa8\x01\n" +
 	"\vHelmRelease\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12.\n" +
 	"\x05chart\x18\x03 \x01(\v2\x18.kubeaws.plugin.v1.ChartR\x05chart\x12\x1f\n" +
 	"\vvalues_json\x18\x04 \x01(\fR\n" +
-	"valuesJson\"i\n" +
+	"valuesJson\x12\x16\n" +
+	"\x06plugin\x18\x05 \x01(\tR\x06plugin\"i\n" +
 	"\x05Chart\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1e\n" +
 	"\n" +

@@ -82,7 +82,7 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 	for _, r := range releases {
 		where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
 		fatal := func(format string, args ...any) {
-			diags = append(diags, diag.Fatalf("release %q (namespace %q): %s", r.Name, r.Namespace, fmt.Sprintf(format, args...)).At(where))
+			diags = append(diags, diag.Fatalf("%s: %s", describe(r), fmt.Sprintf(format, args...)).At(where))
 		}
 		if err := chartutil.ValidateReleaseName(r.Name); err != nil {
 			fatal("%v", err)
@@ -155,8 +155,8 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 				continue
 			}
 			if r.Chart.Version == "" {
-				diags = append(diags, diag.Warningf("release %q (namespace %q): chart %s from %s has no version; each boot installs whatever is newest",
-					r.Name, r.Namespace, r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version"))
+				diags = append(diags, diag.Warningf("%s: chart %s from %s has no version; each boot installs whatever is newest",
+					describe(r), r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version"))
 			}
 			entry.Repository, entry.Chart, entry.Version = r.Chart.Repository, r.Chart.Name, r.Chart.Version
 		default:
@@ -172,6 +172,17 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 	}
 	files = append(files, stage.File{Path: ReleasesFile, Content: append(out, '\n'), Mode: "0644"})
 	return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
+}
+
+// describe names a release for diagnostics, starting with the plugin that
+// contributed it (the merge fills HelmRelease.Plugin): the diagnostic itself
+// is the helm plugin's, but the chart to fix is that plugin's.
+func describe(r construct.HelmRelease) string {
+	s := fmt.Sprintf("release %q (namespace %q)", r.Name, r.Namespace)
+	if r.Plugin != "" {
+		s = fmt.Sprintf("plugin %q: %s", r.Plugin, s)
+	}
+	return s
 }
 
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -200,7 +211,7 @@ func capabilities(version string) (*chartutil.Capabilities, error) {
 // every template rendered with the release's values.
 func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps *chartutil.Capabilities) *diag.Diagnostic {
 	fatal := func(format string, args ...any) *diag.Diagnostic {
-		d := diag.Fatalf("release %q (namespace %q): chart %s %s: %s", r.Name, r.Namespace, ch.Name(), ch.Metadata.Version, fmt.Sprintf(format, args...))
+		d := diag.Fatalf("%s: chart %s %s: %s", describe(r), ch.Name(), ch.Metadata.Version, fmt.Sprintf(format, args...))
 		return &d
 	}
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
@@ -225,7 +236,11 @@ func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps
 			return fatal("rendering: %v", err)
 		}
 		d := fatal("template %s: %v", tpl, err)
-		*d = d.InFile(tpl, line, col).WithHint("fix the template or the release's values; helm template reproduces this")
+		hint := "fix the template or the release's values; helm template reproduces this"
+		if r.Plugin != "" {
+			hint = fmt.Sprintf("fix the chart shipped by plugin %s or its values in cluster.yaml (plugins.%s.values); helm template reproduces this", r.Plugin, r.Plugin)
+		}
+		*d = d.InFile(tpl, line, col).WithHint(hint)
 		return d
 	}
 	return nil

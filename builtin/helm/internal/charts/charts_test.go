@@ -194,6 +194,36 @@ func TestRenderBrokenCharts(t *testing.T) {
 	}
 }
 
+// TestBrokenChartNamesItsPlugin: the fatal is the helm plugin's, but the
+// chart to fix belongs to the plugin that contributed the release, which the
+// merge records in HelmRelease.Plugin: the message starts with it and the
+// hint says where to fix it.
+func TestBrokenChartNamesItsPlugin(t *testing.T) {
+	_, diags := render(t, construct.HelmRelease{Name: "dex", Namespace: "auth", Chart: construct.Chart{Path: testChart(t, "broken")}, Plugin: "dex"})
+	if len(diags) != 1 {
+		t.Fatalf("want one fatal, got %v", diags)
+	}
+	d := diags[0]
+	const prefix = `plugin "dex": release "dex" (namespace "auth"): chart broken 0.2.0: template broken/templates/deployment.yaml: `
+	if !strings.HasPrefix(d.Message, prefix) || !strings.Contains(d.Message, "nosuchfunction") {
+		t.Errorf("message %q, want it to start with %q", d.Message, prefix)
+	}
+	if d.Plugin != Plugin {
+		t.Errorf("diagnostic plugin %q: the helm plugin reports it", d.Plugin)
+	}
+	if !strings.HasPrefix(d.Hint, "fix the chart shipped by plugin dex or its values in cluster.yaml") {
+		t.Errorf("hint %q", d.Hint)
+	}
+	if d.File != "broken/templates/deployment.yaml" || d.Line != 4 {
+		t.Errorf("location %s:%d", d.File, d.Line)
+	}
+	// Fatals before the chart is loaded name the plugin too.
+	_, diags = render(t, construct.HelmRelease{Name: "gone", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "does-not-exist")}, Plugin: "extras"})
+	if len(diags) != 1 || !strings.HasPrefix(diags[0].Message, `plugin "extras": release "gone"`) {
+		t.Errorf("missing chart: %v", diags)
+	}
+}
+
 func TestRenderWithRequiredValue(t *testing.T) {
 	_, diags := render(t, construct.HelmRelease{Name: "svc", Namespace: "default",
 		Chart: construct.Chart{Path: testChart(t, "needs-value")}, Values: json.RawMessage(`{"host":"example"}`)})
