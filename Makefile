@@ -71,7 +71,7 @@ demo: venv build
 
 bench: venv build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
-	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench.sh
+	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-render.sh
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 
 proto: venv
