@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/faultproxy"
 )
 
@@ -35,6 +39,39 @@ func tags(s *types.Stack) map[string]string {
 		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
 	return m
+}
+
+// TestOptionalParameterFileMissing: a parameter filled from a rendered file
+// that the render does not have keeps the template's default, so a cluster
+// rendered without the helm plugin (no charts/releases.json) deploys; one
+// without a default is still an error.
+func TestOptionalParameterFileMissing(t *testing.T) {
+	f := newFixture(t, nil)
+	f.noCharts = true
+	e := f.engine()
+	f.mustDeploy(e, f.render())
+	cp := f.stack("control-plane")
+	if k := outputsOf(cp)["ChartsKey"]; k != "key=" {
+		t.Fatalf("ChartsKey output %q, want the default (empty)", k)
+	}
+	if v, ok := params(cp)["ChartsKey"]; ok && v != "" {
+		t.Fatalf("ChartsKey parameter %q, want the default (empty)", v)
+	}
+
+	target := f.render()
+	if err := os.Remove(filepath.Join(target.Rendered.Dir, "userdata", "controller.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	var files []stage.ManifestFile
+	for _, mf := range target.Rendered.Files {
+		if mf.Path != "userdata/controller.yaml" {
+			files = append(files, mf)
+		}
+	}
+	target.Rendered.Files = files
+	if _, err := e.Deploy(context.Background(), target); err == nil || !strings.Contains(err.Error(), "fills BootKey with the S3 key of userdata/controller.yaml, which the render output does not have") {
+		t.Fatalf("a required parameter file missing: %v", err)
+	}
 }
 
 // The whole life of a cluster: up from nothing, a no-op up, a change to one
@@ -84,6 +121,12 @@ func TestLifecycle(t *testing.T) {
 	}
 	if k := outputsOf(f.stack("control-plane"))["BootKey"]; !strings.HasPrefix(k, "clusters/"+f.name+"/assets/") || k == np["UserDataKey"] {
 		t.Fatalf("control-plane BootKey %q: want the key of userdata/controller.yaml named in the template's Metadata", k)
+	}
+	// The controllers' helm install script finds each chart beside
+	// releases.json under its sha256: the key must be <prefix>/assets/<sha256>.
+	sum := sha256.Sum256([]byte("[]\n"))
+	if k, want := outputsOf(f.stack("control-plane"))["ChartsKey"], "key=clusters/"+f.name+"/assets/"+hex.EncodeToString(sum[:]); k != want {
+		t.Fatalf("control-plane ChartsKey %q, want %q", k, want)
 	}
 	if got, want := res.Deploy.Outputs["APIEndpoint"], "https://api."+f.name+"-control-plane.example.com"; got != want {
 		t.Fatalf("cluster output APIEndpoint = %q, want %q", got, want)

@@ -63,6 +63,9 @@ type fixture struct {
 	big     bool           // pad the control plane template over 51,200 bytes
 	events  *eventLog
 	secrets map[string]string
+	// noCharts leaves charts/releases.json out of the render, as when the
+	// helm plugin is disabled.
+	noCharts bool
 }
 
 type eventLog struct {
@@ -199,14 +202,17 @@ func (f *fixture) render() Target {
 	}, stage.StackSpec{})
 	cp := obj{
 		// The render side names the file that fills a parameter.
-		"Metadata":   obj{"kube-aws": obj{"parameterFiles": obj{"BootKey": "userdata/controller.yaml"}}},
-		"Parameters": obj{"VPCId": obj{"Type": "String"}, "BootKey": obj{"Type": "String"}},
+		// ChartsKey is optional, as the real ChartsIndexKey: its default
+		// stands when the render has no charts/releases.json.
+		"Metadata":   obj{"kube-aws": obj{"parameterFiles": obj{"BootKey": "userdata/controller.yaml", "ChartsKey": "charts/releases.json"}}},
+		"Parameters": obj{"VPCId": obj{"Type": "String"}, "BootKey": obj{"Type": "String"}, "ChartsKey": obj{"Type": "String", "Default": ""}},
 		"Resources": obj{
 			"APISG": obj{"Type": "AWS::EC2::SecurityGroup", "Properties": obj{"GroupDescription": "api", "VpcId": ref("VPCId")}},
 		},
 		"Outputs": obj{
 			"APIEndpoint": obj{"Value": obj{"Fn::Sub": "https://api.${AWS::StackName}.example.com"}},
 			"BootKey":     obj{"Value": ref("BootKey")},
+			"ChartsKey":   obj{"Value": obj{"Fn::Sub": "key=${ChartsKey}"}},
 		},
 	}
 	if f.big {
@@ -239,7 +245,9 @@ func (f *fixture) render() Target {
 		files["userdata/nodepool-"+pool+".yaml"] = []byte("#cloud-config\n# pool " + pool + "\n")
 	}
 	files["userdata/controller.yaml"] = []byte("#cloud-config\n")
-	files["charts/releases.json"] = []byte("[]\n")
+	if !f.noCharts {
+		files["charts/releases.json"] = []byte("[]\n")
+	}
 	if err := os.RemoveAll(f.dir); err != nil {
 		f.t.Fatal(err)
 	}

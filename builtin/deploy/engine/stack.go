@@ -172,6 +172,13 @@ func (e *Engine) input(p *prepared, stack string, keys map[string]string, output
 		case tp.ParameterFiles[n] != "":
 			path := tp.ParameterFiles[n]
 			k, ok := keys[path]
+			if !ok && hasDefault(tp.Parameters[n]) {
+				// An optional file (charts/releases.json, absent when the
+				// helm plugin is disabled): the template's default says
+				// "nothing", and CloudFormation uses it for a parameter not
+				// passed, on create and on update alike.
+				continue
+			}
 			if !ok {
 				return nil, fmt.Errorf("stack %s: its template fills %s with the S3 key of %s, which the render output does not have; run `kube-aws render` again", stack, n, path)
 			}

@@ -25,6 +25,11 @@ type templateParam struct {
 	Default json.RawMessage `json:"Default"`
 }
 
+// hasDefault reports whether a template parameter declares a Default ("" counts).
+func hasDefault(p templateParam) bool {
+	return len(p.Default) > 0 && string(p.Default) != "null"
+}
+
 type templateResource struct {
 	Type string `json:"Type"`
 }

@@ -31,6 +31,15 @@ const (
 	// ParamSecretsPrefix is the S3 key prefix under which deploy uploads
 	// the KMS ciphertext of each sensitive value (<prefix>/secrets).
 	ParamSecretsPrefix = "SecretsPrefix"
+	// ParamChartsIndexKey is the S3 key deploy uploaded ChartsIndexFile
+	// to (control-plane only): the controllers' helm install unit fetches
+	// it, and every chart it lists from the same folder by its sha256. It
+	// defaults to "" so that a render without the helm plugin still
+	// deploys: deploy leaves it at the default when the file is missing.
+	ParamChartsIndexKey = "ChartsIndexKey"
+	// ChartsIndexFile is the helm plugin's list of releases in the render
+	// output.
+	ChartsIndexFile = "charts/releases.json"
 )
 
 // ParamInstanceProfile is the instance profile parameter of every machine

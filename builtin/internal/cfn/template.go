@@ -81,13 +81,19 @@ type Rendered struct {
 // Limits are checked on the result: a fatal names the stack and the count.
 func RenderStack(s construct.Stack, clusterTags, extra map[string]string) (*Rendered, diag.List) {
 	var diags diag.List
-	var meta map[string]any
+	// Which rendered file's S3 key fills which parameter, for deploy.
+	files := map[string]any{}
 	if f := UserDataFile(s.Name); f != "" {
 		if _, ok := s.Parameters[ParamUserDataKey]; ok {
-			meta = map[string]any{MetadataKey: map[string]any{
-				"parameterFiles": map[string]any{ParamUserDataKey: f},
-			}}
+			files[ParamUserDataKey] = f
 		}
+	}
+	if _, ok := s.Parameters[ParamChartsIndexKey]; ok {
+		files[ParamChartsIndexKey] = ChartsIndexFile
+	}
+	var meta map[string]any
+	if len(files) > 0 {
+		meta = map[string]any{MetadataKey: map[string]any{"parameterFiles": files}}
 	}
 	t, err := Template(s, meta)
 	if err != nil {

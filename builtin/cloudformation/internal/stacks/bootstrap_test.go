@@ -13,10 +13,11 @@ import (
 )
 
 // substituted is the bootstrap as the machine runs it: Fn::Sub filled in.
-func substituted(t *testing.T) string {
+// assets is controllerAssets on controllers, "" elsewhere.
+func substituted(t *testing.T, assets string) string {
 	t.Helper()
-	s := fmt.Sprintf(bootstrap, "test")
-	for k, v := range map[string]string{"AWS::Region": "eu-west-1", "AssetsBucket": "bkt", "SecretsPrefix": "pfx/secrets", "UserDataKey": "pfx/assets/abc"} {
+	s := fmt.Sprintf(bootstrap, "test", assets)
+	for k, v := range map[string]string{"AWS::Region": "eu-west-1", "AssetsBucket": "bkt", "SecretsPrefix": "pfx/secrets", "UserDataKey": "pfx/assets/abc", "ChartsIndexKey": "pfx/assets/def"} {
 		s = strings.ReplaceAll(s, "${"+k+"}", v)
 	}
 	// Fn::Sub fails the stack on any ${Name} it cannot resolve.
@@ -27,12 +28,41 @@ func substituted(t *testing.T) string {
 }
 
 func TestBootstrapIsValidBash(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "bootstrap.sh")
-	if err := os.WriteFile(p, []byte(substituted(t)), 0o755); err != nil {
+	for _, assets := range []string{"", controllerAssets} {
+		p := filepath.Join(t.TempDir(), "bootstrap.sh")
+		if err := os.WriteFile(p, []byte(substituted(t, assets)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
+			t.Fatalf("bash -n: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestControllerAssetsEnv: the controller bootstrap writes assets.env, which
+// the helm install script sources, with the bucket and the key of
+// charts/releases.json as deploy filled them in.
+func TestControllerAssetsEnv(t *testing.T) {
+	s := substituted(t, controllerAssets)
+	const open = "cat > /etc/kube-aws/assets.env <<'KUBE_AWS_ASSETS_EOF'\n"
+	start := strings.Index(s, open)
+	end := strings.Index(s, "\nKUBE_AWS_ASSETS_EOF\n")
+	if start < 0 || end < 0 || !strings.Contains(s[:start], "mkdir -p /etc/kube-aws\n") {
+		t.Fatalf("no assets.env in the controller bootstrap:\n%s", s)
+	}
+	if start > strings.Index(s, "\ncloud-init --file") {
+		t.Errorf("assets.env must be written before cloud-init starts the units")
+	}
+	env := filepath.Join(t.TempDir(), "assets.env")
+	if err := os.WriteFile(env, []byte(s[start+len(open):end+1]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
-		t.Fatalf("bash -n: %v\n%s", err, out)
+	out, err := exec.Command("bash", "-c", `set -u; . "$1"; echo "$KUBE_AWS_REGION $KUBE_AWS_ASSETS_BUCKET $KUBE_AWS_CHARTS_INDEX_KEY"`, "bash", env).CombinedOutput()
+	if err != nil || string(out) != "eu-west-1 bkt pfx/assets/def\n" {
+		t.Errorf("sourcing assets.env: %v: %q", err, out)
+	}
+	if strings.Contains(substituted(t, ""), "assets.env") {
+		t.Errorf("only controllers install charts")
 	}
 }
 
@@ -46,7 +76,7 @@ func TestDecryptSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python3 is needed to run the decrypt-secrets script the bootstrap installs: %v", err)
 	}
-	s := substituted(t)
+	s := substituted(t, controllerAssets)
 	start := strings.Index(s, "<<'KUBE_AWS_EOF'\n")
 	end := strings.Index(s, "\nKUBE_AWS_EOF\n")
 	if start < 0 || end < 0 {

@@ -49,12 +49,14 @@ var graviton = regexp.MustCompile(`^[a-z]+[0-9]+[a-z]*g[a-z]*$`)
 // ((secret:...)) marker in the listed files by its plain text: deploy
 // uploads each value's KMS ciphertext to <SecretsPrefix>/<sha256 of the
 // marker>. Fn::Sub fills ${AWS::Region}, ${AssetsBucket}, ${SecretsPrefix}
-// and ${UserDataKey}; nothing else in here may be written ${...}.
+// and ${UserDataKey} (and, on controllers, ${ChartsIndexKey}); nothing else
+// in here may be written ${...}. The second %s is controllerAssets on
+// controllers and empty elsewhere.
 const bootstrap = `#!/bin/bash
 # kube-aws bootstrap (%s): fetch this machine's cloud-init userdata from S3 and run it.
 set -euo pipefail
 mkdir -p /var/lib/kube-aws /opt/kube-aws/bin
-cat > /opt/kube-aws/bin/decrypt-secrets <<'KUBE_AWS_EOF'
+%scat > /opt/kube-aws/bin/decrypt-secrets <<'KUBE_AWS_EOF'
 #!/usr/bin/env python3
 """Replace every ((secret:...)) marker in the files listed in argv[1] by its plain text."""
 import base64, hashlib, re, subprocess, sys
@@ -91,6 +93,20 @@ cloud-init --file /var/lib/kube-aws/userdata.yaml modules --mode config
 cloud-init --file /var/lib/kube-aws/userdata.yaml modules --mode final
 `
 
+// controllerAssets tells the helm plugin's install unit on the controllers
+// where the charts are: the S3 key of charts/releases.json (empty without
+// the helm plugin) and the bucket. Deploy uploads every rendered file to
+// <prefix>/assets/<sha256>, so the charts it lists are in the same folder
+// under their sha256, and need no parameter each. Written before cloud-init
+// runs, so the unit finds it whenever it starts.
+const controllerAssets = `mkdir -p /etc/kube-aws
+cat > /etc/kube-aws/assets.env <<'KUBE_AWS_ASSETS_EOF'
+KUBE_AWS_REGION='${AWS::Region}'
+KUBE_AWS_ASSETS_BUCKET='${AssetsBucket}'
+KUBE_AWS_CHARTS_INDEX_KEY='${ChartsIndexKey}'
+KUBE_AWS_ASSETS_EOF
+`
+
 // machines describes the machines of one stack.
 type machines struct {
 	role         construct.Role
@@ -116,6 +132,11 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 	s.param(cfn.ParamAssetsBucket, "String", "S3 bucket holding the cluster's assets (filled by deploy)", nil)
 	s.param(cfn.ParamUserDataKey, "String", "S3 key of this stack's userdata (filled by deploy)", nil)
 	s.param(cfn.ParamSecretsPrefix, "String", "S3 key prefix of the encrypted sensitive values (filled by deploy)", nil)
+	assets := ""
+	if m.role == construct.Controller {
+		s.param(cfn.ParamChartsIndexKey, "String", "S3 key of charts/releases.json, the Helm releases the controllers install (filled by deploy; empty without the helm plugin)", "")
+		assets = controllerAssets
+	}
 	if c.AMI != "" {
 		s.param(paramImageID, "AWS::EC2::Image::Id", "Image every machine boots", c.AMI)
 	} else {
@@ -136,7 +157,7 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 		KeyName:            c.KeyName,
 		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: cfn.Ref(cfn.ParamInstanceProfile)},
 		SecurityGroupIds:   []string{cfn.Ref(paramSecurityGroup)},
-		UserData:           cfn.Base64(cfn.Sub(fmt.Sprintf(bootstrap, m.name))),
+		UserData:           cfn.Base64(cfn.Sub(fmt.Sprintf(bootstrap, m.name, assets))),
 		// IMDSv2 only; a hop limit of 2 lets containers reach it.
 		MetadataOptions: &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: 2, HttpEndpoint: "enabled"},
 		TagSpecifications: []ec2.LaunchTemplate_TagSpecification{
