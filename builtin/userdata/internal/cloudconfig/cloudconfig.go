@@ -53,9 +53,6 @@ const (
 	// fetches this userdata installs it; runcmd calls it before any unit
 	// starts, so no service ever reads a marker instead of its secret.
 	DecryptCommand = "/opt/kube-aws/bin/decrypt-secrets"
-	// HelmReleasesPath is where the helm plugin's install unit reads the
-	// releases; listed for decryption when a release's values hold a secret.
-	HelmReleasesPath = "/etc/kube-aws/charts/releases.json"
 )
 
 // Marker matches a redaction marker, ((secret:<plugin>/<json-pointer>)); it
@@ -229,9 +226,9 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 			secretPaths = append(secretPaths, e.Path)
 		}
 	}
-	if m.Role == construct.Controller && helmValuesHoldSecrets(set.HelmReleases) {
-		secretPaths = append(secretPaths, HelmReleasesPath)
-	}
+	// Not charts/releases.json: the helm plugin's install script downloads
+	// it after runcmd, and decrypts its markers itself; listed here, it
+	// would fail runcmd on a file not there yet.
 	sort.Strings(secretPaths)
 	if len(secretPaths) > 0 {
 		add(writeFile{Path: SecretsList, Permissions: "0600", Owner: owner(""), Content: strings.Join(secretPaths, "\n") + "\n"}, "the secrets list")
@@ -287,15 +284,6 @@ func manifestFile(name string) (string, error) {
 		return name, nil
 	}
 	return name + ".yaml", nil
-}
-
-func helmValuesHoldSecrets(rs []construct.HelmRelease) bool {
-	for _, r := range rs {
-		if Marker.Match(r.Values) {
-			return true
-		}
-	}
-	return false
 }
 
 func targetsKubelet(set *construct.Set, m machine) bool {
