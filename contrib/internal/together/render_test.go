@@ -132,6 +132,40 @@ func TestRenderWithEveryContribPlugin(t *testing.T) {
 	if out, err := exec.Command(venvTool(t, "cfn-lint"), args...).CombinedOutput(); err != nil {
 		t.Errorf("cfn-lint: %v\n%s", err, out)
 	}
+
+	// The merge says who contributed each release, and the helm plugin names
+	// that plugin when its chart is broken: break dex's chart (a copy) and
+	// render again.
+	owners := map[string]string{}
+	for _, h := range merged.HelmReleases {
+		owners[h.Name] = h.Plugin
+	}
+	for _, n := range []string{"dex", "kube2iam", "cluster-autoscaler"} {
+		if owners[n] != n {
+			t.Errorf("release %s: merged Plugin %q, want %q", n, owners[n], n)
+		}
+	}
+	broken := *merged
+	broken.HelmReleases = append(broken.HelmReleases[:0:0], merged.HelmReleases...)
+	for i, h := range broken.HelmReleases {
+		if h.Name != "dex" {
+			continue
+		}
+		chart := filepath.Join(t.TempDir(), "dex")
+		if err := os.CopyFS(chart, os.DirFS(h.Chart.Path)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(chart, "templates", "broken.yaml"), []byte("a: {{ nosuchfunction }}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		broken.HelmReleases[i].Chart.Path = chart
+	}
+	in.Constructs = &broken
+	res := plugintest.Run(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/helm"), &in, stage.Render).Results[stage.Render]
+	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Plugin != "helm" ||
+		!strings.HasPrefix(res.Diagnostics[0].Message, `plugin "dex": release "dex"`) || res.Diagnostics[0].File != "dex/templates/broken.yaml" {
+		t.Errorf("a broken dex chart: %v", res.Diagnostics)
+	}
 }
 
 func keys(m map[string]string) []string {
