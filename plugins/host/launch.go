@@ -175,6 +175,12 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 		if e == nil {
 			return nil, notLockedError(c)
 		}
+		// The executable is checked by go-plugin's SecureConfig as it
+		// starts; the files beside it (a script plugin's code) are checked
+		// here, also before anything runs.
+		if err := checkFiles(c, e); err != nil {
+			return nil, err
+		}
 		want = strings.ToLower(e.SHA256)
 		sum, err := hex.DecodeString(want)
 		if err != nil {

@@ -47,6 +47,11 @@ type LockEntry struct {
 	Source Source `json:"source"`
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
+	// Files is the sha256 of every other file in a user plugin's folder
+	// (see FolderSHA256): a plugin in Python is a small entry script and
+	// the code beside it, and locking the entry script alone would let that
+	// code change unnoticed. Empty when the folder holds nothing else.
+	Files string `json:"files,omitempty"`
 }
 
 const lockHeader = "# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.\n" +
@@ -65,7 +70,12 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 			errs = append(errs, fmt.Errorf("locking plugin %s: %w", c.Name, err))
 			continue
 		}
-		l.Plugins = append(l.Plugins, LockEntry{Name: c.Name, Source: c.Source, Path: absClean(c.Path), SHA256: sum})
+		files, err := pluginFilesSHA256(c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("locking plugin %s: %w", c.Name, err))
+			continue
+		}
+		l.Plugins = append(l.Plugins, LockEntry{Name: c.Name, Source: c.Source, Path: absClean(c.Path), SHA256: sum, Files: files})
 	}
 	sort.Slice(l.Plugins, func(i, j int) bool { return l.Plugins[i].Name < l.Plugins[j].Name })
 	return l, errors.Join(errs...)
@@ -162,6 +172,10 @@ func (l *Lockfile) Verify(cands []Candidate) []error {
 		}
 		if have != strings.ToLower(e.SHA256) {
 			errs = append(errs, mismatchError(c, e.SHA256, have))
+			continue
+		}
+		if err := checkFiles(c, e); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if l != nil {
@@ -180,6 +194,79 @@ func notLockedError(c Candidate) error {
 
 func mismatchError(c Candidate, want, have string) error {
 	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, c.Path, want, have)
+}
+
+// pluginFilesSHA256 hashes the rest of a user plugin's folder; built-in and
+// contrib plugins are single executables in a shared folder.
+func pluginFilesSHA256(c Candidate) (string, error) {
+	if c.Source != SourceUser || c.Dir == "" {
+		return "", nil
+	}
+	return FolderSHA256(c.Dir, c.Path)
+}
+
+// checkFiles compares a user plugin's folder with its lock entry. An entry
+// written without Files (an older lock, or a folder that held only the
+// executable) still catches files added since.
+func checkFiles(c Candidate, e *LockEntry) error {
+	have, err := pluginFilesSHA256(c)
+	if err != nil {
+		return fmt.Errorf("verifying plugin %s: %w", c.Name, err)
+	}
+	if have != strings.ToLower(e.Files) {
+		return fmt.Errorf("plugin %s: the files beside its executable in %s do not match plugins.lock; if you changed them on purpose run `kube-aws plugins lock`", c.Name, c.Dir)
+	}
+	return nil
+}
+
+// FolderSHA256 returns one sha256 over every file under dir except skip
+// (the executable, locked on its own) and Python byte-code caches, which the
+// interpreter rewrites: the sorted list of "path NUL sha256" lines, with a
+// symlink's target in place of a hash. "" when there is no such file.
+func FolderSHA256(dir, skip string) (string, error) {
+	var lines []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "__pycache__" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if path == skip || strings.HasSuffix(path, ".pyc") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		var sum string
+		if d.Type()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			sum = "symlink:" + target
+		} else if sum, err = FileSHA256(path); err != nil {
+			return err
+		}
+		lines = append(lines, filepath.ToSlash(rel)+"\x00"+sum)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hashing the files of %s: %w", dir, err)
+	}
+	if len(lines) == 0 {
+		return "", nil
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		io.WriteString(h, l+"\n")
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // FileSHA256 returns the hex sha256 of a file.
