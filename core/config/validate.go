@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/kube-aws/kube-aws/core/diag"
 )
@@ -380,22 +381,26 @@ func (v *validator) apiEndpoint(subnets []Subnet) {
 	}
 }
 
-// LogicalName is how a node pool name appears in CloudFormation logical IDs,
-// which allow only letters and digits: spot-pool -> SpotPool. Validate
-// refuses two pools whose names differ only in '-' (spot-pool, spotpool), so
-// any scheme that drops the dashes is collision-free too.
+// LogicalName is how a name (a node pool's, a subnet's, an availability
+// zone's) appears in CloudFormation logical IDs and output names, which allow
+// only letters and digits: every other character is dropped and starts a new
+// capitalised word, so spot-pool -> SpotPool and eu-west-1a -> EuWest1a.
+// Validate refuses two pools whose names differ only in '-' (spot-pool,
+// spotpool), so the names it produces for pools are collision-free. It is the
+// one implementation: the cloudformation and iam built-ins and the contrib
+// plugins that name another stack's outputs all call it.
 func LogicalName(name string) string {
 	var b strings.Builder
 	upper := true
 	for _, r := range name {
-		if r == '-' {
+		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
 			upper = true
 			continue
 		}
-		if upper && r >= 'a' && r <= 'z' {
-			r -= 'a' - 'A'
+		if upper {
+			r = unicode.ToUpper(r)
+			upper = false
 		}
-		upper = false
 		b.WriteRune(r)
 	}
 	return b.String()

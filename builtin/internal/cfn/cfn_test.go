@@ -108,10 +108,9 @@ func TestMergePatch(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	for in, want := range map[string]string{"spot-pool": "SpotPool", "eu-west-1a": "EuWest1a", "a_b.c": "ABC", "x": "X"} {
-		if got := CamelName(in); got != want {
-			t.Errorf("CamelName(%q) = %q, want %q", in, got, want)
-		}
+	// Names follow config.LogicalName (tested there) in every output.
+	if SubnetOutput("public-eu-west-1a") != "SubnetPublicEuWest1aId" {
+		t.Errorf("SubnetOutput: %s", SubnetOutput("public-eu-west-1a"))
 	}
 	if InstanceProfileOutput(construct.Worker, "spot-pool") != "NodePoolSpotPoolInstanceProfile" ||
 		InstanceProfileOutput(construct.Controller, "") != "ControllerInstanceProfile" ||

@@ -2,8 +2,8 @@ package cfn
 
 import (
 	"strings"
-	"unicode"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 )
 
@@ -62,27 +62,7 @@ const (
 )
 
 // SubnetOutput is the network stack output holding the ID of one subnet.
-func SubnetOutput(subnet string) string { return "Subnet" + CamelName(subnet) + "Id" }
-
-// CamelName turns a name such as "spot-pool" or "eu-west-1a" into
-// "SpotPool" or "EuWest1a", the form CloudFormation logical IDs and output
-// names accept (alphanumerics only).
-func CamelName(s string) string {
-	var b strings.Builder
-	upper := true
-	for _, r := range s {
-		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
-			upper = true
-			continue
-		}
-		if upper {
-			r = unicode.ToUpper(r)
-			upper = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func SubnetOutput(subnet string) string { return "Subnet" + config.LogicalName(subnet) + "Id" }
 
 // RolePrefix names a machine role in logical IDs and outputs: Controller,
 // Etcd, or NodePool<Camel> for one node pool.
@@ -93,7 +73,7 @@ func RolePrefix(role construct.Role, pool string) string {
 	case construct.Etcd:
 		return "Etcd"
 	default:
-		return "NodePool" + CamelName(pool)
+		return "NodePool" + config.LogicalName(pool)
 	}
 }
 

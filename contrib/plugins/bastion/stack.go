@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -102,24 +101,7 @@ func publicSubnet(c *config.Cluster, name string) (config.Subnet, diag.List) {
 // SubnetOutput is the network stack's output holding a subnet's ID. It
 // follows the cloudformation built-in's naming (Subnet<CamelName>Id), which
 // is part of its contract with other plugins.
-func SubnetOutput(subnet string) string { return "Subnet" + camel(subnet) + "Id" }
-
-func camel(s string) string {
-	var b strings.Builder
-	upper := true
-	for _, r := range s {
-		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
-			upper = true
-			continue
-		}
-		if upper {
-			r = unicode.ToUpper(r)
-			upper = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func SubnetOutput(subnet string) string { return "Subnet" + config.LogicalName(subnet) + "Id" }
 
 func raw(v any) json.RawMessage {
 	b, err := json.Marshal(v)

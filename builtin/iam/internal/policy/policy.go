@@ -112,7 +112,7 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	seen := map[string]string{}
 	for i, p := range c.NodePools {
 		prefix := cfn.RolePrefix(construct.Worker, p.Name)
-		if other, dup := seen[prefix]; dup || cfn.CamelName(p.Name) == "" {
+		if other, dup := seen[prefix]; dup || config.LogicalName(p.Name) == "" {
 			diags = append(diags, diag.Fatalf("node pool %q cannot be told apart from %q in IAM names (%s)", p.Name, other, prefix).
 				At(fmt.Sprintf("nodePools[%d].name", i)))
 			continue
