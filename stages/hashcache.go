@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // hashCache remembers the sha256 of plugin executables by path, size,
@@ -49,7 +51,7 @@ func (c *hashCache) hash(path string) (string, error) {
 	if ok && e.Size == fi.Size() && e.ModTime == fi.ModTime().UnixNano() && e.Inode == ino {
 		return e.SHA256, nil
 	}
-	h, err := fileHash(path)
+	h, err := fileutil.SHA256(path)
 	if err != nil {
 		return "", err
 	}
@@ -71,7 +73,7 @@ func (c *hashCache) save() {
 	if err != nil {
 		return
 	}
-	if err := writeFileAtomic(c.path, append(b, '\n'), 0o644); err == nil {
+	if err := fileutil.WriteAtomic(c.path, append(b, '\n'), 0o644); err == nil {
 		c.dirty = false
 	}
 }

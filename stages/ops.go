@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // AWSSettings are the AWS flags of kube-aws up, diff, validate and destroy.
@@ -263,7 +264,7 @@ func WriteDeployResult(path string, d *stage.DeployResult) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, append(b, '\n'), 0o644); err != nil {
+	if err := fileutil.WriteAtomic(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing the deploy result to %s: %w", path, err)
 	}
 	return nil

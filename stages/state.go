@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // StateVersion is the version of the state file format.
@@ -64,51 +65,11 @@ func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (st
 		b = []byte(s.Plan.Deps.Redact(string(b), cfg.Secrets))
 	}
 	p := s.statePath(name)
-	if err := writeFileAtomic(p, b, 0o600); err != nil {
+	if err := fileutil.WriteAtomic(p, b, 0o600); err != nil {
 		return "", fmt.Errorf("writing state of stage %s: %w", name, err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-// writeFileAtomic writes to a temp file in the same folder and renames it
-// into place, so a reader sees the old file or the new one, never half.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	return nil
 }
 
 // loadCarry reads the state of every stage before name and checks that it
@@ -233,7 +194,7 @@ func pluginsChanged(was, now map[string]string) string {
 func verifyRendered(r *stage.Rendered) error {
 	for _, f := range r.Files {
 		p := filepath.Join(r.Dir, filepath.FromSlash(f.Path))
-		h, err := fileHash(p)
+		h, err := fileutil.SHA256(p)
 		if err != nil {
 			return fmt.Errorf("%s is missing", p)
 		}

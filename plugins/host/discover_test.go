@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
@@ -215,7 +216,7 @@ func TestChangedBinaryRefusedBeforeStart(t *testing.T) {
 	if err := os.WriteFile(cand.Path, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	have, _ := host.FileSHA256(cand.Path)
+	have, _ := fileutil.SHA256(cand.Path)
 	_, err = launchOne(t, cand, host.Options{Lock: lock})
 	mustContain(t, err, "plugin trivial ("+cand.Path+") does not match plugins.lock (want sha256 "+lock.Plugins[0].SHA256+", have "+have+")",
 		"if you changed it on purpose run `kube-aws plugins lock`")

@@ -24,6 +24,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/plugins/protocol"
 )
 
@@ -271,7 +272,7 @@ func (p *Plugin) startError(err error, want string) error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
-		have, herr := FileSHA256(c.Path)
+		have, herr := fileutil.SHA256(c.Path)
 		if herr != nil {
 			have = "unreadable: " + herr.Error()
 		}

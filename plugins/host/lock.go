@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // LockfileName is the name of the lock file beside cluster.yaml.
@@ -65,7 +67,7 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 		if c.Source == SourceBuiltin {
 			continue
 		}
-		sum, err := FileSHA256(c.Path)
+		sum, err := fileutil.SHA256(c.Path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("locking plugin %s: %w", c.Name, err))
 			continue
@@ -125,7 +127,7 @@ func (l *Lockfile) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, append([]byte(lockHeader), data...), 0o644); err != nil {
+	if err := fileutil.WriteAtomic(path, append([]byte(lockHeader), data...), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
@@ -165,7 +167,7 @@ func (l *Lockfile) Verify(cands []Candidate) []error {
 			errs = append(errs, fmt.Errorf("plugin %s was locked at %s but is now at %s; if you moved it on purpose run `kube-aws plugins lock`", c.Name, e.Path, c.Path))
 			continue
 		}
-		have, err := FileSHA256(c.Path)
+		have, err := fileutil.SHA256(c.Path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("verifying plugin %s: %w", c.Name, err))
 			continue
@@ -249,7 +251,7 @@ func FolderSHA256(dir, skip string) (string, error) {
 				return err
 			}
 			sum = "symlink:" + target
-		} else if sum, err = FileSHA256(path); err != nil {
+		} else if sum, err = fileutil.SHA256(path); err != nil {
 			return err
 		}
 		lines = append(lines, filepath.ToSlash(rel)+"\x00"+sum)
@@ -265,20 +267,6 @@ func FolderSHA256(dir, skip string) (string, error) {
 	h := sha256.New()
 	for _, l := range lines {
 		io.WriteString(h, l+"\n")
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// FileSHA256 returns the hex sha256 of a file.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

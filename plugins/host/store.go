@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // Store is a plugin's persistent key-value store (the delegated storage a
@@ -71,7 +73,7 @@ func (s *Store) save() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
+	if err := fileutil.WriteAtomic(s.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing plugin store %s: %w", s.path, err)
 	}
 	return nil
