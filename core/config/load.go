@@ -763,46 +763,10 @@ func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) stri
 	return closest(key, valid)
 }
 
-// closest returns the valid key nearest to key by edit distance (ignoring
-// case), or "" when none is close enough to be a plausible typo.
+// closest returns the valid key nearest to key, or "" when none is close
+// enough to be a plausible typo: longer keys may carry more typos.
 func closest(key string, valid []string) string {
-	best, bestD := "", math.MaxInt
-	lk := strings.ToLower(key)
-	for _, v := range valid {
-		d := levenshtein(lk, strings.ToLower(v))
-		if d < bestD || (d == bestD && v < best) {
-			best, bestD = v, d
-		}
-	}
-	limit := max(2, len(key)/3)
-	if best == "" || bestD > limit {
-		return ""
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 256 || len(rb) > 256 {
-		return math.MaxInt / 2
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return diag.Closest(key, valid, max(2, len(key)/3))
 }
 
 // yamlToJSON converts a standalone YAML document (a plugin config file) to

@@ -386,7 +386,7 @@ func similar(name string, candidates []string, max int) []string {
 			continue
 		}
 		lc := strings.ToLower(c)
-		d := levenshtein(ln, lc, limit)
+		d := diag.EditDistance(ln, lc, limit)
 		if d <= limit || (ln != "" && (strings.Contains(lc, ln) || strings.Contains(ln, lc))) {
 			found = append(found, scored{c, d})
 		}
@@ -402,35 +402,4 @@ func similar(name string, candidates []string, max int) []string {
 		out = append(out, found[i].s)
 	}
 	return out
-}
-
-// levenshtein is the edit distance between a and b, giving up (returning
-// limit+1) once it exceeds limit or when the lengths alone rule it out.
-func levenshtein(a, b string, limit int) int {
-	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		best := cur[0]
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			best = min(best, cur[j])
-		}
-		if best > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

@@ -195,42 +195,11 @@ func UnknownPluginsDiag(enabled, available []string) diag.List {
 			"; put a user plugin's executable at plugins/" + e + "/" + e + " beside cluster.yaml or in a --plugin-dir, or remove plugins." + e
 		if len(sorted) == 0 {
 			hint = "no plugins were found at all: check the kube-aws installation (bin/kube-aws-plugins/) and --plugin-dir"
-		} else if s := closest(e, sorted); s != "" {
+		} else if s := diag.Closest(e, sorted, 2); s != "" {
 			hint = fmt.Sprintf("did you mean %s? ", s) + hint
 		}
 		out = append(out, diag.Fatalf("plugin %s is enabled but no plugin source provides it", e).
 			At(config.JoinPath("plugins", e)).WithHint(hint))
 	}
 	return out
-}
-
-// closest finds a near-miss plugin name (edit distance at most 2).
-func closest(name string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := distance(name, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -250,7 +250,7 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 			diags = append(diags, diag.Fatalf("kube-apiserver flag %q: write flag names without leading dashes", name).At(path))
 		case !ok:
 			d := diag.Fatalf("unknown kube-apiserver flag --%s for Kubernetes %s", name, ver.MinorString()).At(path)
-			if near := closest(name); near != "" {
+			if near := diag.Closest(name, knownNames(), 2); near != "" {
 				d = d.WithHint("did you mean --" + near + "?")
 			} else {
 				d = d.WithHint("kube-apiserver would refuse to start; see kube-apiserver --help for " + ver.MinorString())
@@ -270,40 +270,11 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 	return diags
 }
 
-// closest finds a known flag within two edits of name, to turn a typo's
-// fatal into a one-glance fix.
-func closest(name string) string {
-	best, bestDist := "", 3
+// knownNames lists the known flags, for "did you mean".
+func knownNames() []string {
 	names := make([]string, 0, len(known))
 	for n := range known {
 		names = append(names, n)
 	}
-	sort.Strings(names) // ties resolve the same way every run
-	for _, n := range names {
-		if d := distance(name, n); d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return names
 }
