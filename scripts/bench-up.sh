@@ -20,44 +20,26 @@ for f in "$KUBE_AWS" "$VENV/bin/moto_server" "$PY"; do
 done
 
 work="$(mktemp -d)"
-moto_pid=""
+MOTO="$VENV/bin/moto_server"
+# shellcheck source=lib/moto.sh
+. "$root/scripts/lib/moto.sh"
 cleanup() {
-	if [ -n "$moto_pid" ]; then
-		kill -TERM -- "-$moto_pid" 2>/dev/null || kill -TERM "$moto_pid" 2>/dev/null || true
-		wait "$moto_pid" 2>/dev/null || true
-	fi
+	moto_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT
-
-port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-endpoint="http://127.0.0.1:$port"
-setsid "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$work/moto.log" 2>&1 &
-moto_pid=$!
-for _ in $(seq 100); do
-	"$PY" -c "import urllib.request; urllib.request.urlopen('$endpoint/moto-api/', timeout=1)" 2>/dev/null && break
-	sleep 0.1
-done
+moto_start
 
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true CI=1
 export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 region="$(awk '/^region:/ {print $2; exit}' cluster.yaml.example)"
 bucket="$(awk '/^s3URI:/ {sub("s3://", "", $2); split($2, a, "/"); print a[1]; exit}' cluster.yaml.example)"
 mkdir -p "$work/cluster"
-# The demo's two moto changes (scripts/demo.sh says why).
-sed '/^  hostedZoneId: /d' cluster.yaml.example >"$work/cluster/cluster.yaml"
-sed -i 's/^  cloudformation:$/&/; /^  cloudformation:$/{n; s/^    values:$/    values:\n      apiLoadBalancer: classic/}' "$work/cluster/cluster.yaml"
-grep -q 'apiLoadBalancer: classic' "$work/cluster/cluster.yaml" || { echo "bench-up: could not set apiLoadBalancer" >&2; exit 1; }
+moto_cluster_yaml cluster.yaml.example "$work/cluster/cluster.yaml"
 
 fresh() {
-	"$PY" - "$endpoint" "$bucket" "$region" <<'PY'
-import sys, urllib.request, boto3
-endpoint, bucket, region = sys.argv[1:]
-urllib.request.urlopen(urllib.request.Request(endpoint + "/moto-api/reset", method="POST"))
-s3 = boto3.client("s3", endpoint_url=endpoint, region_name=region)
-kw = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
-s3.create_bucket(Bucket=bucket, **kw)
-PY
+	moto_reset
+	moto_bucket "$bucket" "$region"
 	rm -rf "$work/cluster/.kube-aws" "$work/cluster/rendered"
 }
 up() { (cd "$work/cluster" && "$KUBE_AWS" up --endpoint-url "$endpoint" >"$work/out.txt" 2>&1); }
