@@ -270,17 +270,17 @@ func WriteDeployResult(path string, d *stage.DeployResult) error {
 	return nil
 }
 
-// NeedsYes reports whether a deploy stopped for want of --yes: the deploy
-// plugin met a stack in ROLLBACK_COMPLETE (a failed create), which it
-// deletes and creates again only when confirmed. The plugin protocol has no
-// question channel, so the fatal's text is the signal; `kube-aws up` asks
-// on a terminal and runs again with --yes.
+// NeedsYes reports whether a run stopped for want of --yes: a plugin (the
+// deploy plugin meeting a stack in ROLLBACK_COMPLETE, which it deletes and
+// creates again only when confirmed) returned a fatal with
+// diag.CodeNeedsConfirmation. `kube-aws up` asks on a terminal and runs
+// again with --yes.
 func NeedsYes(out *Outcome) bool {
 	if out == nil {
 		return false
 	}
 	for _, d := range out.Diagnostics.Fatals() {
-		if d.Plugin == "deploy" && strings.Contains(d.Message, "rerun with --yes") {
+		if d.Code == diag.CodeNeedsConfirmation {
 			return true
 		}
 	}

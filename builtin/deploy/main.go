@@ -116,7 +116,11 @@ func newEngine(ctx context.Context, req *sdk.Request) (*engine.Engine, engine.Ta
 }
 
 func failed(err error, hint string) *stage.Result {
-	return &stage.Result{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "deploy", Message: err.Error(), Hint: hint}}}
+	d := diag.Diagnostic{Severity: diag.Fatal, Plugin: "deploy", Message: err.Error(), Hint: hint}
+	if errors.Is(err, engine.ErrNeedsConfirmation) {
+		d.Code = diag.CodeNeedsConfirmation
+	}
+	return &stage.Result{Diagnostics: diag.List{d}}
 }
 
 func (plugin) Deploy(ctx context.Context, req *sdk.Request) (*stage.Result, error) {

@@ -17,6 +17,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/awstest"
 	"github.com/kube-aws/kube-aws/internal/faultproxy"
@@ -386,6 +387,22 @@ func TestUpAfterAFailedCreateNeedsYes(t *testing.T) {
 	_, stderr, code = l.run("up", "--endpoint-url", proxy.URL)
 	if code != 1 || !strings.Contains(stderr, "ROLLBACK_COMPLETE") || !strings.Contains(stderr, "--yes") {
 		t.Fatalf("rerun without --yes: exit %d, want 1 asking for --yes\n%s", code, stderr)
+	}
+	// What a program (and up's own prompt) acts on is the diagnostic's code,
+	// carried over the plugin protocol, not its wording.
+	stdout, _, code := l.run("up", "--endpoint-url", proxy.URL, "--output", "json")
+	var doc struct {
+		Diagnostics []diag.Diagnostic `json:"diagnostics"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != 1 {
+		t.Fatalf("up --output json: exit %d, %v\n%s", code, err, stdout)
+	}
+	coded := false
+	for _, d := range doc.Diagnostics {
+		coded = coded || (d.Plugin == "deploy" && d.Code == diag.CodeNeedsConfirmation)
+	}
+	if !coded {
+		t.Fatalf("no deploy diagnostic with code %q in\n%s", diag.CodeNeedsConfirmation, stdout)
 	}
 	d, _ := l.upWith("--endpoint-url", proxy.URL, "--yes")
 	if got := changedStacks(d); len(got) != 1 || got[0] != "demo-nodepool-spot" {

@@ -32,7 +32,16 @@ type Diagnostic struct {
 	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
 	Hint    string `json:"hint,omitempty"`
+	// Code identifies, for programs, a diagnostic that a caller acts on
+	// rather than only prints (CodeNeedsConfirmation); empty for most.
+	Code string `json:"code,omitempty"`
 }
+
+// CodeNeedsConfirmation marks a fatal that the same command, run again with
+// --yes, would get past: a plugin that must not do something destructive
+// unasked (the deploy plugin recreating a stack left by a failed create).
+// kube-aws up asks on a terminal and runs again when the user agrees.
+const CodeNeedsConfirmation = "needs-confirmation"
 
 // Location renders where the diagnostic points: file:line:col, then config path.
 func (d Diagnostic) Location() string {

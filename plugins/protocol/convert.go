@@ -100,6 +100,7 @@ func DiagnosticToPB(d diag.Diagnostic) *pb.Diagnostic {
 		Column:   int32(d.Column),
 		Message:  d.Message,
 		Hint:     d.Hint,
+		Code:     d.Code,
 	}
 }
 
@@ -118,6 +119,7 @@ func DiagnosticFromPB(d *pb.Diagnostic) diag.Diagnostic {
 		Column:   int(d.GetColumn()),
 		Message:  d.GetMessage(),
 		Hint:     d.GetHint(),
+		Code:     d.GetCode(),
 	}
 }
 

@@ -395,6 +395,11 @@ func TestFailedCreateRecreated(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--yes") || !strings.Contains(err.Error(), reason) {
 		t.Fatalf("rerun without confirmation: %v", err)
 	}
+	// Callers act on it through errors.Is, not its wording (the deploy
+	// plugin turns it into diag.CodeNeedsConfirmation).
+	if !errors.Is(err, ErrNeedsConfirmation) {
+		t.Fatalf("the refusal is not ErrNeedsConfirmation: %v", err)
+	}
 	// With --yes: deleted, recreated, converged.
 	e = f.engine(func(o *Options) { o.ConfirmRecreate = true })
 	res = f.mustDeploy(e, f.render())

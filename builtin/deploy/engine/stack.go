@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -283,8 +284,8 @@ func (e *Engine) deployStack(ctx context.Context, p *prepared, stack string, in 
 			cur.StackStatus == types.StackStatusCreateFailed:
 			why := e.failureSince(ctx, in.name, types.ResourceStatusCreateInProgress)
 			if !e.opts.ConfirmRecreate {
-				return nil, fmt.Errorf("stack %s (%s) is in %s after a failed create%s; it holds no usable resources and must be deleted and created again: rerun with --yes to allow that",
-					stack, in.name, status, why)
+				return nil, needsConfirmation{fmt.Sprintf("stack %s (%s) is in %s after a failed create%s; it holds no usable resources and must be deleted and created again: rerun with --yes to allow that",
+					stack, in.name, status, why)}
 			}
 			e.say(stack, "%s is in %s after a failed create%s: deleting it to create it again", in.name, status, why)
 			if err := e.deleteAndWait(ctx, stack, in.name); err != nil {
@@ -635,3 +636,12 @@ func (e *Engine) deleteAndWait(ctx context.Context, stack, name string) error {
 		delay = min(delay*2, e.opts.PollInterval)
 	}
 }
+
+// ErrNeedsConfirmation is what errors.Is finds in an error that the same
+// deploy, run again with ConfirmRecreate (--yes), gets past.
+var ErrNeedsConfirmation = errors.New("needs confirmation: rerun with --yes")
+
+type needsConfirmation struct{ msg string }
+
+func (e needsConfirmation) Error() string        { return e.msg }
+func (e needsConfirmation) Is(target error) bool { return target == ErrNeedsConfirmation }

@@ -32,14 +32,15 @@ STAGES = ("initialise", "render", "deploy", "validate")
 __all__ = ["Plugin", "Request", "serve", "fatal", "warning", "pb"]
 
 
-def fatal(message, path="", hint=""):
-    """A fatal diagnostic: kube-aws stops after the current stage."""
-    return pb.Diagnostic(severity="fatal", message=message, path=path, hint=hint)
+def fatal(message, path="", hint="", code=""):
+    """A fatal diagnostic: kube-aws stops after the current stage. code
+    "needs-confirmation" says the same command run with --yes gets past it."""
+    return pb.Diagnostic(severity="fatal", message=message, path=path, hint=hint, code=code)
 
 
-def warning(message, path="", hint=""):
+def warning(message, path="", hint="", code=""):
     """A warning diagnostic: printed, and the run goes on."""
-    return pb.Diagnostic(severity="warning", message=message, path=path, hint=hint)
+    return pb.Diagnostic(severity="warning", message=message, path=path, hint=hint, code=code)
 
 
 class Request:

@@ -697,15 +697,18 @@ func (x *StageResult) GetDiagnostics() []*Diagnostic {
 type Diagnostic struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// fatal or warning.
-	Severity      string `protobuf:"bytes,1,opt,name=severity,proto3" json:"severity,omitempty"`
-	Plugin        string `protobuf:"bytes,2,opt,name=plugin,proto3" json:"plugin,omitempty"`
-	Stage         string `protobuf:"bytes,3,opt,name=stage,proto3" json:"stage,omitempty"`
-	Path          string `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
-	File          string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
-	Line          int32  `protobuf:"varint,6,opt,name=line,proto3" json:"line,omitempty"`
-	Column        int32  `protobuf:"varint,7,opt,name=column,proto3" json:"column,omitempty"`
-	Message       string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
-	Hint          string `protobuf:"bytes,9,opt,name=hint,proto3" json:"hint,omitempty"`
+	Severity string `protobuf:"bytes,1,opt,name=severity,proto3" json:"severity,omitempty"`
+	Plugin   string `protobuf:"bytes,2,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	Stage    string `protobuf:"bytes,3,opt,name=stage,proto3" json:"stage,omitempty"`
+	Path     string `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	File     string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
+	Line     int32  `protobuf:"varint,6,opt,name=line,proto3" json:"line,omitempty"`
+	Column   int32  `protobuf:"varint,7,opt,name=column,proto3" json:"column,omitempty"`
+	Message  string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	Hint     string `protobuf:"bytes,9,opt,name=hint,proto3" json:"hint,omitempty"`
+	// For programs: a diagnostic the caller acts on. "needs-confirmation":
+	// the same command run again with --yes would get past this fatal.
+	Code          string `protobuf:"bytes,10,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -799,6 +802,13 @@ func (x *Diagnostic) GetMessage() string {
 func (x *Diagnostic) GetHint() string {
 	if x != nil {
 		return x.Hint
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetCode() string {
+	if x != nil {
+		return x.Code
 	}
 	return ""
 }
@@ -2808,7 +2818,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05files\x18\x03 \x03(\v2\x17.kubeaws.plugin.v1.FileR\x05files\x124\n" +
 	"\x06stacks\x18\x04 \x03(\v2\x1c.kubeaws.plugin.v1.StackSpecR\x06stacks\x127\n" +
 	"\x06deploy\x18\x05 \x01(\v2\x1f.kubeaws.plugin.v1.DeployResultR\x06deploy\x12?\n" +
-	"\vdiagnostics\x18\x06 \x03(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\vdiagnostics\"\xd8\x01\n" +
+	"\vdiagnostics\x18\x06 \x03(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\vdiagnostics\"\xec\x01\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x16\n" +
@@ -2819,7 +2829,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04line\x18\x06 \x01(\x05R\x04line\x12\x16\n" +
 	"\x06column\x18\a \x01(\x05R\x06column\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12\x12\n" +
-	"\x04hint\x18\t \x01(\tR\x04hint\"`\n" +
+	"\x04hint\x18\t \x01(\tR\x04hint\x12\x12\n" +
+	"\x04code\x18\n" +
+	" \x01(\tR\x04code\"`\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x12\n" +
