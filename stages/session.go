@@ -144,10 +144,20 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 			code = ExitFatal
 		}
 		s.Diagnostics.Sort()
-		return s, &Error{Code: code, Msg: "plugin registration failed", Diagnostics: s.Diagnostics}
+		return s, &Error{Code: code, Msg: p.registrationFailure(code, len(s.Diagnostics.Fatals())), Diagnostics: s.Diagnostics}
 	}
 	s.Plugins = ordered
 	return s, nil
+}
+
+// registrationFailure ends a failed registration with what the user counts:
+// the errors to fix, and where. Values against a plugin's schema and the
+// choice of capability providers are cluster.yaml's (exit code 2).
+func (p *Plan) registrationFailure(code, errors int) string {
+	if code == ExitUsage && p.Config != nil {
+		return fmt.Sprintf("%s is not valid: %d error(s) in plugin settings", filepath.Base(p.Config.Path), errors)
+	}
+	return fmt.Sprintf("%d error(s) while registering plugins; no stage was run", errors)
 }
 
 // resolveSecrets resolves the configuration's secrets now that the plugins'

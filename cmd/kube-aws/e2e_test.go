@@ -385,10 +385,15 @@ func TestInterruptExits130AndKillsEveryPlugin(t *testing.T) {
 func TestValuesFailingThePluginSchemaExit2WithTheirPath(t *testing.T) {
 	t.Parallel()
 	l := newLayout(t)
-	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: 42}`)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: 42, farewell: bye}`)
 	out, errOut, code := l.run("render")
 	if code != 2 || !strings.Contains(errOut, "plugins.hello.values.greeting") || !strings.Contains(errOut, "cluster.yaml:") {
 		t.Fatalf("exit %d, want 2 naming plugins.hello.values.greeting with its line\n%s\n%s", code, out, errOut)
+	}
+	// It ends with the count of what to fix and where, not a generic
+	// "registration failed".
+	if !strings.HasSuffix(errOut, "2 fatal, 0 warning(s)\nError: cluster.yaml is not valid: 2 error(s) in plugin settings\n") {
+		t.Fatalf("the schema errors do not end with their count:\n%s", errOut)
 	}
 	l.assertNoPluginLeft()
 

@@ -45,9 +45,24 @@ func newAWSLayout(t *testing.T) *awsLayout {
 	if err := awstest.WarmUp(ctx, endpoint); err != nil {
 		t.Fatal(err)
 	}
+	l := newExampleLayout(t)
+	l.endpoint = endpoint
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint); o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kube-aws-demo-assets")}); err != nil {
+		t.Fatal(err)
+	}
+	l.cfn = cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	return l
+}
+
+// newExampleLayout is newAWSLayout without moto: enough for the commands
+// that do not reach AWS (render, plugins).
+func newExampleLayout(t *testing.T) *awsLayout {
+	t.Helper()
 	root := t.TempDir()
 	bin := filepath.Join(root, "bin")
-	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster"), endpoint: endpoint}
+	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster")}
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws-ops"), filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-ops"))
 	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
@@ -80,13 +95,6 @@ func newAWSLayout(t *testing.T) *awsLayout {
 		t.Fatal(err)
 	}
 	l.write(y)
-
-	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
-	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint); o.UsePathStyle = true })
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kube-aws-demo-assets")}); err != nil {
-		t.Fatal(err)
-	}
-	l.cfn = cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	return l
 }
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	yaml "sigs.k8s.io/yaml/goyaml.v3"
 
@@ -219,12 +220,12 @@ func parseDocument(file string, data []byte) (*yaml.Node, *diag.Diagnostic) {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: 1, Column: 1}, nil
 	}
 	if err != nil {
-		return nil, yamlErrorDiag(file, err)
+		return nil, yamlErrorDiag(file, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, yamlErrorDiag(file, err)
+			return nil, yamlErrorDiag(file, data, err)
 		}
 		d := diag.Fatalf("%s holds more than one YAML document", filepath.Base(file)).
 			InFile(file, extra.Line, extra.Column).
@@ -237,16 +238,54 @@ func parseDocument(file string, data []byte) (*yaml.Node, *diag.Diagnostic) {
 	return doc.Content[0], nil
 }
 
-func yamlErrorDiag(file string, err error) *diag.Diagnostic {
+func yamlErrorDiag(file string, data []byte, err error) *diag.Diagnostic {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = strings.TrimSpace(strings.Replace(msg, m[0]+":", "", 1))
+	} else if l, col, what, ok := firstUnreadable(data); ok {
+		// The YAML reader refuses bytes that are not text (binary data,
+		// another encoding) without saying where; point at the first one.
+		d := diag.Fatalf("invalid YAML: %s: %s", msg, what).InFile(file, l, col).
+			WithHint(fmt.Sprintf("%s must be UTF-8 text: it holds binary data or another encoding from line %d on; remove it, or save the file as UTF-8", filepath.Base(file), l))
+		return &d
 	}
 	d := diag.Fatalf("invalid YAML: %s", msg).InFile(file, line, 0).
 		WithHint("fix the YAML syntax; indentation must use spaces, and a value holding ': ' or starting with a special character needs quotes")
 	return &d
+}
+
+// firstUnreadable finds the first character of UTF-8 data that YAML does not
+// accept (invalid UTF-8, or outside YAML 1.2's printable set: c-printable),
+// and returns its 1-based line and column (in characters) and a description.
+// UTF-16 input (a byte order mark) is the YAML library's to decode: ok false.
+func firstUnreadable(data []byte) (line, col int, what string, ok bool) {
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		return 0, 0, "", false
+	}
+	line, col = 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line, col, fmt.Sprintf("byte 0x%02X is not UTF-8", data[i]), true
+		case !yamlPrintable(r) && !(r == 0xFEFF && i == 0):
+			return line, col, fmt.Sprintf("character %U is not allowed", r), true
+		case r == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += size
+	}
+	return 0, 0, "", false
+}
+
+// yamlPrintable is YAML 1.2's c-printable set.
+func yamlPrintable(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D || (r >= 0x20 && r <= 0x7E) || r == 0x85 ||
+		(r >= 0xA0 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
 }
 
 // parser walks the YAML node tree alongside the Go types, checking keys and
@@ -528,7 +567,7 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		case "!!int", "!!float", "!!bool":
 			// YAML would read these as a number or boolean; converting back
 			// can change them (1.10 -> "1.1"), so ask for quotes instead.
-			p.fatal(n, path, fmt.Sprintf("quote it: %s: %q", lastElem(path), n.Value),
+			p.fatal(n, path, quoteHint(path, n.Value),
 				"%s must be a string, but %s is read as a %s", displayPath(path), n.Value, kindName(n))
 			return false
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,7 +129,7 @@ func TestBadInput(t *testing.T) {
 			{path: "availabilityZones", line: 3, col: 20, msg: "availabilityZones must be a list, not a string"},
 		}},
 		{"number where a string is expected", replace("clusterName: demo", "clusterName: demo\nkubernetesVersion: 1.30"), []want{
-			{path: "kubernetesVersion", line: 2, col: 20, msg: "kubernetesVersion must be a string, but 1.30 is read as a number", hint: `quote it: kubernetesVersion: "1.30"`},
+			{path: "kubernetesVersion", line: 2, col: 20, msg: "kubernetesVersion must be a string, but 1.30 is read as a number", hint: `quote it and give all three parts, MAJOR.MINOR.PATCH: kubernetesVersion: "1.30.0"`},
 		}},
 		{"yes is not a boolean", replace("  natGateways: true", "  natGateways: yes"), []want{
 			{path: "network.natGateways", line: 8, col: 16, msg: `network.natGateways must be true or false, not the string "yes"`},
@@ -141,6 +142,15 @@ func TestBadInput(t *testing.T) {
 		}},
 		{"yaml syntax error", replace("region: us-east-1", "region: [us-east-1"), []want{
 			{msg: "invalid YAML"},
+		}},
+		{"binary garbage: a NUL byte", replace("region: us-east-1", "region: us-\x00east-1"), []want{
+			{line: 2, col: 12, msg: "invalid YAML: control characters are not allowed: character U+0000 is not allowed", hint: "must be UTF-8 text"},
+		}},
+		{"binary garbage: not UTF-8", replace("region: us-east-1", "region: us-east-1 \xff\xfe"), []want{
+			{line: 2, col: 19, msg: "byte 0xFF is not UTF-8", hint: "from line 2 on"},
+		}},
+		{"binary garbage: an executable appended", valid + "\x7fELF\x02\x01\x01\x00\x00", []want{
+			{line: 38, col: 1, msg: "character U+007F is not allowed"},
 		}},
 		{"two documents", valid + "---\nclusterName: other\n", []want{
 			{line: 38, col: 1, msg: "more than one YAML document"},
@@ -227,6 +237,48 @@ func TestBadInput(t *testing.T) {
 				if !hasDiag(diags, w) {
 					t.Errorf("missing diagnostic %+v in:\n%s", w, diags.Error())
 				}
+			}
+		})
+	}
+}
+
+// The hint for an unquoted value must lead straight to a value that
+// validation accepts, not into a second error: following it is the test.
+func TestQuoteHintLeadsToAValidValue(t *testing.T) {
+	valid := readValid(t)
+	hintValue := regexp.MustCompile(`: (?:kubernetesVersion|maxPrice|[a-z-]+): ("[^"]*")$`)
+	for _, tc := range []struct{ name, line string }{
+		{"two-part version", "kubernetesVersion: 1.30"},
+		{"one-part version", "kubernetesVersion: 1"},
+		{"version with a trailing zero YAML would drop", "kubernetesVersion: 1.10"},
+		{"exponent", "kubernetesVersion: 1e3"},
+		{"boolean", "kubernetesVersion: true"},
+		{"a spot price", "    spot: {maxPrice: 0.05}"},
+		{"a tag value", "tags: {cost-center: 1234}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(valid, "clusterName: demo\n", "clusterName: demo\n"+tc.line+"\n", 1)
+			if strings.HasPrefix(tc.line, "    ") {
+				src = strings.Replace(valid, "    instanceType: t3.large\n", "    instanceType: t3.large\n"+tc.line+"\n", 1)
+			}
+			_, diags := loadAll("cluster.yaml", src)
+			if len(diags) != 1 || !strings.Contains(diags[0].Message, "must be a string") {
+				t.Fatalf("want one 'must be a string' diagnostic, got:\n%s", diags.Error())
+			}
+			m := hintValue.FindStringSubmatch(diags[0].Hint)
+			if m == nil {
+				t.Fatalf("hint %q names no quoted value", diags[0].Hint)
+			}
+			key, _, _ := strings.Cut(strings.TrimSpace(tc.line), ":")
+			fixed := key + ": " + m[1]
+			if strings.HasPrefix(tc.line, "    spot") {
+				fixed = "    spot: {maxPrice: " + m[1] + "}"
+			} else if strings.HasPrefix(tc.line, "tags") {
+				fixed = "tags: {cost-center: " + m[1] + "}"
+			}
+			_, diags = loadAll("cluster.yaml", strings.Replace(src, tc.line, fixed, 1))
+			if len(diags) != 0 {
+				t.Fatalf("following the hint (%s) still gives:\n%s", fixed, diags.Error())
 			}
 		})
 	}

@@ -302,7 +302,7 @@ func (v *validator) natWarning(subnets []Subnet) {
 	for _, s := range subnets {
 		if s.Private {
 			v.warn("network.natGateways", "set network.natGateways: true, or use only public subnets",
-				"the new VPC has private subnets (%s) but no NAT gateways, so machines in them cannot reach the internet", s.Name)
+				"the new VPC has private subnets (%s) but no NAT gateways, so machines in them cannot reach S3 or the internet to boot", s.Name)
 			return
 		}
 	}
@@ -572,4 +572,33 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// quoteHint is the hint for a string value that YAML reads as a number or a
+// boolean. Quoting is the fix, but quoting alone must not lead into the next
+// error: kubernetesVersion: 1.30 needs all three parts of MAJOR.MINOR.PATCH
+// as well, so that hint gives a value validation accepts.
+func quoteHint(path, value string) string {
+	if path == "kubernetesVersion" && !versionRe.MatchString(value) {
+		return fmt.Sprintf("quote it and give all three parts, MAJOR.MINOR.PATCH: kubernetesVersion: %q", fullVersion(value))
+	}
+	return fmt.Sprintf("quote it: %s: %q", lastElem(path), value)
+}
+
+// fullVersion pads a number such as 1.30 to MAJOR.MINOR.PATCH (1.30.0); a
+// value that is not dot-separated digits gets the default version instead.
+func fullVersion(v string) string {
+	parts := strings.Split(v, ".")
+	if len(parts) > 3 {
+		return DefaultKubernetesVersion
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return DefaultKubernetesVersion
+		}
+	}
+	for len(parts) < 3 {
+		parts = append(parts, "0")
+	}
+	return strings.Join(parts, ".")
 }

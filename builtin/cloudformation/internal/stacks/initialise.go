@@ -83,15 +83,8 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 		set.Stacks = append(set.Stacks, st.done())
 	}
 
-	if c.Network.VPCID == "" && !c.Network.NATGateways {
-		for _, sn := range subnets {
-			if sn.Private {
-				diags = append(diags, diag.Warningf("private subnets without NAT gateways: machines there cannot reach S3 or the internet to boot").
-					At("network.natGateways").WithHint("set network.natGateways: true, or put the machines in public subnets"))
-				break
-			}
-		}
-	}
+	// Private subnets without NAT gateways are core/config's warning, with
+	// the file's line: saying it here too printed it twice.
 	for i := range set.Stacks {
 		set.Stacks[i].Tags = map[string]string{"kube-aws:cluster": c.ClusterName, "kube-aws:stack": set.Stacks[i].Name}
 	}

@@ -248,8 +248,10 @@ func TestInitialiseProblems(t *testing.T) {
 	c = minimal()
 	c.Network.NATGateways = false
 	_, diags = Initialise(c, Values{})
-	if diags.HasFatal() || !has(diags, diag.Warning, "without NAT gateways", "network.natGateways") {
-		t.Errorf("no NAT: %v", diags)
+	// core/config warns about it, with its line; the plugin says nothing,
+	// so that the warning is printed once.
+	if len(diags) != 0 {
+		t.Errorf("no NAT: the plugin repeats core/config's warning: %v", diags)
 	}
 
 	c = existingVPC()
