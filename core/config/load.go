@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -159,8 +158,14 @@ func IndexPath(parent string, i int) string {
 // read; everything wrong inside the file is a diagnostic. The Cluster is
 // returned even with diagnostics (unknown keys and mistyped values left out)
 // so that ApplyDefaults and Validate can report every other problem at once.
+// A file over MaxConfigFileSize is one diagnostic, given before reading it.
 func Load(path string) (*Cluster, diag.List, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, MaxConfigFileSize)
+	if isTooLarge(err) {
+		c := &Cluster{src: &source{file: path, broken: true}}
+		return c, diag.List{diag.Fatalf("%s is not read: %v", filepath.Base(path), err).InFile(path, 0, 0).
+			WithHint("a cluster configuration is a few KiB: check that --config names it, and keep large plugin values in plugin config files (configFiles), each under the same limit")}, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading cluster configuration: %w (run `kube-aws init` to write one, or pass --config)", err)
 	}
@@ -169,8 +174,12 @@ func Load(path string) (*Cluster, diag.List, error) {
 }
 
 // maxNodes bounds the work of one parse: aliases can make a small file
-// describe an exponentially large tree (the "billion laughs").
-const maxNodes = 1 << 18
+// describe an exponentially large tree (the "billion laughs"). A file of
+// MaxConfigFileSize without aliases holds at most half as many nodes as it
+// has bytes (a flow list of one-character items), so this is twice what any
+// file under the limit can write out, and it bounds the memory of an
+// expanded file by the same figure as a written-out one (2^18 took 106 MB).
+const maxNodes = 2 * (MaxConfigFileSize / 2)
 
 // Parse parses cluster.yaml bytes strictly: unknown keys, duplicate keys and
 // values of the wrong type are fatal diagnostics with file:line:column, the
@@ -736,6 +745,13 @@ func (p *parser) scalarJSON(buf *bytes.Buffer, n *yaml.Node, path string) bool {
 			return true
 		}
 	case "!!int":
+		// strconv first: a yaml.v3 Decode per scalar allocates a decoder,
+		// which for a long list of numbers is most of the memory a parse
+		// takes. Decode is left for what int64 cannot hold.
+		if v, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+			buf.WriteString(strconv.FormatInt(v, 10))
+			return true
+		}
 		var v any
 		if n.Decode(&v) == nil {
 			if out, err := json.Marshal(v); err == nil {

@@ -132,7 +132,7 @@ plugins:
 		t.Fatalf("want 4 diagnostics:\n%s", diags.Error())
 	}
 	for _, w := range []want{
-		{path: "plugins.dex.values.endless.valueFrom.file", line: 14, msg: "cannot read secret file /dev/zero: larger than 1 MiB"},
+		{path: "plugins.dex.values.endless.valueFrom.file", line: 14, msg: "cannot read secret file /dev/zero: it is larger than the 1.0 MiB limit (read up to the limit)"},
 		{path: "plugins.dex.values.clientSecret.valueFrom.env", line: 12, col: 16, msg: "environment variable KUBE_AWS_TEST_UNSET_VARIABLE is not set", hint: "export KUBE_AWS_TEST_UNSET_VARIABLE"},
 		{path: "nodePools[0].plugins.dex.values.token.valueFrom.file", line: 6, msg: "cannot read secret file nope.txt", hint: "relative to the folder of cluster.yaml"},
 		{path: "plugins.dex.values.bad.valueFrom", line: 13, msg: "valueFrom must have exactly one of env or file"},

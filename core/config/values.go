@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,7 +104,12 @@ func layer(c *Cluster, baseDir, path string, pc PluginConfig, keepNulls bool) (j
 		if !filepath.IsAbs(full) {
 			full = filepath.Join(baseDir, f)
 		}
-		data, err := readLimited(full, maxConfigFileSize)
+		data, err := readLimited(full, MaxConfigFileSize)
+		if isTooLarge(err) {
+			diags = append(diags, posDiag(c, diag.Fatalf("plugin config file %s is not read: %v", f, err).At(fpath).
+				WithHint("split it: a plugin's configFiles are merged in order, so its values can be spread over several files, each under the limit")))
+			continue
+		}
 		if err != nil {
 			diags = append(diags, posDiag(c, diag.Fatalf("cannot read plugin config file %s: %v", f, unwrapPathError(err)).At(fpath).
 				WithHint(fmt.Sprintf("config files are relative to the folder of cluster.yaml (%s); create the file or fix the path", baseDirName(baseDir)))))
@@ -140,30 +144,6 @@ func layer(c *Cluster, baseDir, path string, pc PluginConfig, keepNulls bool) (j
 		acc = m
 	}
 	return acc, diags
-}
-
-// Size limits for files cluster.yaml points at. They make a mistake like
-// configFiles: [/dev/zero] an error instead of a hang; named pipes and
-// /dev/stdin still work.
-const (
-	maxConfigFileSize = 16 << 20
-	maxSecretFileSize = 1 << 20
-)
-
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d MiB", limit>>20)
-	}
-	return data, nil
 }
 
 func baseDirName(d string) string {
