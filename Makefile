@@ -8,8 +8,10 @@ VENV        := .venv
 VENV_PY     := $(VENV)/bin/python
 BIN         := bin
 PLUGIN_BIN  := $(BIN)/kube-aws-plugins
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS     := -s -w -X github.com/kube-aws/kube-aws/core/version.Version=$(VERSION)
+# The semantic version is core/version.Release (docs/design.md); the build adds
+# the commit as build metadata: kube-aws 0.1.0+cfc6527, or +cfc6527.dirty.
+COMMIT      ?= $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$c || echo $$c.dirty; })
+LDFLAGS     := -s -w -X github.com/kube-aws/kube-aws/core/version.Commit=$(COMMIT)
 
 # Pinned tool versions: `make proto` must produce the committed code byte for byte.
 PROTOC_GEN_GO_VERSION      := v1.36.12

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kube-aws/kube-aws/core/version"
 )
 
 // Every command documents itself with examples.
@@ -61,11 +63,30 @@ func TestVersionJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
 	var v struct {
-		Version         string `json:"version"`
-		ProtocolVersion int    `json:"protocolVersion"`
+		Version string `json:"version"`
+		Release string `json:"release"`
+		SDK     struct {
+			Module  string `json:"module"`
+			Version string `json:"version"`
+		} `json:"sdk"`
+		ProtocolVersion int `json:"protocolVersion"`
 	}
 	if err := json.Unmarshal(o.Bytes(), &v); err != nil || v.Version == "" || v.ProtocolVersion != 1 {
 		t.Fatalf("%v %q", err, o.String())
+	}
+	// The SDK version is the one the module is tagged with: what a plugin's
+	// go.mod requires to be built for this kube-aws.
+	if v.Release != version.Release || v.SDK.Module != "github.com/kube-aws/kube-aws" || v.SDK.Version != "v"+version.Release ||
+		!strings.HasPrefix(v.Version, version.Release) {
+		t.Fatalf("version -o json: %+v", v)
+	}
+	o.Reset()
+	if code := run([]string{"version"}, &o, &e); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	if want := "\nplugin SDK: require github.com/kube-aws/kube-aws v" + version.Release + "\n"; !strings.Contains(o.String(), want) ||
+		!strings.HasPrefix(o.String(), "kube-aws "+version.Version+" (plugin protocol 1, ") {
+		t.Fatalf("kube-aws version printed %q, want the version, protocol and %q", o.String(), want)
 	}
 }
 

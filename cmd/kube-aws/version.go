@@ -12,19 +12,30 @@ import (
 func newVersion(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the kube-aws version and the plugin protocol version it speaks",
+		Short: "Print the kube-aws version, the plugin SDK version to require and the plugin protocol version",
+		Long: `version prints kube-aws's semantic version (the version its Go module, and so the plugin SDK,
+is tagged with) with the git commit it was built from as build metadata, the plugin protocol
+version it speaks, and the go.mod line a plugin built for this kube-aws requires.`,
 		Example: `  kube-aws version
   kube-aws version --output json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: action(g, func(cmd *cobra.Command, args []string) error {
 			if g.json() {
+				type sdk struct {
+					Module  string `json:"module"`
+					Version string `json:"version"`
+				}
 				return writeJSON(g.stdout, struct {
 					Version         string `json:"version"`
+					Release         string `json:"release"`
+					Commit          string `json:"commit,omitempty"`
+					SDK             sdk    `json:"sdk"`
 					ProtocolVersion int    `json:"protocolVersion"`
 					Go              string `json:"go"`
-				}{version.Version, version.ProtocolVersion, runtime.Version()})
+				}{version.Version, version.Release, version.Commit, sdk{version.Module, version.SDKVersion}, version.ProtocolVersion, runtime.Version()})
 			}
-			fmt.Fprintf(g.stdout, "kube-aws %s (plugin protocol %d, %s)\n", version.Version, version.ProtocolVersion, runtime.Version())
+			fmt.Fprintf(g.stdout, "kube-aws %s (plugin protocol %d, %s)\nplugin SDK: require %s %s\n",
+				version.Version, version.ProtocolVersion, runtime.Version(), version.Module, version.SDKVersion)
 			return nil
 		}),
 	}
