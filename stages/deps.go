@@ -26,6 +26,9 @@ type Candidate struct {
 	Path   string `json:"path"`
 	Dir    string `json:"dir"`
 	Source string `json:"source"`
+	// Problem says why it cannot be started (a plugin folder without its
+	// executable); fatal only when the plugin is enabled.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Plugin is a started plugin as the pipeline sees it. plugins/host's Plugin

@@ -100,8 +100,12 @@ func NewPlan(opts Options) (*Plan, error) {
 	}
 	p := &Plan{Options: opts, Deps: deps, ClusterDir: filepath.Dir(abs)}
 
+	// User plugins beside cluster.yaml: without a cluster.yaml there is no
+	// cluster folder, and ./plugins is just a folder of that name.
+	userDir := p.ClusterDir
 	if _, statErr := os.Stat(abs); statErr != nil && opts.ConfigOptional && os.IsNotExist(statErr) {
 		// No cluster.yaml: plugin commands still work with built-in defaults.
+		userDir = ""
 	} else {
 		cfg, diags, err := deps.LoadConfig(abs)
 		if err != nil {
@@ -126,7 +130,7 @@ func NewPlan(opts Options) (*Plan, error) {
 		p.Options.StateDir = filepath.Join(p.ClusterDir, ".kube-aws", "state")
 	}
 
-	cands, err := deps.Discover(p.ClusterDir, opts.PluginDirs)
+	cands, err := deps.Discover(userDir, opts.PluginDirs)
 	if err != nil {
 		// Two plugins with one name, an unreadable plugin folder: the user
 		// fixes the layout, so this is a configuration error.
@@ -185,6 +189,12 @@ func (p *Plan) enabled() ([]Candidate, diag.List) {
 		if pc, ok := c.Plugins[cand.Name]; ok && pc.Enabled != nil {
 			on = *pc.Enabled
 		}
+		if cand.Problem != "" {
+			// Only an enabled plugin needs its executable: a plugin's source
+			// before its first build holds nothing else up.
+			diags = append(diags, p.problemDiag(cand, on))
+			continue
+		}
 		if on {
 			out = append(out, cand)
 		}
@@ -216,6 +226,33 @@ func (p *Plan) enabled() ([]Candidate, diag.List) {
 		}
 	}
 	return out, diags
+}
+
+// problemDiag reports a plugin that cannot be started: fatal when it is
+// enabled, a warning when it is not (disabled, or unknown to cluster.yaml).
+// It points at the plugin's entry in cluster.yaml when there is one.
+func (p *Plan) problemDiag(cand Candidate, enabled bool) diag.Diagnostic {
+	var d diag.Diagnostic
+	switch {
+	case !enabled:
+		d = diag.Warningf("%s; plugin %s is not enabled, so it is skipped", cand.Problem, cand.Name).
+			WithHint(fmt.Sprintf("build it before enabling it, or remove %s if it is not a plugin", cand.Dir))
+	case cand.Source == SourceBuiltin:
+		d = diag.Fatalf("plugin %s is enabled but cannot be started: %s", cand.Name, cand.Problem).
+			WithHint(fmt.Sprintf("reinstall kube-aws (make build writes its built-in plugins), or set plugins.%s.enabled: false", cand.Name))
+	default:
+		d = diag.Fatalf("plugin %s is enabled but cannot be started: %s", cand.Name, cand.Problem).
+			WithHint(fmt.Sprintf("build it, or set plugins.%s.enabled: false to run without it", cand.Name))
+	}
+	if _, mentioned := p.cluster().Plugins[cand.Name]; !mentioned || p.Config == nil {
+		return d
+	}
+	d = d.At("plugins." + cand.Name + ".enabled")
+	if file, line, col, ok := p.Config.Cluster.Position(d.Path); ok && line > 0 {
+		return d.InFile(file, line, col)
+	}
+	d.File = p.Config.Path
+	return d
 }
 
 // ConfigHash is the sha256 over cluster.yaml and every plugin config file it

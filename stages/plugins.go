@@ -28,6 +28,10 @@ type PluginSummary struct {
 	ValuesSchema json.RawMessage `json:"valuesSchema,omitempty"`
 	// Error says why the plugin could not be started and asked.
 	Error string `json:"error,omitempty"`
+	// Warning says why a plugin that is not enabled could not be started
+	// (a plugin folder without its executable): no failure, since only
+	// enabled plugins need to start.
+	Warning string `json:"warning,omitempty"`
 }
 
 // ListPlugins starts every plugin found (enabled or not) just long enough to
@@ -116,6 +120,14 @@ func DescribePlugin(ctx context.Context, opts Options, name string) (*PluginSumm
 // summarise starts one plugin, reads its info and kills it.
 func (p *Plan) summarise(ctx context.Context, c Candidate, enabled bool) PluginSummary {
 	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
+	if c.Problem != "" {
+		if enabled {
+			s.Error = c.Problem
+		} else {
+			s.Warning = c.Problem
+		}
+		return s
+	}
 	started, err := p.Deps.Launch(ctx, []Candidate{c}, LaunchOptions{
 		StartTimeout: p.Options.StartTimeout,
 		StageTimeout: p.Options.StageTimeout,
@@ -158,7 +170,7 @@ func LockPlugins(opts Options) (string, []Candidate, error) {
 	path := filepath.Join(p.ClusterDir, "plugins.lock")
 	var locked []Candidate
 	for _, c := range p.All {
-		if c.Source != SourceBuiltin {
+		if c.Source != SourceBuiltin && c.Problem == "" {
 			locked = append(locked, c)
 		}
 	}

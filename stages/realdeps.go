@@ -146,7 +146,7 @@ func (h hostPlugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage
 func toHost(cs []Candidate) []host.Candidate {
 	out := make([]host.Candidate, len(cs))
 	for i, c := range cs {
-		out[i] = host.Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: host.Source(c.Source)}
+		out[i] = host.Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: host.Source(c.Source), Problem: c.Problem}
 	}
 	return out
 }
@@ -154,7 +154,7 @@ func toHost(cs []Candidate) []host.Candidate {
 func fromHost(cs []host.Candidate) []Candidate {
 	out := make([]Candidate, len(cs))
 	for i, c := range cs {
-		out[i] = Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: string(c.Source)}
+		out[i] = Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: string(c.Source), Problem: c.Problem}
 	}
 	return out
 }

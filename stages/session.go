@@ -80,9 +80,13 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 		if ierr := interrupted(ctx); ierr != nil {
 			return s, ierr
 		}
-		return s, &Error{Code: ExitFatal, Msg: "starting plugins failed", Diagnostics: diag.List{
-			diag.Fatalf("%v", lerr).WithHint("check the plugin named above: `kube-aws plugins list` shows every plugin found, `kube-aws plugins verify` checks plugins.lock"),
-		}}
+		// One diagnostic per failure (a plugin, a file that does not match
+		// plugins.lock), so that every one is seen and counted.
+		var diags diag.List
+		for _, e := range unjoin(lerr) {
+			diags = append(diags, diag.Fatalf("%v", e).WithHint("check the plugin named above: `kube-aws plugins list` shows every plugin found, `kube-aws plugins verify` checks plugins.lock"))
+		}
+		return s, &Error{Code: ExitFatal, Msg: fmt.Sprintf("starting plugins failed: %d error(s)", len(diags)), Diagnostics: diags}
 	}
 	byName := map[string]Plugin{}
 	for _, pl := range started {
@@ -148,6 +152,18 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 	}
 	s.Plugins = ordered
 	return s, nil
+}
+
+// unjoin flattens errors.Join's tree into its leaves.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // registrationFailure ends a failed registration with what the user counts:

@@ -552,7 +552,8 @@ func TestBrokenPluginsAndLayouts(t *testing.T) {
 		{"unsupported protocol version", func(l *layout) {
 			l.userPlugin("badproto", "github.com/kube-aws/kube-aws/plugins/testdata/badproto", "")
 		}, 1, []string{"badproto", "protocol"}},
-		{"a file that is not executable", func(l *layout) {
+		{"an enabled plugin whose file is not executable", func(l *layout) {
+			l.userPluginEntry("junk")
 			p := filepath.Join(l.cluster, "plugins", "junk", "junk")
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)

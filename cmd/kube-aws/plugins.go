@@ -72,8 +72,11 @@ cluster.yaml is optional.`,
 					proto = fmt.Sprint(p.ProtocolVersion)
 				}
 				version := p.Version
-				if p.Error != "" {
+				switch {
+				case p.Error != "":
 					version = "(failed to start)"
+				case p.Warning != "":
+					version = "(cannot start)"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", p.Name, version, p.Source, p.Enabled, strings.Join(st, ","), proto, p.Path)
 			}
@@ -83,6 +86,9 @@ cluster.yaml is optional.`,
 			for _, p := range ps {
 				if p.Error != "" {
 					fmt.Fprintf(g.stderr, "%s: %s\n", p.Name, p.Error)
+				}
+				if p.Warning != "" {
+					fmt.Fprintf(g.stderr, "%s: warning: %s\n", p.Name, p.Warning)
 				}
 			}
 			return failed

@@ -40,6 +40,11 @@ type Candidate struct {
 	// Dir is the folder holding the executable.
 	Dir    string
 	Source Source
+	// Problem says why the candidate cannot be started (a plugin folder
+	// without its executable, a file that is not executable); "" when it
+	// can. Only an enabled plugin needs an executable, so whether a
+	// problem is an error is for the caller to decide.
+	Problem string
 }
 
 // DefaultSources returns where kube-aws looks for plugins:
@@ -75,11 +80,15 @@ func DefaultSources(clusterDir string, pluginDirs []string) Sources {
 }
 
 // Discover lists the plugins in src, built-ins first, then contrib, then user
-// plugins, each group sorted by name. Missing folders are fine. It reports,
-// all at once: a name found twice (naming both paths, because picking one
-// silently would run the wrong code), a plugin file that is not executable,
-// and a user plugin folder without its executable. On error the candidates
-// that were found are returned too, so a listing can still show them.
+// plugins, each group sorted by name. Missing folders are fine. A plugin that
+// cannot be started (a user plugin folder without its executable, as before
+// its first build; a file that is not executable; a file where a user plugin
+// folder belongs) is returned with its Problem set, since only an enabled
+// plugin needs to start; such a candidate is dropped when another source has
+// a startable plugin of its name. The error reports, all at once, a name
+// found twice (naming both paths, because picking one silently would run the
+// wrong code) and folders that cannot be read. On error the candidates that
+// were found are returned too, so a listing can still show them.
 func Discover(src Sources) ([]Candidate, error) {
 	var (
 		cands []Candidate
@@ -102,19 +111,16 @@ func Discover(src Sources) ([]Candidate, error) {
 				continue
 			}
 			path := filepath.Join(dir, e.Name())
+			c := Candidate{Name: e.Name(), Path: path, Dir: dir, Source: source}
 			fi, err := os.Stat(path)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s plugin %s: %w", source, path, err))
+				c.Problem = fmt.Sprintf("%s plugin %s: %v", source, path, err)
+			} else if fi.IsDir() {
 				continue
+			} else {
+				c.Problem = notExecutable(path, fi)
 			}
-			if fi.IsDir() {
-				continue
-			}
-			if err := checkExecutable(path, fi); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: dir, Source: source})
+			cands = append(cands, c)
 		}
 	}
 	flat(src.BuiltinDir, SourceBuiltin)
@@ -142,36 +148,8 @@ func Discover(src Sources) ([]Candidate, error) {
 				continue
 			}
 			pdir := filepath.Join(dir, e.Name())
-			fi, err := os.Stat(pdir)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("plugin %s: %w", pdir, err))
-				continue
-			}
-			if !fi.IsDir() {
-				errs = append(errs, fmt.Errorf("%s is a file, but a user plugin is a folder holding an executable of the same name: move it to %s",
-					pdir, filepath.Join(pdir, e.Name())))
-				continue
-			}
 			path := filepath.Join(pdir, e.Name())
-			fi, err = os.Stat(path)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					errs = append(errs, fmt.Errorf("plugin folder %s has no executable named %s: put the plugin's executable at %s, or remove the folder",
-						pdir, e.Name(), path))
-				} else {
-					errs = append(errs, fmt.Errorf("plugin %s: %w", path, err))
-				}
-				continue
-			}
-			if fi.IsDir() {
-				errs = append(errs, fmt.Errorf("plugin %s is a folder, not an executable", path))
-				continue
-			}
-			if err := checkExecutable(path, fi); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: pdir, Source: SourceUser})
+			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: pdir, Source: SourceUser, Problem: userProblem(pdir, path)})
 		}
 	}
 
@@ -183,16 +161,52 @@ func Discover(src Sources) ([]Candidate, error) {
 		}
 		return cands[i].Name < cands[j].Name
 	})
-	first := map[string]Candidate{}
+	startable := map[string]Candidate{}
 	for _, c := range cands {
-		if prev, ok := first[c.Name]; ok {
+		if c.Problem != "" {
+			continue
+		}
+		if prev, ok := startable[c.Name]; ok {
 			errs = append(errs, fmt.Errorf("plugin %s is found twice: %s (%s) and %s (%s); remove or rename one of them",
 				c.Name, prev.Path, prev.Source, c.Path, c.Source))
 			continue
 		}
-		first[c.Name] = c
+		startable[c.Name] = c
 	}
-	return cands, errors.Join(errs...)
+	out := cands[:0]
+	broken := map[string]bool{}
+	for _, c := range cands {
+		if c.Problem != "" {
+			if _, ok := startable[c.Name]; ok || broken[c.Name] {
+				continue
+			}
+			broken[c.Name] = true
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(errs...)
+}
+
+// userProblem says why a user plugin folder's executable cannot be
+// started, or "".
+func userProblem(pdir, path string) string {
+	fi, err := os.Stat(pdir)
+	if err != nil {
+		return fmt.Sprintf("plugin %s: %v", pdir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Sprintf("%s is a file, but a user plugin is a folder holding an executable of the same name: move it to %s", pdir, path)
+	}
+	fi, err = os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("plugin folder %s has no executable named %s: build the plugin to %s", pdir, filepath.Base(path), path)
+	case err != nil:
+		return fmt.Sprintf("plugin %s: %v", path, err)
+	case fi.IsDir():
+		return fmt.Sprintf("plugin %s is a folder, not an executable", path)
+	}
+	return notExecutable(path, fi)
 }
 
 // ignored skips dot files (.gitkeep, .DS_Store) and the lock file.
@@ -200,11 +214,12 @@ func ignored(name string) bool {
 	return strings.HasPrefix(name, ".")
 }
 
-func checkExecutable(path string, fi fs.FileInfo) error {
+// notExecutable says why a plugin file cannot be run, or "".
+func notExecutable(path string, fi fs.FileInfo) string {
 	if fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("plugin %s is not executable: run `chmod +x %s`, or remove it if it is not a plugin", path, path)
+		return fmt.Sprintf("plugin %s is not executable: run `chmod +x %s`, or remove it if it is not a plugin", path, path)
 	}
-	return nil
+	return ""
 }
 
 func absClean(p string) string {

@@ -77,29 +77,59 @@ func TestDiscoverBadInput(t *testing.T) {
 	user := filepath.Join(root, "plugins")
 	writeExe(t, filepath.Join(builtin, "helm"), 0o755)
 	writeExe(t, filepath.Join(user, "helm", "helm"), 0o755)         // same name as a built-in
-	writeExe(t, filepath.Join(user, "lazy", "lazy"), 0o644)         // not executable
-	writeExe(t, filepath.Join(user, "stray"), 0o755)                // a file, not a folder
-	writeExe(t, filepath.Join(user, "empty", "README.md"), 0o644)   // folder without its executable
 	writeExe(t, filepath.Join(root, "more", "helm", "helm"), 0o755) // and a third helm
 	cands, err := host.Discover(host.Sources{BuiltinDir: builtin, UserDirs: []string{user, filepath.Join(root, "more")}})
 	mustContain(t, err,
 		"plugin helm is found twice: "+filepath.Join(builtin, "helm")+" (builtin) and "+filepath.Join(user, "helm", "helm")+" (user)",
 		"plugin helm is found twice: "+filepath.Join(builtin, "helm")+" (builtin) and "+filepath.Join(root, "more", "helm", "helm")+" (user)",
-		filepath.Join(user, "lazy", "lazy")+" is not executable: run `chmod +x "+filepath.Join(user, "lazy", "lazy")+"`",
-		filepath.Join(user, "stray")+" is a file", "move it to "+filepath.Join(user, "stray", "stray"),
-		"plugin folder "+filepath.Join(user, "empty")+" has no executable named empty",
 	)
 	if len(cands) == 0 || cands[0].Name != "helm" {
 		t.Errorf("the candidates found are still returned: %+v", cands)
 	}
 }
 
-// A non-executable file among the built-ins is reported too.
-func TestDiscoverNotExecutableBuiltin(t *testing.T) {
-	builtin := t.TempDir()
-	writeExe(t, filepath.Join(builtin, "iam"), 0o644)
-	_, err := host.Discover(host.Sources{BuiltinDir: builtin})
-	mustContain(t, err, "plugin "+filepath.Join(builtin, "iam")+" is not executable", "chmod +x")
+// A plugin that cannot be started is no error of discovery: only an enabled
+// plugin needs its executable (the caller decides), so each comes back with
+// the problem said, and nothing else is held up by it.
+func TestDiscoverReturnsWhatCannotStartWithItsProblem(t *testing.T) {
+	root := t.TempDir()
+	builtin := filepath.Join(root, "builtin")
+	contrib := filepath.Join(root, "contrib")
+	user := filepath.Join(root, "plugins")
+	writeExe(t, filepath.Join(builtin, "iam"), 0o644)                // not executable
+	writeExe(t, filepath.Join(contrib, "dex"), 0o755)                // fine
+	writeExe(t, filepath.Join(user, "lazy", "lazy"), 0o644)          // not executable
+	writeExe(t, filepath.Join(user, "stray"), 0o755)                 // a file, not a folder
+	writeExe(t, filepath.Join(user, "source", "main.go"), 0o644)     // a plugin's source before its first build
+	writeExe(t, filepath.Join(user, "nested", "nested", "x"), 0o755) // its "executable" is a folder
+	writeExe(t, filepath.Join(user, "dex", "main.go"), 0o644)        // source of a plugin a contrib one of the name shadows
+	writeExe(t, filepath.Join(user, "ok", "ok"), 0o755)
+	cands, err := host.Discover(host.Sources{BuiltinDir: builtin, ContribDir: contrib, UserDirs: []string{user}})
+	if err != nil {
+		t.Fatalf("discovery fails on plugins that cannot start: %v", err)
+	}
+	problems := map[string]string{}
+	var names []string
+	for _, c := range cands {
+		names = append(names, c.Name)
+		problems[c.Name] = c.Problem
+	}
+	if want := []string{"iam", "dex", "lazy", "nested", "ok", "source", "stray"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("candidates %v, want %v", names, want)
+	}
+	for name, want := range map[string]string{
+		"iam":    filepath.Join(builtin, "iam") + " is not executable: run `chmod +x " + filepath.Join(builtin, "iam") + "`",
+		"lazy":   filepath.Join(user, "lazy", "lazy") + " is not executable",
+		"stray":  filepath.Join(user, "stray") + " is a file, but a user plugin is a folder holding an executable of the same name: move it to " + filepath.Join(user, "stray", "stray"),
+		"source": "plugin folder " + filepath.Join(user, "source") + " has no executable named source: build the plugin to " + filepath.Join(user, "source", "source"),
+		"nested": filepath.Join(user, "nested", "nested") + " is a folder, not an executable",
+		"dex":    "",
+		"ok":     "",
+	} {
+		if (want == "") != (problems[name] == "") || !strings.Contains(problems[name], want) {
+			t.Errorf("%s: problem %q, want %q", name, problems[name], want)
+		}
+	}
 }
 
 func TestLockfileRoundTripAndVerify(t *testing.T) {
@@ -128,8 +158,8 @@ func TestLockfileRoundTripAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(path)
-	if !strings.Contains(string(raw), "path: plugins/a/a") || !strings.Contains(string(raw), "path: "+b) || !strings.HasPrefix(string(raw), "# plugins.lock") {
-		t.Errorf("paths inside the cluster folder are relative, others absolute:\n%s", raw)
+	if !strings.Contains(string(raw), "path: plugins/a/a") || strings.Contains(string(raw), outside) || !strings.HasPrefix(string(raw), "# plugins.lock") {
+		t.Errorf("a user plugin's path is relative to cluster.yaml, a contrib plugin has none:\n%s", raw)
 	}
 	back, err := host.ReadLockfile(path)
 	if err != nil {
@@ -157,7 +187,7 @@ func TestLockfileRoundTripAndVerify(t *testing.T) {
 		"plugin a (" + a + ") does not match plugins.lock (want sha256 " + lock.Entry("a").SHA256 + ", have ",
 		"if you changed it on purpose run `kube-aws plugins lock`",
 		"plugin c (" + c + ") is not in plugins.lock",
-		"plugins.lock lists plugin b (" + b + ") but it was not found",
+		"plugins.lock lists plugin b (contrib) but it was not found",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("verify errors lack %q:\n%s", want, all)
@@ -169,9 +199,11 @@ func TestReadLockfileBad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, host.LockfileName)
 	for name, content := range map[string]string{
-		"unknown field": "version: 1\nplugins: []\nextra: 1\n",
+		"unknown field": "version: 2\nplugins: []\nextra: 1\n",
 		"version":       "version: 7\nplugins: []\n",
-		"sha":           "version: 1\nplugins:\n- name: a\n  sha256: xyz\n",
+		"version 1":     "version: 1\nplugins:\n- name: a\n  path: /opt/kube-aws/contrib/a\n  sha256: " + strings.Repeat("0", 64) + "\n",
+		"sha":           "version: 2\nplugins:\n- name: a\n  sha256: xyz\n",
+		"file sha":      "version: 2\nplugins:\n- name: a\n  sha256: " + strings.Repeat("0", 64) + "\n  files: {x.py: xyz}\n",
 	} {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)

@@ -147,6 +147,9 @@ func copyFile(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(to, b, 0o755); err != nil {
 		t.Fatal(err)
 	}

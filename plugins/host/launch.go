@@ -169,6 +169,9 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("plugin %s (%s) not started: %w", c.Name, c.Path, err)
 	}
+	if c.Problem != "" {
+		return nil, fmt.Errorf("plugin %s cannot be started: %s", c.Name, c.Problem)
+	}
 	var secure *plugin.SecureConfig
 	var want string
 	if opts.Lock != nil && c.Source != SourceBuiltin {
@@ -177,10 +180,15 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 			return nil, notLockedError(c)
 		}
 		// The executable is checked by go-plugin's SecureConfig as it
-		// starts; the files beside it (a script plugin's code) are checked
-		// here, also before anything runs.
-		if err := checkFiles(c, e); err != nil {
-			return nil, err
+		// starts; its source and the files beside it (a script plugin's
+		// code) are checked here, also before anything runs. When they
+		// differ, the executable is hashed here as well, so that every
+		// difference is reported at once.
+		if errs := verifyEntry(c, e, false); len(errs) > 0 {
+			if have, err := fileutil.SHA256(c.Path); err == nil && have != strings.ToLower(e.SHA256) {
+				errs = append([]error{mismatchError(c, e.SHA256, have)}, errs...)
+			}
+			return nil, errors.Join(errs...)
 		}
 		want = strings.ToLower(e.SHA256)
 		sum, err := hex.DecodeString(want)

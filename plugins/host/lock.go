@@ -1,13 +1,13 @@
 package host
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,25 +19,35 @@ import (
 // LockfileName is the name of the lock file beside cluster.yaml.
 const LockfileName = "plugins.lock"
 
-// lockfileVersion is the format version written into plugins.lock.
-const lockfileVersion = 1
+// lockfileVersion is the format version written into plugins.lock. Version 1
+// recorded absolute paths and one hash for a plugin's other files; it is
+// refused with a request to lock again.
+const lockfileVersion = 2
 
 // Lockfile is plugins.lock: the sha256 of every non-built-in plugin, written
 // by `kube-aws plugins lock` and checked before any plugin starts. Built-in
 // plugins ship inside kube-aws's own release and are not listed.
 //
-// On disk it is YAML, so it reads well in a review:
+// A plugin is identified by its source and name, never by where kube-aws
+// happens to be installed, so a lock committed on one machine verifies on
+// another. On disk it is YAML, so it reads well in a review:
 //
 //	# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.
-//	version: 1
+//	version: 2
 //	plugins:
-//	- name: dex
-//	  source: user
-//	  path: plugins/dex/dex
+//	- name: bastion
+//	  source: contrib
 //	  sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//	- name: py
+//	  source: user
+//	  path: plugins/py/py
+//	  sha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+//	  files:
+//	    plugin.py: fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9
 //
-// Paths are relative to the folder holding plugins.lock when the plugin is
-// inside it, absolute otherwise; in memory they are always absolute.
+// A user plugin's path is relative to the folder of plugins.lock (the folder
+// of cluster.yaml) and is there for the reader: verifying does not compare
+// paths. In memory it is absolute.
 type Lockfile struct {
 	Version int         `json:"version"`
 	Plugins []LockEntry `json:"plugins"`
@@ -47,24 +57,24 @@ type Lockfile struct {
 type LockEntry struct {
 	Name   string `json:"name"`
 	Source Source `json:"source"`
-	Path   string `json:"path"`
+	Path   string `json:"path,omitempty"`
 	SHA256 string `json:"sha256"`
-	// Files is the sha256 of every other file in a user plugin's folder
-	// (see FolderSHA256): a plugin in Python is a small entry script and
-	// the code beside it, and locking the entry script alone would let that
-	// code change unnoticed. Empty when the folder holds nothing else.
-	Files string `json:"files,omitempty"`
+	// Files is the sha256 of every other file in a user plugin's folder, by
+	// its path in the folder (see FolderFiles): a plugin in Python is a
+	// small entry script and the code beside it, and locking the entry
+	// script alone would let that code change unnoticed.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 const lockHeader = "# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.\n" +
 	"# kube-aws refuses to start a plugin whose sha256 differs from its entry here.\n"
 
-// LockCandidates hashes every non-built-in candidate.
+// LockCandidates hashes every non-built-in candidate that has an executable.
 func LockCandidates(cands []Candidate) (*Lockfile, error) {
 	l := &Lockfile{Version: lockfileVersion, Plugins: []LockEntry{}}
 	var errs []error
 	for _, c := range cands {
-		if c.Source == SourceBuiltin {
+		if c.Source == SourceBuiltin || c.Problem != "" {
 			continue
 		}
 		sum, err := fileutil.SHA256(c.Path)
@@ -72,12 +82,16 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 			errs = append(errs, fmt.Errorf("locking plugin %s: %w", c.Name, err))
 			continue
 		}
-		files, err := pluginFilesSHA256(c)
+		files, err := pluginFiles(c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("locking plugin %s: %w", c.Name, err))
 			continue
 		}
-		l.Plugins = append(l.Plugins, LockEntry{Name: c.Name, Source: c.Source, Path: absClean(c.Path), SHA256: sum, Files: files})
+		e := LockEntry{Name: c.Name, Source: c.Source, SHA256: sum, Files: files}
+		if c.Source == SourceUser {
+			e.Path = absClean(c.Path)
+		}
+		l.Plugins = append(l.Plugins, e)
 	}
 	sort.Slice(l.Plugins, func(i, j int) bool { return l.Plugins[i].Name < l.Plugins[j].Name })
 	return l, errors.Join(errs...)
@@ -90,20 +104,25 @@ func ReadLockfile(path string) (*Lockfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	var head struct {
+		Version int `json:"version"`
+	}
+	if err := yaml.Unmarshal(data, &head); err == nil && head.Version != lockfileVersion {
+		return nil, fmt.Errorf("%s has format version %d; this kube-aws reads version %d (plugins by source and name, a hash per file): regenerate it with `kube-aws plugins lock` and commit it", path, head.Version, lockfileVersion)
+	}
 	var l Lockfile
 	if err := yaml.UnmarshalStrict(data, &l); err != nil {
 		return nil, fmt.Errorf("%s is not a valid plugins.lock: %v; regenerate it with `kube-aws plugins lock`", path, err)
-	}
-	if l.Version != lockfileVersion {
-		return nil, fmt.Errorf("%s has format version %d; this kube-aws reads version %d: regenerate it with `kube-aws plugins lock`", path, l.Version, lockfileVersion)
 	}
 	base := filepath.Dir(absClean(path))
 	for i, e := range l.Plugins {
 		if e.Name == "" || e.SHA256 == "" {
 			return nil, fmt.Errorf("%s: entry %d lacks a name or sha256; regenerate it with `kube-aws plugins lock`", path, i+1)
 		}
-		if _, err := hex.DecodeString(e.SHA256); err != nil || len(e.SHA256) != 64 {
-			return nil, fmt.Errorf("%s: plugin %s has an invalid sha256 %q; regenerate it with `kube-aws plugins lock`", path, e.Name, e.SHA256)
+		for _, sum := range append([]string{e.SHA256}, sortedValues(e.Files)...) {
+			if _, err := hex.DecodeString(sum); (err != nil || len(sum) != 64) && (sum == e.SHA256 || !strings.HasPrefix(sum, "symlink:")) {
+				return nil, fmt.Errorf("%s: plugin %s has an invalid sha256 %q; regenerate it with `kube-aws plugins lock`", path, e.Name, sum)
+			}
 		}
 		if e.Path != "" && !filepath.IsAbs(e.Path) {
 			l.Plugins[i].Path = filepath.Join(base, filepath.FromSlash(e.Path))
@@ -112,13 +131,25 @@ func ReadLockfile(path string) (*Lockfile, error) {
 	return &l, nil
 }
 
-// Write writes the lock file atomically, with paths relative to its folder
-// where possible so that the cluster folder can be moved or cloned.
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Write writes the lock file atomically. A user plugin's path is written
+// relative to the lock file's folder, so the cluster folder can be moved or
+// cloned; other plugins are recorded by source and name alone.
 func (l *Lockfile) Write(path string) error {
 	base := filepath.Dir(absClean(path))
 	out := Lockfile{Version: lockfileVersion, Plugins: make([]LockEntry, len(l.Plugins))}
 	for i, e := range l.Plugins {
-		if rel, err := filepath.Rel(base, e.Path); err == nil && filepath.IsAbs(e.Path) && !strings.HasPrefix(rel, "..") {
+		if e.Source != SourceUser {
+			e.Path = ""
+		} else if rel, err := filepath.Rel(base, e.Path); err == nil && filepath.IsAbs(e.Path) {
 			e.Path = filepath.ToSlash(rel)
 		}
 		out.Plugins[i] = e
@@ -147,9 +178,11 @@ func (l *Lockfile) Entry(name string) *LockEntry {
 }
 
 // Verify checks every non-built-in candidate against the lock and reports
-// every difference: a plugin missing from the lock, a changed binary, a
-// plugin found elsewhere than where it was locked, and a locked plugin that
-// is gone.
+// every difference, one error each: a plugin missing from the lock, one
+// found in another source than it was locked from, a changed executable,
+// each changed, added or removed file beside a user plugin, and a locked
+// plugin that is gone. Where a plugin is installed does not matter: a copy
+// of the same binaries elsewhere verifies.
 func (l *Lockfile) Verify(cands []Candidate) []error {
 	var errs []error
 	seen := map[string]bool{}
@@ -157,37 +190,56 @@ func (l *Lockfile) Verify(cands []Candidate) []error {
 		if c.Source == SourceBuiltin {
 			continue
 		}
-		seen[c.Name] = true
 		e := l.Entry(c.Name)
+		if c.Problem != "" {
+			if e != nil {
+				seen[c.Name] = true
+				errs = append(errs, fmt.Errorf("plugins.lock lists plugin %s, but %s", c.Name, c.Problem))
+			}
+			continue // an unlocked folder without its executable is not a plugin yet
+		}
+		seen[c.Name] = true
 		if e == nil {
 			errs = append(errs, notLockedError(c))
 			continue
 		}
-		if e.Path != "" && absClean(e.Path) != absClean(c.Path) {
-			errs = append(errs, fmt.Errorf("plugin %s was locked at %s but is now at %s; if you moved it on purpose run `kube-aws plugins lock`", c.Name, e.Path, c.Path))
-			continue
-		}
-		have, err := fileutil.SHA256(c.Path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("verifying plugin %s: %w", c.Name, err))
-			continue
-		}
-		if have != strings.ToLower(e.SHA256) {
-			errs = append(errs, mismatchError(c, e.SHA256, have))
-			continue
-		}
-		if err := checkFiles(c, e); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, verifyEntry(c, e, true)...)
 	}
 	if l != nil {
 		for _, e := range l.Plugins {
 			if !seen[e.Name] {
-				errs = append(errs, fmt.Errorf("plugins.lock lists plugin %s (%s) but it was not found; run `kube-aws plugins lock` to drop it", e.Name, e.Path))
+				errs = append(errs, fmt.Errorf("plugins.lock lists plugin %s (%s) but it was not found; run `kube-aws plugins lock` to drop it", e.Name, e.describe()))
 			}
 		}
 	}
 	return errs
+}
+
+// verifyEntry compares one candidate with its entry: the source, the files
+// beside a user plugin, and (with binary) the executable's sha256.
+func verifyEntry(c Candidate, e *LockEntry, binary bool) []error {
+	if e.Source != "" && e.Source != c.Source {
+		return []error{fmt.Errorf("plugin %s was locked as a %s plugin but is now found as a %s plugin (%s); if that is intended run `kube-aws plugins lock`",
+			c.Name, e.Source, c.Source, c.Path)}
+	}
+	var errs []error
+	if binary {
+		have, err := fileutil.SHA256(c.Path)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("verifying plugin %s: %w", c.Name, err))
+		case have != strings.ToLower(e.SHA256):
+			errs = append(errs, mismatchError(c, e.SHA256, have))
+		}
+	}
+	return append(errs, checkFiles(c, e)...)
+}
+
+func (e LockEntry) describe() string {
+	if e.Path != "" {
+		return fmt.Sprintf("%s, %s", e.Source, e.Path)
+	}
+	return string(e.Source)
 }
 
 func notLockedError(c Candidate) error {
@@ -198,35 +250,52 @@ func mismatchError(c Candidate, want, have string) error {
 	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, c.Path, want, have)
 }
 
-// pluginFilesSHA256 hashes the rest of a user plugin's folder; built-in and
+// pluginFiles hashes the rest of a user plugin's folder; built-in and
 // contrib plugins are single executables in a shared folder.
-func pluginFilesSHA256(c Candidate) (string, error) {
+func pluginFiles(c Candidate) (map[string]string, error) {
 	if c.Source != SourceUser || c.Dir == "" {
-		return "", nil
+		return nil, nil
 	}
-	return FolderSHA256(c.Dir, c.Path)
+	return FolderFiles(c.Dir, c.Path)
 }
 
-// checkFiles compares a user plugin's folder with its lock entry. An entry
-// written without Files (an older lock, or a folder that held only the
-// executable) still catches files added since.
-func checkFiles(c Candidate, e *LockEntry) error {
-	have, err := pluginFilesSHA256(c)
+// checkFiles compares a user plugin's folder with its lock entry and names
+// every file that changed, appeared or disappeared.
+func checkFiles(c Candidate, e *LockEntry) []error {
+	have, err := pluginFiles(c)
 	if err != nil {
-		return fmt.Errorf("verifying plugin %s: %w", c.Name, err)
+		return []error{fmt.Errorf("verifying plugin %s: %w", c.Name, err)}
 	}
-	if have != strings.ToLower(e.Files) {
-		return fmt.Errorf("plugin %s: the files beside its executable in %s do not match plugins.lock; if you changed them on purpose run `kube-aws plugins lock`", c.Name, c.Dir)
+	names := map[string]bool{}
+	for n := range have {
+		names[n] = true
 	}
-	return nil
+	for n := range e.Files {
+		names[n] = true
+	}
+	var errs []error
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		path := filepath.Join(c.Dir, filepath.FromSlash(n))
+		want, locked := e.Files[n]
+		got, present := have[n]
+		switch {
+		case !locked:
+			errs = append(errs, fmt.Errorf("plugin %s: %s is not in plugins.lock (a file added beside the plugin); if you added it on purpose run `kube-aws plugins lock`", c.Name, path))
+		case !present:
+			errs = append(errs, fmt.Errorf("plugin %s: %s, locked in plugins.lock, is gone; if you removed it on purpose run `kube-aws plugins lock`", c.Name, path))
+		case got != strings.ToLower(want):
+			errs = append(errs, fmt.Errorf("plugin %s: %s does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, path, want, got))
+		}
+	}
+	return errs
 }
 
-// FolderSHA256 returns one sha256 over every file under dir except skip
-// (the executable, locked on its own) and Python byte-code caches, which the
-// interpreter rewrites: the sorted list of "path NUL sha256" lines, with a
-// symlink's target in place of a hash. "" when there is no such file.
-func FolderSHA256(dir, skip string) (string, error) {
-	var lines []string
+// FolderFiles returns the sha256 of every file under dir except skip (the
+// executable, locked on its own) and Python byte-code caches, which the
+// interpreter rewrites, by slash-separated path relative to dir; a
+// symlink's entry is "symlink:<target>". nil when there is no such file.
+func FolderFiles(dir, skip string) (map[string]string, error) {
+	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -254,19 +323,14 @@ func FolderSHA256(dir, skip string) (string, error) {
 		} else if sum, err = fileutil.SHA256(path); err != nil {
 			return err
 		}
-		lines = append(lines, filepath.ToSlash(rel)+"\x00"+sum)
+		files[filepath.ToSlash(rel)] = sum
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("hashing the files of %s: %w", dir, err)
+		return nil, fmt.Errorf("hashing the files of %s: %w", dir, err)
 	}
-	if len(lines) == 0 {
-		return "", nil
+	if len(files) == 0 {
+		return nil, nil
 	}
-	sort.Strings(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		io.WriteString(h, l+"\n")
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return files, nil
 }
