@@ -192,3 +192,8 @@ func SignalContext(parent context.Context) (context.Context, context.CancelFunc)
 // KillAllPlugins kills every plugin process this kube-aws started: the last
 // resort on a panic or a second Ctrl-C.
 func KillAllPlugins() { host.KillAllRunning() }
+
+// UseRunDir gives the process a temporary folder of its own, removed by
+// release and, if kube-aws is killed, by the next kube-aws (host.UseRunDir):
+// the go-plugin socket files of a run go there. Call it first in main.
+func UseRunDir() (release func()) { return host.UseRunDir() }

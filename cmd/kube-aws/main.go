@@ -6,8 +6,15 @@ package main
 
 import (
 	"os"
+
+	"github.com/kube-aws/kube-aws/stages"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// The run's temporary files (go-plugin's sockets) go to a folder of its
+	// own, which the next kube-aws removes if this one is killed.
+	release := stages.UseRunDir()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	release()
+	os.Exit(code)
 }
