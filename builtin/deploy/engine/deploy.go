@@ -96,7 +96,10 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		if err != nil {
 			return err
 		}
-		outs := outputsOf(o.stack)
+		outs, err := e.stackOutputs(ctx, in.name, p.tmpl[stack], o.stack)
+		if err != nil {
+			return err
+		}
 		e.say(stack, "%s %s (%s)", o.action, in.name, o.stack.StackStatus)
 		mu.Lock()
 		defer mu.Unlock()

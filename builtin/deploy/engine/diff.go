@@ -82,12 +82,26 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 		return nil, err
 	}
 	var mu sync.Mutex
+	// The outputs of every live stack, read the way Deploy reads them
+	// (stackOutputs), for the parameters of the stacks that take them.
+	live := make([]string, 0, len(current))
+	for stack := range current {
+		live = append(live, stack)
+	}
+	read := map[string]map[string]string{}
+	err = forEach(ctx, e.opts.Parallelism, live, func(ctx context.Context, stack string) error {
+		outs, err := e.stackOutputs(ctx, p.stackName(stack), p.tmpl[stack], current[stack])
+		mu.Lock()
+		read[stack] = outs
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	outputs := func(stack string) (map[string]string, bool) {
-		st := current[stack]
-		if st == nil {
-			return nil, false
-		}
-		return outputsOf(st), true
+		outs, ok := read[stack]
+		return outs, ok
 	}
 	diffs := map[string]*StackDiff{}
 	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {

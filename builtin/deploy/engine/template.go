@@ -14,6 +14,9 @@ type template struct {
 	Parameters map[string]templateParam
 	Outputs    map[string]json.RawMessage
 	Resources  map[string]templateResource
+	// RefOutputs maps each output that is a plain Ref to one of the
+	// template's resources to that resource's logical ID (stackOutputs).
+	RefOutputs map[string]string
 	// ParameterFiles maps a parameter to the rendered file whose S3 key
 	// fills it, from the template's Metadata
 	// {"kube-aws": {"parameterFiles": {"UserDataKey": "userdata/controller.yaml"}}}:
@@ -52,7 +55,7 @@ func parseTemplate(body []byte) (*template, error) {
 		return nil, fmt.Errorf("declares no Resources; CloudFormation needs at least one")
 	}
 	return &template{Body: body, Parameters: t.Parameters, Outputs: t.Outputs, Resources: t.Resources,
-		ParameterFiles: t.Metadata.KubeAWS.ParameterFiles}, nil
+		RefOutputs: refOutputs(t.Outputs, t.Resources), ParameterFiles: t.Metadata.KubeAWS.ParameterFiles}, nil
 }
 
 // outputNames lists the template's outputs in a stable order.

@@ -74,7 +74,10 @@ func (e *Engine) validateStack(ctx context.Context, p *prepared, stack string, s
 		ds = append(ds, fatal(stack, fmt.Sprintf("stack %s is in %s%s, not CREATE_COMPLETE or UPDATE_COMPLETE", name, st.StackStatus, reason),
 			"see `aws cloudformation describe-stack-events --stack-name "+name+"`, then run `kube-aws up` again"))
 	}
-	have := outputsOf(st)
+	have, err := e.stackOutputs(ctx, name, p.tmpl[stack], st)
+	if err != nil {
+		return nil, err
+	}
 	var missing []string
 	for _, o := range p.tmpl[stack].outputNames() {
 		if _, ok := have[o]; !ok {
