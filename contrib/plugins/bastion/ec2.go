@@ -60,30 +60,32 @@ func ec2Stater(clusterRegion string) instanceStater {
 }
 
 // validate checks the deploy result: the bastion stack is deployed and
-// says which instance it made, and EC2 reports that instance running.
-func validate(ctx context.Context, dep *stage.DeployResult, describe instanceStater) diag.List {
+// says which instance it made, and EC2 reports that instance running. The
+// deploy result names stacks as CloudFormation does, <clusterName>-bastion.
+func validate(ctx context.Context, dep *stage.DeployResult, clusterName string, describe instanceStater) diag.List {
 	hint := "run kube-aws up (or kube-aws stage deploy) with the bastion plugin enabled"
 	if dep == nil {
 		return diag.List{diag.Fatalf("bastion: there is no deploy result to check").WithHint(hint)}
 	}
+	name := clusterName + "-" + Stack
 	var st *stage.StackStatus
 	for i := range dep.Stacks {
-		if dep.Stacks[i].Name == Stack {
+		if dep.Stacks[i].Name == name {
 			st = &dep.Stacks[i]
 		}
 	}
 	if st == nil {
-		return diag.List{diag.Fatalf("bastion: stack %q is not in the deploy result", Stack).WithHint(hint)}
+		return diag.List{diag.Fatalf("bastion: stack %q is not in the deploy result", name).WithHint(hint)}
 	}
 	switch st.Status {
 	case "CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE":
 	default:
-		return diag.List{diag.Fatalf("bastion: stack %q is %s, not complete", Stack, st.Status).
+		return diag.List{diag.Fatalf("bastion: stack %q is %s, not complete", name, st.Status).
 			WithHint("see the stack's events: aws cloudformation describe-stack-events --stack-name " + st.ID)}
 	}
 	id := st.Outputs[OutputInstanceID]
 	if id == "" {
-		return diag.List{diag.Fatalf("bastion: stack %q has no %s output", Stack, OutputInstanceID).WithHint(hint)}
+		return diag.List{diag.Fatalf("bastion: stack %q has no %s output", name, OutputInstanceID).WithHint(hint)}
 	}
 	state, err := describe(ctx, id)
 	switch {

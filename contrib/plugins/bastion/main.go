@@ -61,5 +61,5 @@ func (p plugin) Validate(ctx context.Context, req *sdk.Request) (*stage.Result, 
 		describe = ec2Stater(c.Region)
 	}
 	// Filled here too (the host would) so the result reads the same in tests.
-	return &stage.Result{Diagnostics: validate(ctx, req.Deploy, describe).WithDefaults(Name, string(stage.Validate))}, nil
+	return &stage.Result{Diagnostics: validate(ctx, req.Deploy, c.ClusterName, describe).WithDefaults(Name, string(stage.Validate))}, nil
 }

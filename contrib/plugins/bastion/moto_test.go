@@ -86,13 +86,19 @@ func TestDeployAndValidateAgainstMoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.Stacks[0]
-	status := stage.StackStatus{Name: Stack, ID: aws.ToString(s.StackId), Status: string(s.StackStatus), Outputs: map[string]string{}}
+	// Named as the deploy result names it: the CloudFormation stack name.
+	status := stage.StackStatus{Name: aws.ToString(s.StackName), ID: aws.ToString(s.StackId), Status: string(s.StackStatus), Outputs: map[string]string{}}
 	for _, o := range s.Outputs {
 		status.Outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
 	id := status.Outputs[OutputInstanceID]
 	if !strings.HasPrefix(id, "i-") {
 		t.Fatalf("stack %s outputs %v", status.Status, status.Outputs)
+	}
+	// The address to SSH to is the instance's Elastic IP.
+	addrs, err := ec.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{PublicIps: []string{status.Outputs[OutputPublicIP]}})
+	if err != nil || len(addrs.Addresses) != 1 || aws.ToString(addrs.Addresses[0].InstanceId) != id {
+		t.Fatalf("the PublicIp output %q is not an Elastic IP of the bastion %s: %v %+v", status.Outputs[OutputPublicIP], id, err, addrs)
 	}
 	// The instance has the security group admitting SSH from the CIDR.
 	di, err := ec.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})

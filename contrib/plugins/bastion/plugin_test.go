@@ -146,8 +146,8 @@ func TestSubnetOutputMatchesTheNetworkStack(t *testing.T) {
 
 func deployResult(status, id string) *stage.DeployResult {
 	return &stage.DeployResult{Stacks: []stage.StackStatus{
-		{Name: "network", Status: "CREATE_COMPLETE"},
-		{Name: "bastion", ID: "arn:bastion", Status: status, Outputs: map[string]string{OutputInstanceID: id}},
+		{Name: "demo-network", Status: "CREATE_COMPLETE"},
+		{Name: "demo-bastion", ID: "arn:bastion", Status: status, Outputs: map[string]string{OutputInstanceID: id}},
 	}}
 }
 
@@ -188,7 +188,9 @@ func TestValidateChecksTheInstance(t *testing.T) {
 		{"terminated", deployResult("UPDATE_COMPLETE", "i-2"), running, nil, "is gone"},
 		{"stack failed", deployResult("ROLLBACK_COMPLETE", "i-1"), running, nil, "ROLLBACK_COMPLETE"},
 		{"no output", deployResult("CREATE_COMPLETE", ""), running, nil, "no InstanceId output"},
-		{"no stack", &stage.DeployResult{Stacks: []stage.StackStatus{{Name: "network", Status: "CREATE_COMPLETE"}}}, running, nil, "not in the deploy result"},
+		{"no stack", &stage.DeployResult{Stacks: []stage.StackStatus{{Name: "demo-network", Status: "CREATE_COMPLETE"}}}, running, nil, `stack "demo-bastion" is not in the deploy result`},
+		// The stack's name without its cluster is not the deploy result's.
+		{"the short name", &stage.DeployResult{Stacks: []stage.StackStatus{{Name: "bastion", Status: "CREATE_COMPLETE", Outputs: map[string]string{OutputInstanceID: "i-1"}}}}, running, nil, "not in the deploy result"},
 		{"no deploy", nil, running, nil, "no deploy result"},
 		{"AWS error", deployResult("CREATE_COMPLETE", "i-1"), running, errors.New("AccessDenied"), "AccessDenied"},
 	}

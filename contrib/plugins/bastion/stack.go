@@ -160,8 +160,9 @@ func stack(c *config.Cluster, v Values, subnet config.Subnet) (construct.Stack, 
 	props := map[string]any{
 		"ImageId":      ref("ImageId"),
 		"InstanceType": v.InstanceType,
-		// The public subnets map a public IP on launch (the network stack
-		// sets MapPublicIpOnLaunch), so no network interface is spelled out.
+		// Its public address is the Elastic IP below, not one mapped on
+		// launch: that needs the subnet's MapPublicIpOnLaunch, which an
+		// existing VPC's public subnet may not set (and moto never does).
 		"SubnetId":         ref("SubnetId"),
 		"SecurityGroupIds": []any{map[string]any{"Fn::GetAtt": []string{"BastionSecurityGroup", "GroupId"}}},
 		"Tags":             tags("bastion"),
@@ -170,6 +171,15 @@ func stack(c *config.Cluster, v Values, subnet config.Subnet) (construct.Stack, 
 		props["KeyName"] = v.KeyName
 	}
 	st.Resources["BastionInstance"] = raw(map[string]any{"Type": "AWS::EC2::Instance", "Properties": props})
+	// A fixed address to SSH to, which also survives a stop and start.
+	st.Resources["BastionAddress"] = raw(map[string]any{
+		"Type": "AWS::EC2::EIP",
+		"Properties": map[string]any{
+			"Domain":     "vpc",
+			"InstanceId": ref("BastionInstance"),
+			"Tags":       tags("bastion"),
+		},
+	})
 
 	if *v.SSHToNodes {
 		// The bastion exists to reach the machines: SSH from its group into
@@ -192,7 +202,7 @@ func stack(c *config.Cluster, v Values, subnet config.Subnet) (construct.Stack, 
 		}
 	}
 	st.Outputs[OutputInstanceID] = raw(map[string]any{"Value": ref("BastionInstance"), "Description": "The bastion instance"})
-	st.Outputs[OutputPublicIP] = raw(map[string]any{"Value": map[string]any{"Fn::GetAtt": []string{"BastionInstance", "PublicIp"}}, "Description": "SSH here: ssh -J ec2-user@<PublicIp> <node>"})
+	st.Outputs[OutputPublicIP] = raw(map[string]any{"Value": ref("BastionAddress"), "Description": "SSH here: ssh -J ec2-user@<PublicIp> <node>"})
 	st.Outputs["SecurityGroupId"] = raw(map[string]any{"Value": map[string]any{"Fn::GetAtt": []string{"BastionSecurityGroup", "GroupId"}}, "Description": "The bastion's security group"})
 	return st, nil
 }

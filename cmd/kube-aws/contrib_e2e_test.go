@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/plugins/plugintest"
+)
+
+// contribValues enables every contrib plugin with the values its README
+// shows (sensitive ones from the environment).
+const contribValues = `  bastion:
+    enabled: true
+    values:
+      allowedCIDRs: [203.0.113.0/24]
+      keyName: ops
+  cluster-autoscaler:
+    enabled: true
+    values:
+      runOn: controller
+  customise:
+    enabled: true
+    values:
+      tags: {cost-center: "1234"}
+      iam:
+        - actions: [s3:GetObject]
+          resources: ["arn:aws:s3:::team-data/*"]
+      apiAccessCIDRs: [203.0.113.0/24]
+      sshAccessCIDRs: [192.0.2.10/32]
+  datadog-agent:
+    enabled: true
+    values:
+      apiKey: {valueFrom: {env: DD_API_KEY}}
+      tags: [env:e2e]
+  dex:
+    enabled: true
+    values:
+      issuerURL: https://dex.example.com
+      staticClients:
+        - id: kubectl
+          secret: {valueFrom: {env: DEX_KUBECTL_SECRET}}
+          redirectURIs: [http://localhost:8000]
+  kube2iam:
+    enabled: true
+    values:
+      roleARNs: [arn:aws:iam::123456789012:role/k8s-*]
+`
+
+// cluster.yaml.example with every contrib plugin enabled, brought up against
+// moto through deploy and validate; the cluster then matches its render, so
+// diff --exit-code exits 0, and validate alone passes too.
+func TestTheExampleWithEveryContribPluginComesUpAndValidates(t *testing.T) {
+	l := newAWSLayout(t)
+	contribDir := filepath.Join(filepath.Dir(l.kubeAWS), "kube-aws-plugins", "contrib")
+	entries, err := os.ReadDir(filepath.Join("..", "..", "contrib", "plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.Contains(contribValues, "\n  "+e.Name()+":\n") && !strings.HasPrefix(contribValues, "  "+e.Name()+":\n") {
+			t.Fatalf("contrib plugin %s is not enabled by this test: add it to contribValues", e.Name())
+		}
+		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/contrib/plugins/"+e.Name()), filepath.Join(contribDir, e.Name()))
+	}
+	// Sensitive values need a KMS key that exists (moto makes its own ids).
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
+	key, err := kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = aws.String(l.endpoint) }).CreateKey(context.Background(), &kms.CreateKeyInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(l.cluster, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "kmsKeyArn: ") {
+			line = "kmsKeyArn: " + aws.ToString(key.KeyMetadata.Arn)
+		}
+		lines = append(lines, line)
+	}
+	l.write(strings.Join(lines, "\n"))
+	l.edit("\n  deploy:\n    enabled: true\n", "\n  deploy:\n    enabled: true\n"+contribValues)
+	t.Setenv("DD_API_KEY", "dd-api-key-e2e")
+	t.Setenv("DEX_KUBECTL_SECRET", "dex-kubectl-secret-e2e")
+
+	stdout, stderr, code := l.run("up", "--endpoint-url", l.endpoint)
+	if code != 0 || !strings.Contains(stdout+stderr, "validate: deploy, bastion (2 plugin(s))") {
+		t.Fatalf("up: exit %d, want 0 through the validate stage of deploy and bastion\n%s\n%s", code, stdout, stderr)
+	}
+	if live := l.liveStacks(); len(live) != 7 || !slices.Contains(live, "demo-bastion") {
+		t.Fatalf("deployed stacks %v, want the 6 built-in ones and demo-bastion", live)
+	}
+	if stdout, stderr, code := l.run("validate", "--endpoint-url", l.endpoint); code != 0 {
+		t.Fatalf("validate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if stdout, stderr, code := l.run("diff", "--exit-code", "--endpoint-url", l.endpoint); code != 0 {
+		t.Fatalf("diff --exit-code after up: exit %d, want 0\n%s\n%s", code, stdout, stderr)
+	}
+}
