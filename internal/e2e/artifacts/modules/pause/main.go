@@ -51,8 +51,11 @@ func reap() {
 	for {
 		var status syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
 		if pid <= 0 || err != nil {
-			return
+			return // no exited child left (or no child at all)
 		}
 	}
 }
