@@ -92,3 +92,22 @@ proto: venv
 
 clean:
 	rm -rf $(BIN) rendered .kube-aws
+
+# Air-gapped artifact folder (docs/artifacts.md): every binary and image a
+# machine runs beyond its image, built from the Go module proxy and Debian
+# packages. Not part of `make test`: a cold build takes about 12 minutes.
+# ARTIFACTS_DIR defaults to $KUBE_AWS_ARTIFACTS, else ~/.cache/kube-aws/artifacts.
+# The checks chroot and make PID namespaces: run them as root.
+ARTIFACTS_ARCH ?= amd64
+ARTIFACTS_ENV  := $(if $(ARTIFACTS_DIR),KUBE_AWS_ARTIFACTS=$(abspath $(ARTIFACTS_DIR))) KUBE_AWS_ARTIFACTS_ARCH=$(ARTIFACTS_ARCH)
+
+.PHONY: artifacts artifacts-test artifacts-deps
+artifacts-deps:
+	@command -v mmdebstrap >/dev/null && command -v gcc >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends mmdebstrap gcc libc6-dev; }
+
+artifacts: artifacts-deps
+	$(ARTIFACTS_ENV) $(GO) run ./internal/e2e/artifacts/cmd/build-artifacts -arch $(ARTIFACTS_ARCH)
+
+artifacts-test: artifacts
+	$(ARTIFACTS_ENV) $(GO) test -count=1 -tags artifacts ./internal/e2e/artifacts
