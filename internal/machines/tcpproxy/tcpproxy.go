@@ -1,0 +1,148 @@
+// Package tcpproxy forwards TCP connections from a listener to one of a
+// changing set of targets. The harness uses it twice: to reach moto (on the
+// host's loopback) from inside the run's network namespace, and as the
+// load balancer in front of registered instances.
+package tcpproxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Proxy serves one listener.
+type Proxy struct {
+	l       net.Listener
+	targets func() []string
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	next    atomic.Uint64
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	// DialTimeout bounds the connection to one target before the next is
+	// tried.
+	DialTimeout time.Duration
+}
+
+// New returns a proxy from l to the addresses targets returns at the time
+// of each connection, spread round-robin; a target that refuses is skipped
+// for the next. dial nil means net.Dialer.
+func New(l net.Listener, targets func() []string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Proxy {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	return &Proxy{l: l, targets: targets, dial: dial, conns: map[net.Conn]struct{}{}, DialTimeout: 2 * time.Second}
+}
+
+// Addr is the address the proxy listens on.
+func (p *Proxy) Addr() net.Addr { return p.l.Addr() }
+
+// Serve accepts connections until Close. It returns nil after Close.
+func (p *Proxy) Serve() error {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			p.mu.Lock()
+			closed := p.closed
+			p.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if !p.track(c) {
+			c.Close()
+			return nil
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			p.handle(c)
+		}()
+	}
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *Proxy) handle(c net.Conn) {
+	up := p.connect()
+	if up == nil {
+		return // no target answers: the client sees the connection close
+	}
+	if !p.track(up) {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// Half-close so the other side sees EOF and the copy the other
+		// way can finish.
+		if tc, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(up, c)
+	go cp(c, up)
+	<-done
+	<-done
+}
+
+func (p *Proxy) connect() net.Conn {
+	ts := p.targets()
+	if len(ts) == 0 {
+		return nil
+	}
+	start := int(p.next.Add(1) % uint64(len(ts)))
+	for i := range ts {
+		t := ts[(start+i)%len(ts)]
+		ctx, cancel := context.WithTimeout(context.Background(), p.DialTimeout)
+		up, err := p.dial(ctx, "tcp", t)
+		cancel()
+		if err == nil {
+			return up
+		}
+	}
+	return nil
+}
+
+// Close stops accepting, closes every open connection and waits for the
+// handlers to end.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	err := p.l.Close()
+	p.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
