@@ -185,6 +185,16 @@ func startOnce(bin string) (string, func(), error) {
 // pids maps the URL of each running moto to its process id, for CPUTime.
 var pids sync.Map
 
+// PID returns the process id of the moto serving url, if this process
+// started it (teardown tests check that it is gone).
+func PID(url string) (int, bool) {
+	v, ok := pids.Load(url)
+	if !ok {
+		return 0, false
+	}
+	return v.(int), true
+}
+
 // CPUTime returns the CPU time (user + system) the moto serving url has
 // used so far. moto is one Python process: benchmarks use it to tell the
 // emulator's own cost from kube-aws's.
