@@ -24,13 +24,14 @@ CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.
 
 FUZZTIME ?= 10s
 
-.PHONY: all build test unit e2e fuzz lint demo bench proto venv clean help
+.PHONY: all build test unit e2e fuzz lint demo bench proto venv clean help e2e-cluster
 
 all: build
 
 help:
 	@echo "make demo   build, render cluster.yaml.example and deploy it to a local AWS emulator (moto)"
 	@echo "make test   vet, unit, subprocess, race, fuzz and end-to-end tests"
+	@echo "make e2e-cluster  boot what moto's Auto Scaling groups launch as local machines (root; RUN=regexp picks tests)"
 	@echo "make build  build bin/kube-aws and every built-in and contrib plugin under bin/kube-aws-plugins/"
 	@echo "make bench  Go benchmarks and whole-command timings (see docs/benchmarks.md)"
 	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
@@ -67,6 +68,22 @@ test: venv build lint
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./core/config
 	$(GO) test -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME) ./core/merge
+
+# Local machines (internal/machines) need root and these Debian packages:
+# systemd-nspawn (systemd-container), mmdebstrap for the machines' root
+# filesystem, nsenter and losetup (util-linux), ip (iproute2). The test
+# binary is exec'ed by the recipe's shell, so make's SIGTERM (and Ctrl-C)
+# reach it directly and it tears every machine down before it exits.
+E2E_CLUSTER_PKGS    := systemd-container mmdebstrap util-linux iproute2
+E2E_CLUSTER_TIMEOUT ?= 30m
+RUN                 ?= .
+
+e2e-cluster: venv
+	@if [ "$$(id -u)" != 0 ]; then echo "make e2e-cluster: local machines need root (mounts, network namespaces, cgroups, loop devices): run it as root" >&2; exit 2; fi
+	@missing=$$(for p in $(E2E_CLUSTER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+	$(GO) test -c -tags e2ecluster -o $(BIN)/e2e-cluster.test ./internal/e2e/cluster
+	exec env KUBE_AWS_VENV=$(abspath $(VENV)) $(BIN)/e2e-cluster.test -test.v -test.count=1 -test.timeout $(E2E_CLUSTER_TIMEOUT) -test.run '$(RUN)'
 
 demo: venv build
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh

@@ -35,9 +35,9 @@ type report struct {
 	NetNS   string
 	NSInode uint64
 	Cgroup  string
-	Moto    string
-	MotoPID int
-	PIDs    []int    // every process of every machine
+	MotoURL string
+	Moto    proc
+	PIDs    []proc   // every process of every machine
 	Loops   []string // loop devices of the run's volumes
 }
 
@@ -65,14 +65,17 @@ func teardownChild() int {
 		r.close(true)
 		return 1
 	}
-	rep := report{RunDir: r.h.Dir, NetNS: r.h.NS.Path, Cgroup: machines.CgroupRoot + "/" + r.h.ID, Moto: r.moto}
-	rep.MotoPID, _ = awstest.PID(r.moto)
+	rep := report{RunDir: r.h.Dir, NetNS: r.h.NS.Path, Cgroup: machines.CgroupRoot + "/" + r.h.ID, MotoURL: r.moto}
+	pid, _ := awstest.PID(r.moto)
+	rep.Moto = proc{pid, startTime(pid)}
 	var st unix.Stat_t
 	if err := unix.Stat(r.h.NS.Path, &st); err == nil {
 		rep.NSInode = st.Ino
 	}
 	for _, m := range r.h.Player().Machines() {
-		rep.PIDs = append(rep.PIDs, m.Cgroup().PIDs()...)
+		for _, p := range m.Cgroup().PIDs() {
+			rep.PIDs = append(rep.PIDs, proc{p, startTime(p)})
+		}
 	}
 	rep.Loops = loopsUnder(r.h.Dir)
 	b, _ := json.Marshal(rep)
@@ -81,6 +84,28 @@ func teardownChild() int {
 	}
 	os.Rename(os.Getenv(childEnv)+".tmp", os.Getenv(childEnv))
 	select {} // the signal handler exits
+}
+
+// proc is a process by id and start time: an id alone may be reused.
+type proc struct {
+	PID   int
+	Start string
+}
+
+// startTime is field 22 of /proc/PID/stat, "" when the process is gone
+// or a zombie (dead, waiting for the host's init to reap it after its
+// parent in the machine was killed).
+func startTime(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 20 || f[0] == "Z" {
+		return ""
+	}
+	return f[19]
 }
 
 // loopsUnder lists loop devices whose backing file is under dir.
@@ -132,10 +157,10 @@ func TestTeardownOnSIGTERM(t *testing.T) {
 			t.Fatal("the child run's machine was not up within 5 minutes")
 		}
 	}
-	if len(rep.PIDs) == 0 || len(rep.Loops) == 0 || rep.MotoPID == 0 || rep.NSInode == 0 {
+	if len(rep.PIDs) == 0 || len(rep.Loops) == 0 || rep.Moto.PID == 0 || rep.NSInode == 0 {
 		t.Fatalf("the child's report misses what it should check: %+v", rep)
 	}
-	t.Logf("child run %s: %d machine processes, loop devices %v, moto pid %d", filepath.Base(rep.RunDir), len(rep.PIDs), rep.Loops, rep.MotoPID)
+	t.Logf("child run %s: %d machine processes, loop devices %v, moto pid %d", filepath.Base(rep.RunDir), len(rep.PIDs), rep.Loops, rep.Moto.PID)
 
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -170,16 +195,16 @@ func TestTeardownOnSIGTERM(t *testing.T) {
 func leftovers(rep report) []string {
 	var out []string
 	// Processes: every machine process and moto.
-	for _, p := range append(append([]int(nil), rep.PIDs...), rep.MotoPID) {
-		if syscall.Kill(p, 0) == nil {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-			out = append(out, fmt.Sprintf("process %d (%s)", p, strings.ReplaceAll(string(b), "\x00", " ")))
+	for _, p := range append(append([]proc(nil), rep.PIDs...), rep.Moto) {
+		if p.Start != "" && startTime(p.PID) == p.Start {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+			out = append(out, fmt.Sprintf("process %d (%s)", p.PID, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}
 	// moto's port.
-	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(rep.Moto, "http://"), time.Second); err == nil {
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(rep.MotoURL, "http://"), time.Second); err == nil {
 		c.Close()
-		out = append(out, "moto still answers on "+rep.Moto)
+		out = append(out, "moto still answers on "+rep.MotoURL)
 	}
 	// Mounts: overlays, the namespace file, anything under the run.
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {

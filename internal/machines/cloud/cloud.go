@@ -37,6 +37,7 @@ type Instance struct {
 	SubnetID       string
 	Zone           string
 	LaunchTime     time.Time
+	RootDevice     string // the root volume's device name (the machine's overlay plays it)
 	LaunchTemplate string // id
 	Version        string // the launch template version the group launched it with
 	UserData       []byte
@@ -249,7 +250,7 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 				m := members[id]
 				in := &Instance{ID: id, Group: m.group, LaunchTemplate: m.lt, Version: m.version,
 					Type: string(i.InstanceType), ImageID: aws.ToString(i.ImageId), SubnetID: aws.ToString(i.SubnetId),
-					LaunchTime: aws.ToTime(i.LaunchTime)}
+					LaunchTime: aws.ToTime(i.LaunchTime), RootDevice: aws.ToString(i.RootDeviceName)}
 				if i.State != nil {
 					in.State = string(i.State.Name)
 				}

@@ -244,6 +244,9 @@ func (p *Player) plugVolumes(snap *cloud.Snapshot) error {
 	var errs []error
 	want := map[string]map[string]cloud.Attachment{} // instance -> device -> attachment
 	for _, a := range snap.Attachments {
+		if in, ok := snap.Instances[a.InstanceID]; ok && a.Device == in.RootDevice {
+			continue // the root volume is the machine's overlay
+		}
 		if want[a.InstanceID] == nil {
 			want[a.InstanceID] = map[string]cloud.Attachment{}
 		}

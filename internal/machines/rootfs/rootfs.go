@@ -111,6 +111,9 @@ func DefaultCacheDir() (string, error) {
 // lock file, so one builds and the other reuses. log receives mmdebstrap's
 // output while it builds.
 func Ensure(ctx context.Context, cacheDir string, spec Spec, log io.Writer) (*Image, error) {
+	if log == nil {
+		log = io.Discard
+	}
 	key, err := spec.Key()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,148 @@
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/kube-aws/kube-aws/internal/awstest"
+)
+
+func ref(n string) map[string]any { return map[string]any{"Ref": n} }
+
+// template: a group of two behind a classic and an application load
+// balancer, an instance profile in the launch template, a Route 53 record
+// and a volume.
+var template = map[string]any{
+	"Resources": map[string]any{
+		"VPC":    map[string]any{"Type": "AWS::EC2::VPC", "Properties": map[string]any{"CidrBlock": "10.7.0.0/16"}},
+		"Subnet": map[string]any{"Type": "AWS::EC2::Subnet", "Properties": map[string]any{"VpcId": ref("VPC"), "CidrBlock": "10.7.3.0/24", "AvailabilityZone": "us-east-1c"}},
+		"Role": map[string]any{"Type": "AWS::IAM::Role", "Properties": map[string]any{"RoleName": "node-role",
+			"AssumeRolePolicyDocument": map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{
+				"Effect": "Allow", "Principal": map[string]any{"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}}}}},
+		"Profile": map[string]any{"Type": "AWS::IAM::InstanceProfile", "Properties": map[string]any{"Roles": []any{ref("Role")}}},
+		"LT": map[string]any{"Type": "AWS::EC2::LaunchTemplate", "Properties": map[string]any{"LaunchTemplateData": map[string]any{
+			"ImageId": "ami-12c6146b", "InstanceType": "t3.small",
+			"IamInstanceProfile": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []string{"Profile", "Arn"}}},
+			"UserData":           map[string]any{"Fn::Base64": "#!/bin/sh\necho hello\n"}}}},
+		"CLB": map[string]any{"Type": "AWS::ElasticLoadBalancing::LoadBalancer", "Properties": map[string]any{
+			"Subnets": []any{ref("Subnet")}, "Listeners": []any{map[string]any{"LoadBalancerPort": "443", "InstancePort": "6443", "Protocol": "TCP"}}}},
+		"ALB": map[string]any{"Type": "AWS::ElasticLoadBalancingV2::LoadBalancer", "Properties": map[string]any{"Subnets": []any{ref("Subnet")}}},
+		"TG":  map[string]any{"Type": "AWS::ElasticLoadBalancingV2::TargetGroup", "Properties": map[string]any{"Port": 8080, "Protocol": "HTTP", "VpcId": ref("VPC")}},
+		"Listener": map[string]any{"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": map[string]any{
+			"LoadBalancerArn": ref("ALB"), "Port": 80, "Protocol": "HTTP",
+			"DefaultActions": []any{map[string]any{"Type": "forward", "TargetGroupArn": ref("TG")}}}},
+		"Group": map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
+			"MinSize": "2", "MaxSize": "2", "DesiredCapacity": "2", "VPCZoneIdentifier": []any{ref("Subnet")},
+			"LaunchTemplate":    map[string]any{"LaunchTemplateId": ref("LT"), "Version": map[string]any{"Fn::GetAtt": []string{"LT", "LatestVersionNumber"}}},
+			"LoadBalancerNames": []any{ref("CLB")}, "TargetGroupARNs": []any{ref("TG")}}},
+		"Zone": map[string]any{"Type": "AWS::Route53::HostedZone", "Properties": map[string]any{"Name": "c.internal"}},
+		"Rec": map[string]any{"Type": "AWS::Route53::RecordSet", "Properties": map[string]any{"HostedZoneId": ref("Zone"),
+			"Name": "api.c.internal", "Type": "CNAME", "TTL": "60", "ResourceRecords": []any{map[string]any{"Fn::GetAtt": []string{"CLB", "DNSName"}}}}},
+		"Vol": map[string]any{"Type": "AWS::EC2::Volume", "Properties": map[string]any{"AvailabilityZone": "us-east-1c", "Size": 3}},
+	},
+	"Outputs": map[string]any{"Vol": map[string]any{"Value": ref("Vol")}},
+}
+
+// TestRead: a snapshot of what moto made from a stack holds everything the
+// harness plays, read the way moto stores it.
+func TestRead(t *testing.T) {
+	url := awstest.Start(t)
+	ctx := context.Background()
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
+	body, _ := json.Marshal(template)
+	cf := cloudformation.NewFromConfig(cfg)
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body)),
+		Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityNamedIam}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("c")})
+	if err != nil || out.Stacks[0].StackStatus != cftypes.StackStatusCreateComplete {
+		t.Fatalf("stack: %v %v", out, err)
+	}
+	vol := aws.ToString(out.Stacks[0].Outputs[0].OutputValue)
+	r := NewReader(cfg)
+	s, err := r.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Instances) != 2 {
+		t.Fatalf("instances %v, want the group's two", s.Instances)
+	}
+	var first *Instance
+	for _, in := range s.Instances {
+		first = in
+		sn, ok := s.Subnets[in.SubnetID]
+		switch {
+		case !ok || sn.CIDR.String() != "10.7.3.0/24" || !sn.CIDR.Contains(in.PrivateIP):
+			t.Errorf("%s: address %v in subnet %+v", in.ID, in.PrivateIP, sn)
+		case sn.Gateway().String() != "10.7.3.1" || s.VPCs[sn.VPCID].DNS().String() != "10.7.0.2":
+			t.Errorf("gateway %v, VPC resolver %v", sn.Gateway(), s.VPCs[sn.VPCID].DNS())
+		case string(in.UserData) != "#!/bin/sh\necho hello\n":
+			t.Errorf("%s: user data %q", in.ID, in.UserData)
+		case in.Role != "node-role" || in.RoleARN == "" || in.ProfileARN == "":
+			t.Errorf("%s: role %q %q profile %q", in.ID, in.Role, in.RoleARN, in.ProfileARN)
+		case !in.Running() || in.Zone != "us-east-1c" || in.Group == "" || in.Version != "1" || in.RootDevice == "":
+			t.Errorf("%s: %+v", in.ID, in)
+		}
+	}
+	var classic, v2 bool
+	for _, lb := range s.LoadBalancers {
+		for _, l := range lb.Listeners {
+			switch {
+			case l.Port == 443 && len(l.Targets) == 2 && l.Targets[0].Port == 6443:
+				classic = true
+			case l.Port == 80 && len(l.Targets) == 2 && l.Targets[0].Port == 8080:
+				v2 = true
+			}
+		}
+	}
+	if !classic || !v2 {
+		t.Errorf("load balancers %+v: classic listener found %v, v2 listener found %v", s.LoadBalancers, classic, v2)
+	}
+	var rec bool
+	for _, z := range s.Zones {
+		for _, rr := range z.Records {
+			if rr.Name == "api.c.internal" && rr.Type == "CNAME" && len(rr.Values) == 1 {
+				rec = true
+			}
+		}
+	}
+	if !rec {
+		t.Errorf("zones %+v lack the CNAME", s.Zones)
+	}
+
+	e := ec2.NewFromConfig(cfg)
+	if _, err := e.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(first.ID), Device: aws.String("/dev/xvdg")}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = r.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range s.Attachments {
+		if a.VolumeID == vol {
+			found = a.InstanceID == first.ID && a.Device == "/dev/xvdg" && a.SizeGiB == 3
+		}
+	}
+	if !found {
+		t.Errorf("attachments %+v lack %s on %s as /dev/xvdg", s.Attachments, vol, first.ID)
+	}
+
+	c, err := r.Credentials(ctx, first.ID, first.RoleARN)
+	if err != nil || c.AccessKeyID == "" || c.SessionToken == "" || !c.CanExpire {
+		t.Fatalf("credentials %+v, %v", c, err)
+	}
+	if c2, _ := r.Credentials(ctx, first.ID, first.RoleARN); c2.AccessKeyID != c.AccessKeyID {
+		t.Error("credentials were not reused while valid")
+	}
+	if acct, err := r.AccountID(ctx); err != nil || len(acct) != 12 {
+		t.Errorf("account %q, %v", acct, err)
+	}
+}
