@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/kube-aws/kube-aws/internal/machines/nspawn"
 	"github.com/kube-aws/kube-aws/internal/machines/player"
 )
 
@@ -171,7 +172,35 @@ func (r *run) checkInstance(ctx context.Context, t *testing.T, id string) *statu
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("%s: load balancer %s:80 answered %q %.2fs after machine start", id, lb, got, time.Since(m.Started).Seconds())
+	if d, err := cloudInitDone(m.Machine); err != nil {
+		t.Error(err)
+	} else {
+		t.Logf("%s: cloud-init finished %.2fs after machine start", id, d.Seconds())
+	}
 	return st
+}
+
+// cloudInitDone is when cloud-final.service finished, from the machine's
+// journal, relative to the machine's start.
+func cloudInitDone(m *nspawn.Machine) (time.Duration, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		cmd, err := m.Exec("journalctl", "-u", "cloud-final.service", "-o", "short-unix", "--no-pager")
+		if err != nil {
+			return 0, err
+		}
+		out, _ := cmd.Output()
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "Finished cloud-final.service") {
+				var ts float64
+				if _, err := fmt.Sscanf(l, "%f", &ts); err == nil {
+					return time.Unix(0, int64(ts*1e9)).Sub(m.Started), nil
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("cloud-final.service did not finish within 30s")
 }
 
 func (r *run) lbName(ctx context.Context, t *testing.T) string {

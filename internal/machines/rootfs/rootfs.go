@@ -136,6 +136,7 @@ func Ensure(ctx context.Context, cacheDir string, spec Spec, log io.Writer) (*Im
 
 	done := filepath.Join(img.Dir, ".kube-aws-rootfs-complete")
 	if _, err := os.Stat(done); err == nil {
+		prune(root, key)
 		return img, img.stat()
 	}
 	// A folder without the marker is a build or unpack that was cut short.
@@ -155,7 +156,34 @@ func Ensure(ctx context.Context, cacheDir string, spec Spec, log io.Writer) (*Im
 	if err := os.WriteFile(done, []byte(key+"\n"), 0o644); err != nil {
 		return nil, err
 	}
+	prune(root, key)
 	return img, img.stat()
+}
+
+// prune removes the images of other keys (an older package list or image
+// recipe), so the cache holds one image, about 0.9 GB, not one per change.
+// An image another run is building (its lock held) is left alone; one that
+// a running machine still mounts can be removed safely: its overlay keeps
+// the files it uses.
+func prune(root, keep string) {
+	locks, _ := filepath.Glob(filepath.Join(root, "*.lock"))
+	for _, l := range locks {
+		k := strings.TrimSuffix(filepath.Base(l), ".lock")
+		if k == keep {
+			continue
+		}
+		f, err := os.OpenFile(l, os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			for _, p := range []string{k, k + ".tar", k + ".build", k + ".unpack", k + ".tar.tmp"} {
+				os.RemoveAll(filepath.Join(root, p))
+			}
+			os.Remove(l)
+		}
+		f.Close()
+	}
 }
 
 func (img *Image) stat() error {

@@ -77,6 +77,17 @@ func TestEnsureFindsCachedImage(t *testing.T) {
 	if img.Built || img.Dir != filepath.Join(root, k) || img.Size != 3 {
 		t.Fatalf("image %+v", img)
 	}
+	// An image of an older spec is pruned; the current one stays.
+	os.MkdirAll(filepath.Join(root, "old"), 0o755)
+	os.WriteFile(filepath.Join(root, "old.tar"), []byte("tar"), 0o644)
+	os.WriteFile(filepath.Join(root, "old.lock"), nil, 0o644)
+	if _, err := Ensure(t.Context(), dir, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(root, "*"))
+	if len(left) != 3 { // key/, key.tar, key.lock
+		t.Fatalf("cache after pruning holds %v", left)
+	}
 }
 
 func TestDefaultCacheDir(t *testing.T) {
