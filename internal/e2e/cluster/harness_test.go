@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -83,6 +84,52 @@ func TestHarness(t *testing.T) {
 	if want := "written-by " + first; st2.Found != want {
 		t.Errorf("replacement %s found %q on the volume, want %q", second, st2.Found, want)
 	}
+
+	// Scale out: an instance launched later boots too (its bootstrap
+	// stops at AttachVolume, the volume being in use: only the boot and
+	// its credentials are checked). Scale in: its machine goes.
+	if _, err := r.asg.SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String(r.group(ctx, t)), DesiredCapacity: aws.Int32(2)}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err = r.groupInstances(ctx)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("after scaling out to 2 the group has %v (%v)", ids, err)
+	}
+	third := ids[0]
+	if third == second {
+		third = ids[1]
+	}
+	wctx, wcancel = context.WithTimeout(ctx, 60*time.Second)
+	err = r.h.Player().Wait(wctx, func(p *player.Player) bool {
+		_, up := p.Machine(third)
+		b, _ := os.ReadFile(r.h.Logs.ConsolePath(third))
+		return up && strings.Contains(string(b), "harness-bootstrap: instance "+third)
+	})
+	wcancel()
+	if err != nil {
+		t.Fatalf("scaled-out instance %s did not boot and get its role's credentials: %v\nconsole:\n%s", third, err, r.consoleTail(third))
+	}
+	if m, ok := r.h.Player().Machine(third); ok {
+		t.Logf("scaled-out %s got its credentials %.2fs after machine start", third, time.Since(m.Started).Seconds())
+	}
+	if _, err := r.asg.SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String(r.group(ctx, t)), DesiredCapacity: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel = context.WithTimeout(ctx, 30*time.Second)
+	err = r.h.Player().Wait(wctx, func(p *player.Player) bool { return len(p.Machines()) == 1 })
+	wcancel()
+	if err != nil {
+		t.Fatalf("after scaling in to 1, machines %d: %v", len(r.h.Player().Machines()), err)
+	}
+}
+
+// group returns the proof group's name.
+func (r *run) group(ctx context.Context, t *testing.T) string {
+	out, err := r.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
+	if err != nil || len(out.AutoScalingGroups) != 1 {
+		t.Fatalf("proof groups: %v, %v", out, err)
+	}
+	return aws.ToString(out.AutoScalingGroups[0].AutoScalingGroupName)
 }
 
 // checkInstance waits for instance id's machine and its status, and checks

@@ -169,7 +169,7 @@ func stackTemplate() map[string]any {
 				"Scheme": "internal", "Subnets": []any{ref("SubnetA"), ref("SubnetB")},
 				"Listeners": []any{map[string]any{"LoadBalancerPort": "80", "InstancePort": "8080", "Protocol": "TCP"}}}},
 			"Group": map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
-				"MinSize": "1", "MaxSize": "1", "DesiredCapacity": "1",
+				"MinSize": "1", "MaxSize": "2", "DesiredCapacity": "1",
 				"VPCZoneIdentifier": []any{ref("SubnetA")},
 				"LaunchTemplate": map[string]any{"LaunchTemplateId": ref("LaunchTemplate"),
 					"Version": map[string]any{"Fn::GetAtt": []string{"LaunchTemplate", "LatestVersionNumber"}}},

@@ -124,15 +124,15 @@ func (p *Player) Step(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var errs []error
 	if p.cfg.Prepare != nil {
-		if err := p.cfg.Prepare(snap); err != nil {
-			return err
-		}
+		// A part of the network that failed (one load balancer port, say)
+		// is reported, and does not keep every instance from booting.
+		errs = append(errs, p.cfg.Prepare(snap))
 	}
 	p.mu.Lock()
 	p.snap = snap
 	p.mu.Unlock()
-	var errs []error
 	// Kill first: a replacement may reuse the address of the instance it
 	// replaces.
 	for id, m := range p.snapshotRunning() {
