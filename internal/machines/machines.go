@@ -154,6 +154,9 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	if opts.WorkDir == "" {
 		opts.WorkDir = "/var/tmp/kube-aws-e2e"
 	}
+	if swept, err := SweepStale(opts.WorkDir); len(swept) > 0 || err != nil {
+		fmt.Fprintf(opts.Log, "machines: cleaned up after killed runs %v (logs kept): %v\n", swept, err)
+	}
 	b := make([]byte, 4)
 	rand.Read(b)
 	h := &Harness{ID: "run-" + hex.EncodeToString(b), opts: opts, Started: time.Now(),
@@ -161,6 +164,9 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	h.Dir = filepath.Join(opts.WorkDir, h.ID)
 	h.Logs = logs.Dir(filepath.Join(h.Dir, "logs"))
 	if err := os.MkdirAll(string(h.Logs), 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeOwner(h.Dir); err != nil {
 		return nil, err
 	}
 	register(h)

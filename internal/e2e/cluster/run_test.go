@@ -88,6 +88,11 @@ func startRun(ctx context.Context, log io.Writer) (r *run, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if pid, ok := awstest.PID(url); ok {
+		if err := r.h.Adopt(pid); err != nil {
+			return nil, err
+		}
+	}
 	tpl, err := json.Marshal(stackTemplate())
 	if err != nil {
 		return nil, err

@@ -124,10 +124,9 @@ func loopsUnder(dir string) []string {
 	return loops
 }
 
-// TestTeardownOnSIGTERM starts a run in a child process, sends it SIGTERM
-// (what make passes on for Ctrl-C or a kill), and checks that nothing of
-// the run is left.
-func TestTeardownOnSIGTERM(t *testing.T) {
+// startChild starts a child run and waits for its report.
+func startChild(t *testing.T) (*exec.Cmd, chan error, report) {
+	t.Helper()
 	repPath := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childEnv+"="+repPath)
@@ -158,10 +157,43 @@ func TestTeardownOnSIGTERM(t *testing.T) {
 		}
 	}
 	if len(rep.PIDs) == 0 || len(rep.Loops) == 0 || rep.Moto.PID == 0 || rep.NSInode == 0 {
+		cmd.Process.Kill()
 		t.Fatalf("the child's report misses what it should check: %+v", rep)
 	}
 	t.Logf("child run %s: %d machine processes, loop devices %v, moto pid %d", filepath.Base(rep.RunDir), len(rep.PIDs), rep.Loops, rep.Moto.PID)
+	return cmd, exited, rep
+}
 
+// TestSweepAfterSIGKILL: a run killed without a chance to clean up leaves
+// its machines running; the next run's start (SweepStale) removes them.
+func TestSweepAfterSIGKILL(t *testing.T) {
+	cmd, exited, rep := startChild(t)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	left := leftovers(rep)
+	if len(left) == 0 {
+		t.Fatal("a SIGKILLed run left nothing: this test proves nothing")
+	}
+	t.Logf("a SIGKILLed run leaves %d things, e.g. %s", len(left), left[0])
+	start := time.Now()
+	swept, err := machines.SweepStale(filepath.Dir(rep.RunDir))
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("swept %v in %v", swept, time.Since(start).Round(time.Millisecond))
+	for _, l := range leftovers(rep) {
+		t.Error("left over after the sweep: " + l)
+	}
+	os.RemoveAll(rep.RunDir)
+}
+
+// TestTeardownOnSIGTERM starts a run in a child process, sends it SIGTERM
+// (what make passes on for Ctrl-C or a kill), and checks that nothing of
+// the run is left.
+func TestTeardownOnSIGTERM(t *testing.T) {
+	cmd, exited, rep := startChild(t)
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

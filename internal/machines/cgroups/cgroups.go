@@ -190,3 +190,13 @@ func RemoveEmptyParents(rel string) {
 		}
 	}
 }
+
+// Open returns the group rel in every hierarchy without creating it (to
+// kill and remove what a dead run left).
+func Open(rel string) (*Group, error) {
+	roots, err := Hierarchies()
+	if err != nil {
+		return nil, err
+	}
+	return &Group{Rel: rel, roots: roots}, nil
+}
