@@ -1,0 +1,108 @@
+package nodeplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+)
+
+// AddonsPlan (AddonsPath) is what the `addons` step installs on the
+// controllers once the API server answers: the Helm releases in order
+// (plugin order: a CNI before what needs pod networking, CRDs before their
+// users), then the manifests in order, each server-side applied. A run
+// retries with backoff until all are in, and a second run changes nothing
+// that is already as planned, so every controller may run it.
+//
+// Release values may hold ((secret:...)) markers: list AddonsPath in the
+// SecretsPlan as FormatJSON and the `secrets` step substitutes them first.
+type AddonsPlan struct {
+	// Kubeconfig is the kubeconfig the step uses (an admin's).
+	Kubeconfig string `json:"kubeconfig"`
+	// Releases are installed (or upgraded) in this order.
+	Releases []Release `json:"releases,omitempty"`
+	// Manifests are applied after every release, in this order.
+	Manifests []Manifest `json:"manifests,omitempty"`
+}
+
+// Release is a Helm release of a packaged chart in the cluster's assets.
+type Release struct {
+	// Name and Namespace identify the release; the namespace is created
+	// when missing.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Plugin contributed the release; messages name it.
+	Plugin string `json:"plugin,omitempty"`
+	// ChartKey is the packaged chart (.tgz) in the assets, assets/<sha256>,
+	// and ChartSHA256 its digest: only the chart render checked is installed.
+	ChartKey    string `json:"chartKey"`
+	ChartSHA256 string `json:"chartSHA256"`
+	// Values are the release's values, a JSON object.
+	Values json.RawMessage `json:"values,omitempty"`
+	// Wait makes the step wait until the release's resources are ready
+	// before the next release (helm --wait); Timeout bounds that wait and
+	// the install ("5m" when empty).
+	Wait    bool   `json:"wait,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// Manifest is a file of Kubernetes objects (YAML or JSON, one or more
+// documents) the userdata wrote to the machine.
+type Manifest struct {
+	// Path is the file on the machine.
+	Path string `json:"path"`
+	// Plugin contributed the manifest; messages name it.
+	Plugin string `json:"plugin,omitempty"`
+}
+
+var releaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Validate implements Plan.
+func (p *AddonsPlan) Validate() error {
+	var c checker
+	c.absPath("kubeconfig", p.Kubeconfig)
+	seen := map[string]int{}
+	for i, r := range p.Releases {
+		field := fmt.Sprintf("releases[%d]", i)
+		if !releaseName.MatchString(r.Name) || len(r.Name) > 53 {
+			c.add(field+".name", "%q is not a Helm release name (lower-case DNS name, at most 53 characters)", r.Name)
+		}
+		if !dnsLabel.MatchString(r.Namespace) {
+			c.add(field+".namespace", "%q is not a namespace (DNS-1123 label)", r.Namespace)
+		}
+		id := r.Namespace + "/" + r.Name
+		if j, dup := seen[id]; dup {
+			c.add(field, "release %s is planned by releases[%d] too", id, j)
+		}
+		seen[id] = i
+		c.sha256(field+".chartSHA256", r.ChartSHA256)
+		c.assetKey(field+".chartKey", r.ChartKey, r.ChartSHA256)
+		if v := bytes.TrimSpace(r.Values); len(v) > 0 && !bytes.Equal(v, []byte("null")) {
+			var obj map[string]any
+			if err := json.Unmarshal(v, &obj); err != nil {
+				c.add(field+".values", "want a JSON object: %v", err)
+			}
+		}
+		c.duration(field+".timeout", r.Timeout)
+	}
+	paths := map[string]int{}
+	for i, m := range p.Manifests {
+		field := fmt.Sprintf("manifests[%d]", i)
+		c.absPath(field+".path", m.Path)
+		if j, dup := paths[m.Path]; dup && m.Path != "" {
+			c.add(field+".path", "%s is listed by manifests[%d] too", m.Path, j)
+		}
+		paths[m.Path] = i
+	}
+	return c.err()
+}
+
+// Describe names a release for messages: "release kube-system/coredns
+// (plugin coredns)".
+func (r Release) Describe() string {
+	s := "release " + r.Namespace + "/" + r.Name
+	if r.Plugin != "" {
+		s += " (plugin " + r.Plugin + ")"
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+package nodeplan
+
+import (
+	"fmt"
+	"net/url"
+)
+
+// GoalPlan (GoalPath) is what the role is for, which the `wait` step waits
+// for and then reports (console and status object, phase "ready", with the
+// seconds since the machine started). Exactly one of Node and Etcd. The
+// `etcd-snapshot` step uses Etcd too.
+type GoalPlan struct {
+	Node *NodeGoal `json:"node,omitempty"`
+	Etcd *EtcdGoal `json:"etcd,omitempty"`
+	// Timeout bounds the wait; "10m" when empty.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// NodeGoal: this machine's Node is Ready.
+type NodeGoal struct {
+	// Kubeconfig reaches the API server (the kubelet's will do).
+	Kubeconfig string `json:"kubeconfig"`
+	// NodeName is this machine's node; it may name facts. "{hostname}"
+	// when empty, the name the kubelet registers with on AWS.
+	NodeName string `json:"nodeName,omitempty"`
+}
+
+// EtcdGoal: the etcd member on this machine is healthy (answers a
+// linearizable read through its client URL).
+type EtcdGoal struct {
+	// Endpoints are client URLs of this member; they may name facts
+	// ("https://{privateIPv4}:2379").
+	Endpoints []string `json:"endpoints"`
+	// CACert, Cert and Key are the PEM files of a client certificate the
+	// member trusts.
+	CACert string `json:"caCert"`
+	Cert   string `json:"cert"`
+	Key    string `json:"key"`
+}
+
+// Validate implements Plan.
+func (p *GoalPlan) Validate() error {
+	var c checker
+	if (p.Node == nil) == (p.Etcd == nil) {
+		c.add("node|etcd", "give exactly one goal: node or etcd")
+	}
+	if n := p.Node; n != nil {
+		c.absPath("node.kubeconfig", n.Kubeconfig)
+		if n.NodeName != "" {
+			c.dnsName("node.nodeName", n.NodeName)
+		}
+	}
+	if e := p.Etcd; e != nil {
+		if len(e.Endpoints) == 0 {
+			c.add("etcd.endpoints", "missing: want this member's client URLs")
+		}
+		for i, ep := range e.Endpoints {
+			field := fmt.Sprintf("etcd.endpoints[%d]", i)
+			c.facts(field, ep)
+			if u, err := url.Parse(placeholder.ReplaceAllString(ep, "x")); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				c.add(field, "%q is not a URL such as https://{privateIPv4}:2379", ep)
+			}
+		}
+		c.absPath("etcd.caCert", e.CACert)
+		c.absPath("etcd.cert", e.Cert)
+		c.absPath("etcd.key", e.Key)
+	}
+	c.duration("timeout", p.Timeout)
+	return c.err()
+}
+
+// ApproverPlan (ApproverPath) configures `approve-csrs`, the long-running
+// approver of kubelet serving certificate requests on the controllers.
+// It approves a kubernetes.io/kubelet-serving request only when the node
+// asks for names and addresses its own EC2 instance has; every other
+// request is left to others.
+type ApproverPlan struct {
+	// Kubeconfig may read, approve and deny certificatesigningrequests.
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+// Validate implements Plan.
+func (p *ApproverPlan) Validate() error {
+	var c checker
+	c.absPath("kubeconfig", p.Kubeconfig)
+	return c.err()
+}

@@ -1,0 +1,27 @@
+package nodeplan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"regexp"
+)
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// IsSHA256 reports whether s is a sha256 digest in lower-case hex, the
+// form every plan and every content-addressed key uses.
+func IsSHA256(s string) bool { return sha256Hex.MatchString(s) }
+
+// SHA256Hex is the lower-case hex sha256 of b.
+func SHA256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// KeyDigest returns the sha256 a content-addressed key names (its last
+// element), and whether it names one.
+func KeyDigest(key string) (string, bool) {
+	d := path.Base(key)
+	return d, IsSHA256(d)
+}
