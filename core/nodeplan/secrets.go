@@ -1,6 +1,15 @@
 package nodeplan
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+)
+
+// MarkerPattern matches a secret marker, ((secret:<plugin>/<json-pointer>)),
+// exactly as kube-aws writes them (core/config.MarkerPattern; a test keeps
+// the two equal). A marker holds no character that JSON, YAML or an
+// environment file would escape.
+var MarkerPattern = regexp.MustCompile(`\(\(secret:[A-Za-z0-9._~%/-]+\)\)`)
 
 // SecretsPlan (SecretsPath) lists every file the role's userdata writes
 // with ((secret:...)) markers in it. The `secrets` step fetches each
