@@ -44,8 +44,9 @@ type Certificate struct {
 	// private key (PKCS#8, mode 0600) are written.
 	Cert string `json:"cert"`
 	Key  string `json:"key"`
-	// Owner of the written files, "user" or "user:group"; root:root when
-	// empty. The user must exist when the step runs.
+	// Owner of the written files: "user" (with the user's own group) or
+	// "user:group"; root:root when empty. They must exist when the step
+	// runs.
 	Owner string `json:"owner,omitempty"`
 	// Kubeconfig, when set, also writes a kubeconfig that uses this
 	// certificate (by file path) to reach Server, trusting CACert.

@@ -85,8 +85,11 @@ type Options struct {
 
 // Env is one step's world.
 type Env struct {
-	Step     string
-	Root     string
+	Step string
+	Root string
+	// Stderr is the process's stderr alone; the reporter writes to it
+	// and to the console.
+	Stderr   io.Writer
 	Settings nodeplan.Settings
 	AWS      aws.Config
 	Store    *blob.Store
@@ -100,7 +103,10 @@ func New(ctx context.Context, step string, o Options) (*Env, error) {
 	if root == "" {
 		root = "/"
 	}
-	e := &Env{Step: step, Root: root}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	e := &Env{Step: step, Root: root, Stderr: o.Stderr}
 	out := report.Writers(o.Stderr, report.Console(o.Console))
 	// Until the facts are known, lines name the role only.
 	e.Report = &report.Reporter{Out: out}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func gz(s string) []byte {
@@ -257,7 +258,7 @@ runcmd:
 	}
 	var out bytes.Buffer
 	var started []int
-	err = u.Run(context.Background(), []string{"GREETING=hi there", "PATH=" + os.Getenv("PATH")}, &out, func(i int, c Command) { started = append(started, i) })
+	err = u.Run(context.Background(), RunOptions{Env: []string{"GREETING=hi there", "PATH=" + os.Getenv("PATH")}, Out: &out, Started: func(i int, c Command) { started = append(started, i) }})
 	var failed *Failed
 	if !errors.As(err, &failed) || failed.Index != 2 {
 		t.Fatalf("err = %v, want runcmd[2] to fail", err)
@@ -276,8 +277,12 @@ runcmd:
 	}
 
 	missing, _ := Parse([]byte("#cloud-config\nruncmd:\n- [/nonexistent/tool, x]\n"))
-	if err := missing.Run(context.Background(), nil, &out, nil); err == nil || !strings.Contains(err.Error(), "/nonexistent/tool") {
+	if err := missing.Run(context.Background(), RunOptions{Out: &out}); err == nil || !strings.Contains(err.Error(), "/nonexistent/tool") {
 		t.Errorf("missing command: %v", err)
+	}
+	slow, _ := Parse([]byte("#cloud-config\nruncmd:\n- [sleep, '10']\n"))
+	if err := slow.Run(context.Background(), RunOptions{Out: &out, Timeout: 50 * time.Millisecond, Env: []string{"PATH=" + os.Getenv("PATH")}}); err == nil || !strings.Contains(err.Error(), "killed after 50ms") {
+		t.Errorf("slow command: %v", err)
 	}
 }
 

@@ -2,23 +2,47 @@ package cloudinit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 	"io"
 	"os/exec"
 )
 
-// Run runs every runcmd entry in order, each with env and its output going
-// to out, calling started before each one. It stops at the first entry that
-// fails (cannot start, or exits non-zero) and returns a *Failed naming it.
-func (u *Userdata) Run(ctx context.Context, env []string, out io.Writer, started func(i int, c Command)) error {
+// RunOptions say how runcmd runs.
+type RunOptions struct {
+	// Env is every command's environment.
+	Env []string
+	// Out gets every command's output.
+	Out io.Writer
+	// Timeout bounds each command; 0 is no bound.
+	Timeout time.Duration
+	// Started, if set, is called before each command.
+	Started func(i int, c Command)
+}
+
+// Run runs every runcmd entry in order. It stops at the first entry that
+// fails (cannot start, exits non-zero, or times out) and returns a *Failed
+// naming it.
+func (u *Userdata) Run(ctx context.Context, o RunOptions) error {
 	for i, c := range u.RunCmd {
-		if started != nil {
-			started(i, c)
+		if o.Started != nil {
+			o.Started(i, c)
 		}
-		if err := c.Exec(ctx, env, out).Run(); err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if o.Timeout > 0 {
+			cctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		}
+		err := c.Exec(cctx, o.Env, o.Out).Run()
+		if err != nil && cctx.Err() != nil {
+			if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+				err = fmt.Errorf("%w: killed after %s", err, o.Timeout)
+			} else {
+				err = fmt.Errorf("%w (%v)", err, context.Cause(cctx))
 			}
+		}
+		cancel()
+		if err != nil {
 			return &Failed{Index: i, Command: c, Err: err}
 		}
 	}

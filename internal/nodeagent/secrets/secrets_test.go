@@ -120,7 +120,9 @@ func TestSecretsEveryFormat(t *testing.T) {
 	if err := json.Unmarshal(b, &addons); err != nil {
 		t.Fatalf("addons plan is not JSON any more: %v\n%s", err, b)
 	}
-	var values struct{ Config struct{ Password, Token string } }
+	var values struct {
+		Config struct{ Password, Token string }
+	}
 	json.Unmarshal(addons.Releases[0].Values, &values)
 	if values.Config.Password != hard || values.Config.Token != "Bearer t0k3n" {
 		t.Errorf("Helm values = %+v", values.Config)
