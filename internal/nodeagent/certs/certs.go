@@ -366,4 +366,3 @@ func sortedUsages(u []x509.ExtKeyUsage) []x509.ExtKeyUsage {
 	slices.Sort(u)
 	return u
 }
-

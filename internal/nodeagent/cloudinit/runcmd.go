@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"io"
 	"os/exec"
+	"time"
 )
 
 // RunOptions say how runcmd runs.
