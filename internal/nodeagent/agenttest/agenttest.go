@@ -13,10 +13,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -144,6 +147,13 @@ func (o *Output) Write(p []byte) (int, error) {
 	return o.b.Write(p)
 }
 
+// Reset forgets what was written.
+func (o *Output) Reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b.Reset()
+}
+
 func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -173,4 +183,53 @@ func Machine(t testing.TB, motoURL, role, step string) (*agent.Env, *Output) {
 	s := Settings(t, role)
 	SetSettings(t, s)
 	return Env(t, step, t.TempDir())
+}
+
+// Containerd starts a containerd of the test's own (its root, state and
+// socket in a temporary folder) and returns its socket; it is stopped at
+// the end of the test. The machine image's containerd is the same program.
+func Containerd(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kube-aws-containerd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := dir + "/containerd.sock"
+	cfg := fmt.Sprintf("version = 2\nroot = %q\nstate = %q\n[grpc]\n  address = %q\n[ttrpc]\n  address = %q\n", dir+"/root", dir+"/state", sock, sock+".ttrpc")
+	if err := os.WriteFile(dir+"/config.toml", []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log Output
+	cmd := exec.Command("containerd", "--config", dir+"/config.toml")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting containerd (the machine image has it; here: apt-get install containerd): %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		// Unpacked layers may still be mounted by the snapshotter.
+		_ = exec.Command("umount", "-R", dir+"/root").Run()
+		os.RemoveAll(dir)
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := exec.Command("ctr", "--address", sock, "version").Run(); err == nil {
+			return sock
+		}
+		select {
+		case <-exited:
+			t.Fatalf("containerd exited:\n%s", log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("containerd did not answer within 20s:\n%s", log.String())
+	return ""
 }

@@ -1,0 +1,238 @@
+// Package artifacts is the `artifacts` step: it installs the binaries of
+// the artifacts plan and puts its container images into containerd, each
+// from the source for this machine's architecture (kube-aws-node's own,
+// runtime.GOARCH), checking every download's sha256 before it is used.
+package artifacts
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/blob"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/images"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/retry"
+)
+
+// Options tune the step.
+type Options struct {
+	// Arch is the machine's architecture; runtime.GOARCH when empty.
+	Arch nodeplan.Arch
+	// Images imports images; ctr on a machine.
+	Images *images.Client
+	// Timeout bounds the whole step.
+	Timeout time.Duration
+}
+
+// Run is the step.
+func Run(ctx context.Context, e *agent.Env, o Options) error {
+	var plan nodeplan.ArtifactsPlan
+	found, err := e.Plan(nodeplan.ArtifactsPath, &plan)
+	if err != nil {
+		return err
+	}
+	if !found {
+		e.Logf("no artifacts plan (%s): nothing to install", nodeplan.ArtifactsPath)
+		return nil
+	}
+	if o.Arch == "" {
+		o.Arch = nodeplan.Arch(runtime.GOARCH)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	for i, b := range plan.Binaries {
+		field := fmt.Sprintf("binaries[%d] (%s)", i, b.Name)
+		src, ok := b.Sources[o.Arch]
+		if !ok {
+			return agent.BadInput(fmt.Errorf("%s has no source for %s, this machine's architecture", field, o.Arch))
+		}
+		if err := installBinary(ctx, e, b, src); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+	}
+	if len(plan.Images) == 0 {
+		return nil
+	}
+	// containerd may still be starting (runcmd started it a moment ago).
+	var have map[string]string
+	err = retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+		have, err = o.Images.Digests(ctx)
+		return err
+	}, func(_ int, err error, d time.Duration) {
+		e.Logf("waiting %s for containerd: %v", d.Round(time.Millisecond), err)
+	})
+	if err != nil {
+		return fmt.Errorf("listing containerd's images: %w", err)
+	}
+	for i, im := range plan.Images {
+		field := fmt.Sprintf("images[%d] (%s)", i, im.Name)
+		src, ok := im.Sources[o.Arch]
+		if !ok {
+			return agent.BadInput(fmt.Errorf("%s has no source for %s, this machine's architecture", field, o.Arch))
+		}
+		if err := importImage(ctx, e, o, im, src, have); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+	}
+	return nil
+}
+
+// fetch downloads a source into the cache, retrying what may pass.
+func fetch(ctx context.Context, e *agent.Env, src blob.Source) (string, error) {
+	var p string
+	err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+		var err error
+		p, err = e.Store.Fetch(ctx, src)
+		return err
+	}, func(_ int, err error, d time.Duration) {
+		e.Logf("downloading again in %s: %v", d.Round(time.Millisecond), err)
+	})
+	return p, err
+}
+
+func installBinary(ctx context.Context, e *agent.Env, b nodeplan.Binary, s nodeplan.Source) error {
+	src := blob.Source{URL: s.URL, SHA256: s.SHA256}
+	if s.AssetKey != "" {
+		src.Key = e.Settings.Key(s.AssetKey)
+	}
+	started := time.Now()
+	cached, err := fetch(ctx, e, src)
+	if err != nil {
+		return err
+	}
+	var content []byte
+	if s.Member != "" {
+		content, err = member(cached, s.Member)
+	} else {
+		content, err = os.ReadFile(cached)
+	}
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o755)
+	if b.Mode != "" {
+		m, _ := nodeplan.ParseMode(b.Mode)
+		mode = os.FileMode(m)
+	}
+	dest := e.Path(b.Path)
+	if old, err := os.ReadFile(dest); err == nil && bytes.Equal(old, content) {
+		if err := os.Chmod(dest, mode); err != nil {
+			return err
+		}
+		e.Logf("%s: %s is current", b.Name, b.Path)
+		return nil
+	}
+	// A new file renamed over the old one: a running binary is not
+	// changed under its process, and no one runs half a file.
+	if err := fileutil.WriteAtomic(dest, content, mode); err != nil {
+		return err
+	}
+	from := src.URL
+	if from == "" {
+		from = s.AssetKey
+	}
+	if s.Member != "" {
+		from += " (" + s.Member + ")"
+	}
+	e.Logf("%s: installed %s from %s, %d bytes, in %s", b.Name, b.Path, from, len(content), time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// member reads one file out of a tar archive, gzipped or not.
+func member(archive, name string) ([]byte, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, retry.Permanent(fmt.Errorf("archive: %v", err))
+		}
+		r = zr
+	}
+	want := path.Clean(strings.TrimPrefix(name, "./"))
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, agent.BadInput(fmt.Errorf("the archive has no file %s", name))
+		}
+		if err != nil {
+			return nil, retry.Permanent(fmt.Errorf("the archive is not a tar archive: %v", err))
+		}
+		if path.Clean(strings.TrimPrefix(h.Name, "./")) != want {
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			return nil, agent.BadInput(fmt.Errorf("%s in the archive is not a regular file", name))
+		}
+		return io.ReadAll(tr)
+	}
+}
+
+func importImage(ctx context.Context, e *agent.Env, o Options, im nodeplan.Image, s nodeplan.ImageSource, have map[string]string) error {
+	platform := "linux/" + string(o.Arch)
+	started := time.Now()
+	if s.Digest != "" {
+		if have[im.Reference] == s.Digest {
+			e.Logf("%s: %s is present", im.Name, im.Reference)
+			return nil
+		}
+		repo, _, _ := nodeplan.SplitReference(im.Reference)
+		err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+			return o.Images.Pull(ctx, repo, s.Digest, im.Reference, platform)
+		}, func(_ int, err error, d time.Duration) {
+			e.Logf("pulling again in %s: %v", d.Round(time.Millisecond), err)
+		})
+		if err != nil {
+			return err
+		}
+		e.Logf("%s: pulled %s@%s as %s in %s", im.Name, repo, s.Digest, im.Reference, time.Since(started).Round(time.Millisecond))
+		return nil
+	}
+	// An archive imported before: the stamp records which archive the
+	// name came from.
+	stamp := e.Path(filepath.Join(nodeplan.StateDir, "images", s.SHA256))
+	if b, err := os.ReadFile(stamp); err == nil && string(b) == im.Reference && have[im.Reference] != "" {
+		e.Logf("%s: %s is present", im.Name, im.Reference)
+		return nil
+	}
+	archive, err := fetch(ctx, e, blob.Source{Key: e.Settings.Key(s.AssetKey), SHA256: s.SHA256})
+	if err != nil {
+		return err
+	}
+	if err := o.Images.Import(ctx, archive, platform); err != nil {
+		return err
+	}
+	after, err := o.Images.Digests(ctx)
+	if err != nil {
+		return err
+	}
+	if after[im.Reference] == "" {
+		return agent.BadInput(fmt.Errorf("the archive %s does not hold %s: tag the image with the reference the plan names", s.AssetKey, im.Reference))
+	}
+	have[im.Reference] = after[im.Reference]
+	if err := fileutil.WriteAtomic(stamp, []byte(im.Reference), 0o644); err != nil {
+		return err
+	}
+	e.Logf("%s: imported %s from %s in %s", im.Name, im.Reference, s.AssetKey, time.Since(started).Round(time.Millisecond))
+	return nil
+}
