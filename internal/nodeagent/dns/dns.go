@@ -50,7 +50,9 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 		}
 		rctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		err = retry.Do(rctx, retry.Boot, func(ctx context.Context) error { return upsert(ctx, e, client, r, rec) },
-			func(_ int, err error, d time.Duration) { e.Logf("%s: %v; trying again in %s", rec.name, err, d.Round(time.Millisecond)) })
+			func(_ int, err error, d time.Duration) {
+				e.Logf("%s: %v; trying again in %s", rec.name, err, d.Round(time.Millisecond))
+			})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s (%s %s): %w", field, rec.name, rec.kind, err)

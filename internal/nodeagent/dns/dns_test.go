@@ -74,7 +74,7 @@ func TestUpsert(t *testing.T) {
 		Name: aws.String("demo.internal"), CallerReference: aws.String(t.Name()),
 		// moto marks a zone private only when told, AWS when given a VPC.
 		HostedZoneConfig: &types.HostedZoneConfig{PrivateZone: true},
-		VPC: &types.VPC{VPCId: vpc.Vpc.VpcId, VPCRegion: types.VPCRegion(awstest.Region)},
+		VPC:              &types.VPC{VPCId: vpc.Vpc.VpcId, VPCRegion: types.VPCRegion(awstest.Region)},
 	})
 	if err != nil {
 		t.Fatal(err)
