@@ -1,0 +1,186 @@
+// Package addons is the `addons` step of the controllers: once the API
+// server answers, it installs the add-ons plan's Helm releases in order
+// (the charts fetched from the assets by sha256 first, so a missing chart
+// fails at once rather than after the wait), then server-side applies its
+// manifests in order, each retried with backoff until the step's timeout;
+// a second run changes nothing that is as planned.
+package addons
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/apply"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/blob"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/helmrelease"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/retry"
+)
+
+// Options tune the step.
+type Options struct {
+	// Connect reaches the cluster with a kubeconfig (Connect on a machine).
+	Connect func(kubeconfig string, logf func(string, ...any)) (Cluster, error)
+	// APITimeout bounds the wait for the API server; ReleaseTimeout each
+	// release (retries included) and each manifest.
+	APITimeout, ReleaseTimeout time.Duration
+	// Retry is how releases and manifests are retried.
+	Retry retry.Policy
+}
+
+// DefaultReleaseTimeout bounds a release's install when the plan says no
+// timeout: Helm's own default.
+const DefaultReleaseTimeout = 5 * time.Minute
+
+type release struct {
+	plan   nodeplan.Release
+	chart  *chart.Chart
+	values map[string]any
+}
+
+// Run is the step.
+func Run(ctx context.Context, e *agent.Env, o Options) error {
+	var plan nodeplan.AddonsPlan
+	found, err := e.Plan(nodeplan.AddonsPath, &plan)
+	if err != nil {
+		return err
+	}
+	if !found || len(plan.Releases)+len(plan.Manifests) == 0 {
+		e.Logf("no add-ons plan (%s): nothing to install", nodeplan.AddonsPath)
+		return nil
+	}
+	releases, err := prepare(ctx, e, plan)
+	if err != nil {
+		return err
+	}
+	manifests := make([][]apply.Object, len(plan.Manifests))
+	for i, m := range plan.Manifests {
+		b, err := os.ReadFile(e.Path(m.Path))
+		if err != nil {
+			return fmt.Errorf("manifests[%d]: %w", i, err)
+		}
+		if marker := nodeplan.MarkerPattern.Find(b); marker != nil {
+			return agent.BadInput(fmt.Errorf("manifests[%d] %s still holds %s: list it in the secrets plan (%s)", i, m.Path, marker, nodeplan.SecretsPath))
+		}
+		if manifests[i], err = apply.Parse(b); err != nil {
+			return agent.BadInput(fmt.Errorf("manifests[%d] %s%s: %w", i, m.Path, byPlugin(m.Plugin), err))
+		}
+	}
+
+	cluster, err := o.Connect(e.Path(plan.Kubeconfig), e.Logf)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, o.APITimeout)
+	err = cluster.WaitReady(wctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("waiting for the API server: %w", err)
+	}
+	e.Logf("the API server is ready (waited %s)", time.Since(started).Round(time.Millisecond))
+
+	for i, r := range releases {
+		what := fmt.Sprintf("releases[%d]: %s", i, r.plan.Describe())
+		timeout := nodeplan.DurationOr(r.plan.Timeout, DefaultReleaseTimeout)
+		var outcome helmrelease.Outcome
+		started := time.Now()
+		err := attempt(ctx, e, o, what, o.ReleaseTimeout, func(ctx context.Context) error {
+			cfg, err := cluster.Helm(r.plan.Namespace)
+			if err != nil {
+				return err
+			}
+			outcome, err = helmrelease.Ensure(cfg, helmrelease.Release{
+				Name: r.plan.Name, Namespace: r.plan.Namespace, Chart: r.chart, ChartSHA256: r.plan.ChartSHA256,
+				Values: r.values, Wait: r.plan.Wait, Timeout: timeout,
+			}, time.Now())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		e.Logf("%s: %s (chart %s %s) in %s", what, outcome, r.chart.Name(), r.chart.Metadata.Version, time.Since(started).Round(time.Millisecond))
+	}
+	applier, err := cluster.Applier()
+	if err != nil {
+		return err
+	}
+	for i, objs := range manifests {
+		m := plan.Manifests[i]
+		what := fmt.Sprintf("manifests[%d]: %s%s", i, m.Path, byPlugin(m.Plugin))
+		var n int
+		err := attempt(ctx, e, o, what, o.ReleaseTimeout, func(ctx context.Context) error {
+			var err error
+			n, err = applier.Apply(ctx, objs)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		e.Logf("%s: %d objects applied", what, n)
+	}
+	return nil
+}
+
+// prepare checks every release's values and fetches and loads its chart.
+func prepare(ctx context.Context, e *agent.Env, plan nodeplan.AddonsPlan) ([]release, error) {
+	out := make([]release, 0, len(plan.Releases))
+	for i, r := range plan.Releases {
+		what := fmt.Sprintf("releases[%d]: %s", i, r.Describe())
+		if m := nodeplan.MarkerPattern.Find(r.Values); m != nil {
+			return nil, agent.BadInput(fmt.Errorf("%s: values still hold %s: list %s in the secrets plan (format json) so the secrets step substitutes it first", what, m, nodeplan.AddonsPath))
+		}
+		values := map[string]any{}
+		if len(r.Values) > 0 && string(r.Values) != "null" {
+			if err := json.Unmarshal(r.Values, &values); err != nil {
+				return nil, agent.BadInput(fmt.Errorf("%s: values: %v", what, err))
+			}
+		}
+		var p string
+		err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+			var err error
+			p, err = e.Store.Fetch(ctx, blob.Source{Key: e.Settings.Key(r.ChartKey), SHA256: r.ChartSHA256})
+			return err
+		}, func(_ int, err error, d time.Duration) {
+			e.Logf("%s: fetching the chart again in %s: %v", what, d.Round(time.Millisecond), err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: chart: %w", what, err)
+		}
+		ch, err := loader.Load(p)
+		if err != nil {
+			return nil, agent.BadInput(fmt.Errorf("%s: the chart %s does not load: %v", what, r.ChartKey, err))
+		}
+		out = append(out, release{plan: r, chart: ch, values: values})
+	}
+	return out, nil
+}
+
+// attempt retries fn until it succeeds or timeout passes, saying why it
+// tries again.
+func attempt(ctx context.Context, e *agent.Env, o Options, what string, timeout time.Duration, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return retry.Do(ctx, o.Retry, fn, func(n int, err error, d time.Duration) {
+		if errors.Is(err, helmrelease.ErrBusy) {
+			e.Logf("%s: %v; waiting %s", what, err, d.Round(time.Millisecond))
+			return
+		}
+		e.Logf("%s: attempt %d failed: %v; trying again in %s", what, n, err, d.Round(time.Millisecond))
+	})
+}
+
+func byPlugin(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " (plugin " + p + ")"
+}
