@@ -277,8 +277,19 @@ runcmd:
 	}
 
 	missing, _ := Parse([]byte("#cloud-config\nruncmd:\n- [/nonexistent/tool, x]\n"))
-	if err := missing.Run(context.Background(), RunOptions{Out: &out}); err == nil || !strings.Contains(err.Error(), "/nonexistent/tool") {
-		t.Errorf("missing command: %v", err)
+	out.Reset()
+	if err := missing.Run(context.Background(), RunOptions{Out: &out}); err == nil || !strings.Contains(err.Error(), "exit status 127") || !strings.Contains(out.String(), "/nonexistent/tool") {
+		t.Errorf("missing command: %v, %q", err, out.String())
+	}
+	// An argv's first word is looked up on the command's own PATH.
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "kube-aws-tool"), []byte("#!/bin/sh\necho \"tool $*\" >> "+marker+"\n"), 0o755)
+	tool, _ := Parse([]byte("#cloud-config\nruncmd:\n- [kube-aws-tool, 'a b']\n"))
+	if err := tool.Run(context.Background(), RunOptions{Out: &out, Env: []string{"PATH=" + bin + ":/usr/bin:/bin"}}); err != nil {
+		t.Errorf("a tool on the command's PATH: %v", err)
+	}
+	if b, _ := os.ReadFile(marker); !strings.HasSuffix(string(b), "tool a b\n") {
+		t.Errorf("tool wrote %q", b)
 	}
 	slow, _ := Parse([]byte("#cloud-config\nruncmd:\n- [sleep, '10']\n"))
 	if err := slow.Run(context.Background(), RunOptions{Out: &out, Timeout: 50 * time.Millisecond, Env: []string{"PATH=" + os.Getenv("PATH")}}); err == nil || !strings.Contains(err.Error(), "killed after 50ms") {

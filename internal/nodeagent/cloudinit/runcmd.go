@@ -49,13 +49,14 @@ func (u *Userdata) Run(ctx context.Context, o RunOptions) error {
 	return nil
 }
 
-// Exec makes the process of a command: an argv as it is (its first item
-// looked up on PATH), a string with /bin/sh -c, in /, with env and the
-// output going to out.
+// Exec makes the process of a command, run by /bin/sh as cloud-init's
+// runcmd script runs it: a string as a command line, an argv as its words
+// (so its first word is looked up on env's PATH, as in cloud-init), in /,
+// with env and the output going to out.
 func (c Command) Exec(ctx context.Context, env []string, out io.Writer) *exec.Cmd {
 	var cmd *exec.Cmd
 	if c.Argv != nil {
-		cmd = exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `exec "$@"`, "runcmd"}, c.Argv...)...)
 	} else {
 		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", c.Shell)
 	}

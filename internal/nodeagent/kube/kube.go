@@ -45,3 +45,12 @@ func WaitReady(ctx context.Context, c kubernetes.Interface, logf func(string, ..
 		}
 	})
 }
+
+// Clientset is a clientset for the API server a kubeconfig names.
+func Clientset(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := Config(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
