@@ -85,7 +85,9 @@ var steps = []step{
 		}},
 	{name: "wait", summary: "wait for the goal plan's goal (node Ready or etcd member healthy) and report it",
 		flags: func(*flag.FlagSet) func(context.Context, *agent.Env) error {
-			return func(ctx context.Context, e *agent.Env) error { return goal.Run(ctx, e, goal.Options{Connect: kube.Clientset}) }
+			return func(ctx context.Context, e *agent.Env) error {
+				return goal.Run(ctx, e, goal.Options{Connect: kube.Clientset})
+			}
 		}},
 	{name: "etcd-snapshot", summary: "snapshot this etcd member (when leader) to etcd/snapshots/ in S3, KMS-encrypted",
 		flags: func(fs *flag.FlagSet) func(context.Context, *agent.Env) error {
