@@ -32,7 +32,7 @@ help:
 	@echo "make demo   build, render cluster.yaml.example and deploy it to a local AWS emulator (moto)"
 	@echo "make test   vet, unit, subprocess, race, fuzz and end-to-end tests"
 	@echo "make e2e-cluster  boot what moto's Auto Scaling groups launch as local machines (root; RUN=regexp picks tests)"
-	@echo "make build  build bin/kube-aws and every built-in and contrib plugin under bin/kube-aws-plugins/"
+	@echo "make build  build bin/kube-aws, every built-in and contrib plugin and kube-aws-node (linux/amd64, arm64) under bin/kube-aws-plugins/"
 	@echo "make bench  Go benchmarks and whole-command timings (see docs/benchmarks.md)"
 	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
 	@echo "make lint   gofmt and go vet"
@@ -42,12 +42,17 @@ help:
 # parallel.
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 
+# kube-aws-node runs on the machines, one static binary per architecture
+# kube-aws builds machines for; kube-aws uploads it as an asset.
+NODE_ARCHS := amd64 arm64
+
 build:
 	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib $(PLUGIN_BIN)/libexec
 	$(GOBUILD) -o $(BIN)/ ./cmd/kube-aws
 	$(GOBUILD) -o $(PLUGIN_BIN)/libexec/ ./cmd/kube-aws-ops
 	$(GOBUILD) -o $(PLUGIN_BIN)/builtin/ $(addprefix ./,$(BUILTIN_PLUGIN_PKGS))
 	$(GOBUILD) -o $(PLUGIN_BIN)/contrib/ $(addprefix ./,$(CONTRIB_PLUGIN_PKGS))
+	$(foreach a,$(NODE_ARCHS),GOOS=linux GOARCH=$(a) $(GOBUILD) -o $(PLUGIN_BIN)/libexec/kube-aws-node-linux-$(a) ./cmd/kube-aws-node &&) true
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt

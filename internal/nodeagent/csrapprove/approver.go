@@ -15,8 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
+	certlisters "k8s.io/client-go/listers/certificates/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -56,8 +57,10 @@ type approver struct {
 }
 
 func (a *approver) run(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactory(a.cs, 0)
-	inf := factory.Certificates().V1().CertificateSigningRequests()
+	// The one informer it needs, not the factory: the factory links every
+	// API group's informers into the binary.
+	inf := certinformers.NewCertificateSigningRequestInformer(a.cs, 0, cache.Indexers{})
+	lister := certlisters.NewCertificateSigningRequestLister(inf.GetIndexer())
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-serving-csrs"})
@@ -67,14 +70,13 @@ func (a *approver) run(ctx context.Context) error {
 			queue.Add(csr.Name)
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
 	}); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -90,7 +92,7 @@ func (a *approver) run(ctx context.Context) error {
 		if quit {
 			return nil
 		}
-		retry := a.process(ctx, inf.Lister().Get, name)
+		retry := a.process(ctx, lister.Get, name)
 		if retry {
 			queue.AddRateLimited(name)
 		} else {
