@@ -136,8 +136,10 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 				fatal("packaging chart %s: %v", r.Chart.Path, err)
 				continue
 			}
-			if d := check(ch, r, values, caps); d != nil {
-				diags = append(diags, d.At(where))
+			if ds := check(ch, r, values, caps); len(ds) > 0 {
+				for _, d := range ds {
+					diags = append(diags, d.At(where))
+				}
 				continue
 			}
 			file := fmt.Sprintf("%s-%s.tgz", r.Name, ch.Metadata.Version)
@@ -207,19 +209,23 @@ func capabilities(version string) (*chartutil.Capabilities, error) {
 }
 
 // check does what helm install does before it talks to the cluster: the
-// chart's Kubernetes version range, its dependencies, its values schema, and
-// every template rendered with the release's values.
-func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps *chartutil.Capabilities) *diag.Diagnostic {
-	fatal := func(format string, args ...any) *diag.Diagnostic {
-		d := diag.Fatalf("%s: chart %s %s: %s", describe(r), ch.Name(), ch.Metadata.Version, fmt.Sprintf(format, args...))
-		return &d
+// chart's Kubernetes version range, its dependencies, its values schema,
+// every template rendered with the release's values, and every rendered
+// manifest and CRD file parsed as Helm parses them (checkManifests).
+func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps *chartutil.Capabilities) []diag.Diagnostic {
+	fatal := func(format string, args ...any) []diag.Diagnostic {
+		return []diag.Diagnostic{diag.Fatalf("%s: chart %s %s: %s", describe(r), ch.Name(), ch.Metadata.Version, fmt.Sprintf(format, args...))}
+	}
+	hint := "fix the template or the release's values; helm template reproduces this"
+	if r.Plugin != "" {
+		hint = fmt.Sprintf("fix the chart shipped by plugin %s or its values in cluster.yaml (plugins.%s.values); helm template reproduces this", r.Plugin, r.Plugin)
 	}
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return fatal("needs Kubernetes %s, the cluster runs %s", kv, caps.KubeVersion.String())
 	}
 	if missing := missingDependencies(ch); len(missing) > 0 {
 		d := fatal("dependencies %s are not in the chart's charts/ folder", strings.Join(missing, ", "))
-		*d = d.WithHint("run helm dependency build on the chart before shipping it")
+		d[0] = d[0].WithHint("run helm dependency build on the chart before shipping it")
 		return d
 	}
 	if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
@@ -230,20 +236,30 @@ func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps
 	if err != nil {
 		return fatal("values: %v", err)
 	}
-	if _, err := engine.Render(ch, top); err != nil {
+	rendered, err := engine.Render(ch, top)
+	if err != nil {
 		tpl, line, col := templateOf(err)
 		if tpl == "" {
 			return fatal("rendering: %v", err)
 		}
 		d := fatal("template %s: %v", tpl, err)
-		hint := "fix the template or the release's values; helm template reproduces this"
-		if r.Plugin != "" {
-			hint = fmt.Sprintf("fix the chart shipped by plugin %s or its values in cluster.yaml (plugins.%s.values); helm template reproduces this", r.Plugin, r.Plugin)
-		}
-		*d = d.InFile(tpl, line, col).WithHint(hint)
+		d[0] = d[0].InFile(tpl, line, col).WithHint(hint)
 		return d
 	}
-	return nil
+	var out []diag.Diagnostic
+	for _, p := range checkManifests(rendered, ch.CRDObjects()) {
+		kind, h := "template", hint
+		if strings.Contains(p.file, "/crds/") {
+			// CRD files are not templates: values cannot fix them.
+			kind, h = "CRD file", "fix the CRD file in the chart; helm install reads it as it is"
+			if r.Plugin != "" {
+				h = fmt.Sprintf("fix the CRD file in the chart shipped by plugin %s; helm install reads it as it is", r.Plugin)
+			}
+		}
+		d := fatal("%s %s:%d: %s", kind, p.file, p.line, p.message)
+		out = append(out, d[0].InFile(p.file, p.line, 0).WithHint(h))
+	}
+	return out
 }
 
 // templateLocation finds the template in Helm's error text, which comes in

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -125,6 +126,24 @@ func TestRenderBrokenCharts(t *testing.T) {
 			release: construct.HelmRelease{Name: "svc", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "needs-value")}},
 			message: []string{`release "svc"`, "template needs-value/templates/service.yaml", "values.host is required"},
 			file:    "needs-value/templates/service.yaml", line: 4,
+		},
+		{
+			name:    "rendered YAML Helm cannot parse",
+			release: construct.HelmRelease{Name: "bad", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "bad-yaml")}},
+			message: []string{`release "bad"`, "chart bad-yaml 0.1.0", "template bad-yaml/templates/configmap.yaml:14", "not YAML Helm can parse: mapping values are not allowed"},
+			file:    "bad-yaml/templates/configmap.yaml", line: 14,
+		},
+		{
+			name:    "rendered document without kind",
+			release: construct.HelmRelease{Name: "nokind", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "no-kind")}},
+			message: []string{`release "nokind"`, "template no-kind/templates/service.yaml:1", "a document without kind"},
+			file:    "no-kind/templates/service.yaml", line: 1,
+		},
+		{
+			name:    "corrupted CRD",
+			release: construct.HelmRelease{Name: "crd", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "bad-crd")}},
+			message: []string{`release "crd"`, "CRD file bad-crd/crds/widgets.yaml:", "not YAML Helm can parse"},
+			file:    "bad-crd/crds/widgets.yaml", line: 7,
 		},
 		{
 			name:    "missing chart",
@@ -567,5 +586,38 @@ func TestInstallScriptWithoutCharts(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+filepath.Join(t.TempDir(), "charts"), "KUBE_AWS_ASSETS_ENV="+env)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "no Helm releases to install") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// Every broken manifest of a chart is reported, not only the first, and
+// files helm install skips (NOTES.txt, partials) are not checked.
+func TestRenderReportsEveryBrokenManifest(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("Chart.yaml", "apiVersion: v2\nname: many\nversion: 1.0.0\n")
+	write("templates/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: ConfigMap\nmetadata: {name: b}\n")
+	write("templates/b.yaml", "apiVersion: v1\nkind: [\n")
+	write("templates/NOTES.txt", "not: [yaml\n")
+	write("templates/_x.tpl", "{{- define \"x\" }}not: [yaml{{ end }}\n")
+	write("templates/empty.yaml", "{{- if false }}\nkind: x\n{{- end }}\n")
+	write("crds/ok.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n")
+	_, diags := render(t, construct.HelmRelease{Name: "many", Namespace: "default", Plugin: "gadgets", Chart: construct.Chart{Path: dir}})
+	var got []string
+	for _, d := range diags {
+		got = append(got, fmt.Sprintf("%s:%d", d.File, d.Line))
+		if !strings.HasPrefix(d.Message, `plugin "gadgets": release "many"`) || !strings.Contains(d.Hint, "plugin gadgets") {
+			t.Errorf("diagnostic %q (hint %q) does not name the plugin", d.Message, d.Hint)
+		}
+	}
+	if strings.Join(got, " ") != "many/templates/a.yaml:5 many/templates/b.yaml:2" {
+		t.Errorf("diagnostics at %v:\n%v", got, diags)
 	}
 }

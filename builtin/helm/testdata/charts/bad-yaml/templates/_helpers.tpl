@@ -1,0 +1,1 @@
+{{- define "bad-yaml.name" -}}: not : yaml {{- end -}}
