@@ -97,6 +97,7 @@ bench: venv build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-render.sh
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
+	./scripts/bench-node.sh
 
 proto: venv
 	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
