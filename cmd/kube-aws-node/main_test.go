@@ -162,7 +162,7 @@ func TestBoot(t *testing.T) {
 	if st := status(t, s); st.Phase != nodeplan.PhaseBooted || st.Address != agenttest.DefaultInstance.PrivateIPv4 {
 		t.Errorf("status = %+v", st)
 	}
-	for _, line := range []string{"boot: runcmd[0]: kube-aws-node secrets", "secrets: substituted 2 secret markers in 2 files", "certificates: no certificates plan", "boot: userdata applied: 3 files, 3 commands"} {
+	for _, line := range []string{"boot: runcmd[0]: kube-aws-node secrets", "secrets: substituted 2 secret markers in 2 files", "certificates: no /etc/kube-aws/certificates.json on this machine: nothing to do", "boot: userdata applied: 3 files, 3 commands"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("output lacks %q:\n%s", line, out)
 		}

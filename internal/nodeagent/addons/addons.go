@@ -49,13 +49,8 @@ type release struct {
 // Run is the step.
 func Run(ctx context.Context, e *agent.Env, o Options) error {
 	var plan nodeplan.AddonsPlan
-	found, err := e.Plan(nodeplan.AddonsPath, &plan)
-	if err != nil {
+	if found, err := e.OptionalPlan(nodeplan.AddonsPath, &plan); err != nil || !found {
 		return err
-	}
-	if !found || len(plan.Releases)+len(plan.Manifests) == 0 {
-		e.Logf("no add-ons plan (%s): nothing to install", nodeplan.AddonsPath)
-		return nil
 	}
 	releases, err := prepare(ctx, e, plan)
 	if err != nil {
@@ -149,9 +144,7 @@ func prepare(ctx context.Context, e *agent.Env, plan nodeplan.AddonsPlan) ([]rel
 			var err error
 			p, err = e.Store.Fetch(ctx, blob.Source{Key: e.Settings.Key(r.ChartKey), SHA256: r.ChartSHA256})
 			return err
-		}, func(_ int, err error, d time.Duration) {
-			e.Logf("%s: fetching the chart again in %s: %v", what, d.Round(time.Millisecond), err)
-		})
+		}, e.Retrying(what+": fetching the chart"))
 		if err != nil {
 			return nil, fmt.Errorf("%s: chart: %w", what, err)
 		}

@@ -175,9 +175,7 @@ func (e *Env) loadFacts(ctx context.Context, fresh bool) error {
 		var err error
 		f, err = facts.FromIMDS(ctx, client)
 		return err
-	}, func(_ int, err error, d time.Duration) {
-		e.Logf("waiting %s for the instance metadata service: %v", d.Round(time.Millisecond), err)
-	})
+	}, e.Retrying("reading the instance metadata service"))
 	if err != nil {
 		return err
 	}
@@ -214,6 +212,24 @@ func (e *Env) Plan(path string, p nodeplan.Plan) (found bool, err error) {
 		return found, BadInput(err)
 	}
 	return found, nil
+}
+
+// OptionalPlan loads a plan the role may not have: without one it says
+// there is nothing to do and reports false.
+func (e *Env) OptionalPlan(path string, p nodeplan.Plan) (found bool, err error) {
+	found, err = e.Plan(path, p)
+	if err == nil && !found {
+		e.Logf("no %s on this machine: nothing to do", path)
+	}
+	return found, err
+}
+
+// Retrying is retry.Do's onRetry for what: a line saying why it tries
+// again, and when.
+func (e *Env) Retrying(what string) func(int, error, time.Duration) {
+	return func(_ int, err error, d time.Duration) {
+		e.Logf("%s: %v; trying again in %s", what, err, d.Round(time.Millisecond))
+	}
 }
 
 // Logf writes a line for this step.

@@ -233,3 +233,32 @@ func Containerd(t testing.TB) string {
 	t.Fatalf("containerd did not answer within 20s:\n%s", log.String())
 	return ""
 }
+
+// MotoMain is a test package's TestMain: it starts one moto for the
+// package, sets *url to it, runs the tests and stops it.
+func MotoMain(m *testing.M, url *string) {
+	u, stop, err := Moto()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*url = u
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// WritePlan writes a plan where the role's userdata would, under e's root.
+func WritePlan(t testing.TB, e *agent.Env, path string, p nodeplan.Plan) {
+	t.Helper()
+	b, err := nodeplan.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(e.Path(nodeplan.Dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Path(path), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -41,13 +41,8 @@ type Options struct {
 // Run is the step.
 func Run(ctx context.Context, e *agent.Env, o Options) error {
 	var plan nodeplan.ArtifactsPlan
-	found, err := e.Plan(nodeplan.ArtifactsPath, &plan)
-	if err != nil {
+	if found, err := e.OptionalPlan(nodeplan.ArtifactsPath, &plan); err != nil || !found {
 		return err
-	}
-	if !found {
-		e.Logf("no artifacts plan (%s): nothing to install", nodeplan.ArtifactsPath)
-		return nil
 	}
 	if o.Arch == "" {
 		o.Arch = nodeplan.Arch(runtime.GOARCH)
@@ -69,12 +64,11 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 	}
 	// containerd may still be starting (runcmd started it a moment ago).
 	var have map[string]string
-	err = retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+	err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+		var err error
 		have, err = o.Images.Digests(ctx)
 		return err
-	}, func(_ int, err error, d time.Duration) {
-		e.Logf("waiting %s for containerd: %v", d.Round(time.Millisecond), err)
-	})
+	}, e.Retrying("asking containerd for its images"))
 	if err != nil {
 		return fmt.Errorf("listing containerd's images: %w", err)
 	}
@@ -98,9 +92,7 @@ func fetch(ctx context.Context, e *agent.Env, src blob.Source) (string, error) {
 		var err error
 		p, err = e.Store.Fetch(ctx, src)
 		return err
-	}, func(_ int, err error, d time.Duration) {
-		e.Logf("downloading again in %s: %v", d.Round(time.Millisecond), err)
-	})
+	}, e.Retrying("downloading "+src.String()))
 	return p, err
 }
 
@@ -199,9 +191,7 @@ func importImage(ctx context.Context, e *agent.Env, o Options, im nodeplan.Image
 		repo, _, _ := nodeplan.SplitReference(im.Reference)
 		err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
 			return o.Images.Pull(ctx, repo, s.Digest, im.Reference, platform)
-		}, func(_ int, err error, d time.Duration) {
-			e.Logf("pulling again in %s: %v", d.Round(time.Millisecond), err)
-		})
+		}, e.Retrying("pulling "+repo+"@"+s.Digest))
 		if err != nil {
 			return err
 		}

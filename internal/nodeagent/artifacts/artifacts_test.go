@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,17 +28,7 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 func targz(t *testing.T, files map[string]string) []byte {
 	t.Helper()
@@ -103,13 +92,7 @@ func put(t *testing.T, e *agent.Env, body []byte) (key, sum string) {
 }
 
 func writePlan(t *testing.T, e *agent.Env, p *nodeplan.ArtifactsPlan) {
-	t.Helper()
-	b, err := nodeplan.Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
-	os.WriteFile(e.Path(nodeplan.ArtifactsPath), b, 0o644)
+	agenttest.WritePlan(t, e, nodeplan.ArtifactsPath, p)
 }
 
 // Air-gapped binaries and images from the assets, an upstream tarball's

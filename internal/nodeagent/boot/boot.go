@@ -78,9 +78,7 @@ func run(ctx context.Context, e *agent.Env, o Options) error {
 		var err error
 		data, err = e.Store.GetVerified(ctx, s.UserDataKey, sum, maxUserdata)
 		return err
-	}, func(_ int, err error, d time.Duration) {
-		e.Logf("fetching the userdata again in %s: %v", d.Round(time.Millisecond), err)
-	})
+	}, e.Retrying("fetching the userdata"))
 	if err != nil {
 		return fmt.Errorf("fetching the userdata: %w", err)
 	}

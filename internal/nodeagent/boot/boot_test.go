@@ -20,17 +20,7 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 var opts = Options{FetchTimeout: 5 * time.Second, CommandTimeout: 10 * time.Second}
 

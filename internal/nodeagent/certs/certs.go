@@ -44,13 +44,8 @@ const DefaultValidity = 365 * 24 * time.Hour
 // Run is the step.
 func Run(_ context.Context, e *agent.Env) error {
 	var plan nodeplan.CertificatesPlan
-	found, err := e.Plan(nodeplan.CertificatesPath, &plan)
-	if err != nil {
+	if found, err := e.OptionalPlan(nodeplan.CertificatesPath, &plan); err != nil || !found {
 		return err
-	}
-	if !found || len(plan.Certificates) == 0 {
-		e.Logf("no certificates plan (%s): nothing to issue", nodeplan.CertificatesPath)
-		return nil
 	}
 	issued := 0
 	for i, c := range plan.Certificates {

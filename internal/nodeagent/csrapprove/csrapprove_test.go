@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -32,17 +31,7 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 const nodeName = "ip-10-0-1-23.ec2.internal"
 

@@ -33,13 +33,8 @@ type Options struct {
 // Run is the step.
 func Run(ctx context.Context, e *agent.Env, o Options) error {
 	var plan nodeplan.DNSPlan
-	found, err := e.Plan(nodeplan.DNSPath, &plan)
-	if err != nil {
+	if found, err := e.OptionalPlan(nodeplan.DNSPath, &plan); err != nil || !found {
 		return err
-	}
-	if !found || len(plan.Records) == 0 {
-		e.Logf("no DNS plan (%s): no record to upsert", nodeplan.DNSPath)
-		return nil
 	}
 	client := route53.NewFromConfig(e.AWS)
 	for i, r := range plan.Records {
@@ -49,10 +44,7 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 			return err
 		}
 		rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		err = retry.Do(rctx, retry.Boot, func(ctx context.Context) error { return upsert(ctx, e, client, r, rec) },
-			func(_ int, err error, d time.Duration) {
-				e.Logf("%s: %v; trying again in %s", rec.name, err, d.Round(time.Millisecond))
-			})
+		err = retry.Do(rctx, retry.Boot, func(ctx context.Context) error { return upsert(ctx, e, client, r, rec) }, e.Retrying(rec.name))
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s (%s %s): %w", field, rec.name, rec.kind, err)

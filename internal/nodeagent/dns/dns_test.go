@@ -2,7 +2,6 @@ package dns
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,28 +19,12 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 var opts = Options{Timeout: 20 * time.Second}
 
 func writePlan(t *testing.T, e *agent.Env, p *nodeplan.DNSPlan) {
-	t.Helper()
-	b, err := nodeplan.Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
-	os.WriteFile(e.Path(nodeplan.DNSPath), b, 0o644)
+	agenttest.WritePlan(t, e, nodeplan.DNSPath, p)
 }
 
 func records(t *testing.T, c *route53.Client, zone string) map[string]string {

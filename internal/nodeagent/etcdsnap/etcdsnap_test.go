@@ -2,7 +2,6 @@ package etcdsnap
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -23,17 +22,7 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 func writePlan(t *testing.T, e *agent.Env, g *nodeplan.EtcdGoal) {
 	t.Helper()

@@ -30,13 +30,7 @@ func env(t *testing.T) (*agent.Env, *agenttest.Output) {
 }
 
 func writePlan(t *testing.T, e *agent.Env, p *nodeplan.GoalPlan) {
-	t.Helper()
-	b, err := nodeplan.Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
-	os.WriteFile(e.Path(nodeplan.GoalPath), b, 0o644)
+	agenttest.WritePlan(t, e, nodeplan.GoalPath, p)
 }
 
 func node(name string, ready corev1.ConditionStatus, reason string) *corev1.Node {

@@ -30,13 +30,8 @@ const maxCiphertext = 64 << 10
 // Run is the step.
 func Run(ctx context.Context, e *agent.Env) error {
 	var plan nodeplan.SecretsPlan
-	found, err := e.Plan(nodeplan.SecretsPath, &plan)
-	if err != nil {
+	if found, err := e.OptionalPlan(nodeplan.SecretsPath, &plan); err != nil || !found {
 		return err
-	}
-	if !found || len(plan.Files) == 0 {
-		e.Logf("no secrets plan (%s): nothing to decrypt", nodeplan.SecretsPath)
-		return nil
 	}
 	d := &Decrypter{Env: e, KMS: kms.NewFromConfig(e.AWS), cache: map[string]string{}}
 	total := 0
@@ -129,9 +124,7 @@ func (d *Decrypter) Secret(ctx context.Context, marker string) (string, error) {
 		}
 		plain = string(out.Plaintext)
 		return nil
-	}, func(_ int, err error, delay time.Duration) {
-		d.Env.Logf("%s: retrying in %s: %v", marker, delay.Round(time.Millisecond), err)
-	})
+	}, d.Env.Retrying(marker))
 	if err != nil {
 		return "", fmt.Errorf("secret %s (s3://%s/%s): %w", marker, s.Bucket, key, err)
 	}

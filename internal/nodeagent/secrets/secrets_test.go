@@ -3,7 +3,6 @@ package secrets
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,17 +23,7 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 // hard is the value issue 14 asks for: a quote, a backslash, a newline.
 const hard = "a \"quoted\" \\ back\nslash $HOME `x`"
@@ -258,7 +247,7 @@ func TestNoPlan(t *testing.T) {
 	if err := Run(t.Context(), e); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "nothing to decrypt") {
+	if !strings.Contains(out.String(), "no /etc/kube-aws/secrets.json on this machine: nothing to do") {
 		t.Errorf("output: %s", out)
 	}
 }

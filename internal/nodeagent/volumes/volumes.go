@@ -45,13 +45,8 @@ type Options struct {
 // Run is the step.
 func Run(ctx context.Context, e *agent.Env, o Options) error {
 	var plan nodeplan.VolumesPlan
-	found, err := e.Plan(nodeplan.VolumesPath, &plan)
-	if err != nil {
+	if found, err := e.OptionalPlan(nodeplan.VolumesPath, &plan); err != nil || !found {
 		return err
-	}
-	if !found || len(plan.Volumes) == 0 {
-		e.Logf("no volumes plan (%s): nothing to attach", nodeplan.VolumesPath)
-		return nil
 	}
 	client := ec2.NewFromConfig(e.AWS)
 	for i, v := range plan.Volumes {
@@ -73,9 +68,7 @@ func one(ctx context.Context, e *agent.Env, o Options, client *ec2.Client, v nod
 		var err error
 		vol, err = a.attach(ctx, v)
 		return err
-	}, func(_ int, err error, d time.Duration) {
-		e.Logf("%s: %v; trying again in %s", v.Name, err, d.Round(time.Millisecond))
-	})
+	}, e.Retrying(v.Name))
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package volumes
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,17 +23,7 @@ import (
 
 var motoURL string
 
-func TestMain(m *testing.M) {
-	url, stop, err := agenttest.Moto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	motoURL = url
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { agenttest.MotoMain(m, &motoURL) }
 
 const zone = awstest.Region + "a"
 
@@ -102,13 +91,7 @@ func unmountAtEnd(t *testing.T, target string) {
 }
 
 func writePlan(t *testing.T, e *agent.Env, p *nodeplan.VolumesPlan) {
-	t.Helper()
-	b, err := nodeplan.Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
-	os.WriteFile(e.Path(nodeplan.VolumesPath), b, 0o644)
+	agenttest.WritePlan(t, e, nodeplan.VolumesPath, p)
 }
 
 var opts = Options{Run: command.Exec, Timeout: 20 * time.Second, Poll: 20 * time.Millisecond}
