@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,7 +118,7 @@ func Resolve(e *agent.Env, field string, c nodeplan.Certificate) (*Spec, error) 
 // issuing only when what is there is not current; it reports whether it
 // issued.
 func Ensure(root string, s *Spec, now time.Time) (issued bool, err error) {
-	path := func(p string) string { return root + p }
+	path := func(p string) string { return filepath.Join(root, p) }
 	ca, caKey, err := loadCA(path(s.CACert), path(s.CAKey))
 	if err != nil {
 		return false, err
