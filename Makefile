@@ -73,6 +73,10 @@ test: venv build lint
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./core/config
 	$(GO) test -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME) ./core/merge
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./core/nodeplan
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/nodeagent/cloudinit
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/nodeagent/envfile
+	$(GO) test -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) ./internal/nodeagent/substitute
 
 # Local machines (internal/machines) need root and these Debian packages:
 # systemd-nspawn (systemd-container), mmdebstrap for the machines' root

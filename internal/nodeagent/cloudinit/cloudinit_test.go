@@ -213,6 +213,8 @@ func TestParseErrors(t *testing.T) {
 		{"runcmd nested", "#cloud-config\nruncmd:\n- [a, [b]]\n", "line 3: runcmd[0][1]: want a string"},
 		{"runcmd empty", "#cloud-config\nruncmd:\n- []\n", "runcmd[0] is an empty list"},
 		{"runcmd mapping", "#cloud-config\nruncmd:\n- {a: b}\n", "want a string or a list"},
+		{"runcmd blank", "#cloud-config\nruncmd:\n- '  '\n", "line 3: runcmd[0] is empty"},
+		{"unknown tag", "#cloud-config\nruncmd:\n- !shell reboot\n", "line 3: tag !shell is not a YAML tag cloud-init knows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

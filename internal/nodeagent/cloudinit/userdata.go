@@ -89,6 +89,9 @@ func Parse(data []byte) (*Userdata, error) {
 	if len(doc.Content) == 0 { // only the header: nothing to do
 		return u, nil
 	}
+	if err := standardTags(&doc); err != nil {
+		return nil, err
+	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: the userdata must be a mapping of modules", root.Line)
@@ -292,7 +295,7 @@ func parseRunCmd(n *yaml.Node) ([]Command, error) {
 	for i, e := range n.Content {
 		switch e.Kind {
 		case yaml.ScalarNode:
-			if isNull(e) {
+			if isNull(e) || strings.TrimSpace(e.Value) == "" {
 				return nil, fmt.Errorf("line %d: runcmd[%d] is empty", e.Line, i)
 			}
 			out = append(out, Command{Line: e.Line, Shell: e.Value})
@@ -335,6 +338,20 @@ func pythonStr(n *yaml.Node) string {
 		}
 	}
 	return n.Value
+}
+
+// standardTags refuses a tag YAML does not define (!foo): cloud-init's
+// YAML loader (PyYAML's safe_load) refuses the whole userdata for one.
+func standardTags(n *yaml.Node) error {
+	if n.Tag != "" && !strings.HasPrefix(n.ShortTag(), "!!") {
+		return fmt.Errorf("line %d: tag %s is not a YAML tag cloud-init knows", n.Line, n.Tag)
+	}
+	for _, c := range n.Content {
+		if err := standardTags(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isNull(n *yaml.Node) bool {

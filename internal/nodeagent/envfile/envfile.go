@@ -22,13 +22,14 @@ import (
 // File is a parsed environment file.
 type File struct {
 	parts []part
-	// newline is whether the file ended with one.
-	newline bool
 }
 
+// part is one line (or several, for a value that spans lines) with the
+// newline that ends it, if any.
 type part struct {
-	raw    string
-	assign *Assignment
+	raw     string
+	newline bool
+	assign  *Assignment
 }
 
 // Assignment is one NAME=value.
@@ -49,30 +50,31 @@ func (a *Assignment) Set(v string) {
 // Parse reads an environment file. Errors name the line.
 func Parse(data []byte) (*File, error) {
 	p := &parser{s: string(data), line: 1}
-	f := &File{newline: bytes.HasSuffix(data, []byte("\n"))}
+	f := &File{}
 	for p.pos < len(p.s) {
 		start, startLine := p.pos, p.line
+		var a *Assignment
 		p.blanks()
 		switch {
 		case p.pos >= len(p.s) || p.s[p.pos] == '\n':
-			f.parts = append(f.parts, part{raw: p.s[start:p.pos]})
 		case p.s[p.pos] == '#' || p.s[p.pos] == ';':
 			for p.pos < len(p.s) && p.s[p.pos] != '\n' {
 				p.pos++
 			}
-			f.parts = append(f.parts, part{raw: p.s[start:p.pos]})
 		default:
-			a, err := p.assignment()
-			if err != nil {
+			var err error
+			if a, err = p.assignment(); err != nil {
 				return nil, err
 			}
 			a.Line = startLine
-			f.parts = append(f.parts, part{raw: p.s[start:p.pos], assign: a})
 		}
+		pt := part{raw: p.s[start:p.pos], assign: a}
 		if p.pos < len(p.s) { // the newline ending the line
+			pt.newline = true
 			p.pos++
 			p.line++
 		}
+		f.parts = append(f.parts, pt)
 	}
 	return f, nil
 }
@@ -103,18 +105,15 @@ func (f *File) Lookup(name string) (string, bool) {
 // assignments as NAME="value" (Quote).
 func (f *File) Bytes() []byte {
 	var b bytes.Buffer
-	for i, p := range f.parts {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
+	for _, p := range f.parts {
 		if p.assign != nil && p.assign.changed {
 			b.WriteString(p.assign.Name + "=" + Quote(p.assign.Value))
-			continue
+		} else {
+			b.WriteString(p.raw)
 		}
-		b.WriteString(p.raw)
-	}
-	if f.newline {
-		b.WriteByte('\n')
+		if p.newline {
+			b.WriteByte('\n')
+		}
 	}
 	return b.Bytes()
 }
