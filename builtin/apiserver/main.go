@@ -3,7 +3,7 @@
 // the cluster's Kubernetes version (plus the user's extra flags); in render it
 // checks the flags every plugin contributed, merged: an unknown or removed
 // flag is fatal, a deprecated one a warning naming its replacement. The
-// static pod manifest itself is built by builtin/apiserver/podspec and placed
+// static pod manifest itself is built by builtin/internal/podspec and placed
 // in the controller userdata by the userdata plugin.
 package main
 

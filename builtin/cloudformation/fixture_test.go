@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -76,7 +77,7 @@ func otherPlugins() *construct.Set {
 			Parameters: map[string]json.RawMessage{
 				"VpcId": json.RawMessage(`{"Type":"AWS::EC2::VPC::Id"}`),
 			},
-			ParameterSources: map[string]string{"VpcId": "network.VpcId"},
+			ParameterSources: map[string]names.Source{"VpcId": names.From("network", "VpcId")},
 			Resources: map[string]json.RawMessage{
 				"BastionSecurityGroup": json.RawMessage(`{"Type":"AWS::EC2::SecurityGroup","Properties":{"GroupDescription":"bastion","VpcId":{"Ref":"VpcId"},"SecurityGroupIngress":[{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"192.0.2.0/24"}]}}`),
 			},

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/awstest"
 	"github.com/kube-aws/kube-aws/plugins/host"
@@ -69,7 +70,7 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 		WorkDir: filepath.Dir(dir),
 		Rendered: &stage.Rendered{Dir: filepath.Base(dir), Stacks: []stage.StackSpec{
 			{Name: "network", Template: "stacks/network.json"},
-			{Name: "control-plane", Template: "stacks/control-plane.json", ParameterSources: map[string]string{"VPCId": "network.VPCId"}},
+			{Name: "control-plane", Template: "stacks/control-plane.json", ParameterSources: map[string]names.Source{"VPCId": names.From("network", "VPCId")}},
 		}},
 	}
 	opts := host.Options{Env: []string{

@@ -200,15 +200,6 @@ func TestImportsStayLean(t *testing.T) {
 	}
 }
 
-func TestLogicalName(t *testing.T) {
-	for in, want := range map[string]string{"spot-pool": "SpotPool", "general": "General", "a1-b2-c3": "A1B2C3",
-		"eu-west-1a": "EuWest1a", "a_b.c": "ABC", "x": "X"} {
-		if got := LogicalName(in); got != want {
-			t.Errorf("LogicalName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A Cluster built in Go validates too; diagnostics then carry only paths.
 func TestValidateGoBuiltCluster(t *testing.T) {
 	c := &Cluster{

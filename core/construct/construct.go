@@ -6,16 +6,20 @@
 // contributions from many plugins live in core/merge.
 package construct
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/kube-aws/kube-aws/core/names"
+)
 
 // Role is a kind of machine in the cluster.
 type Role string
 
 const (
-	Controller Role = "controller"
-	Etcd       Role = "etcd"
+	Controller Role = names.RoleController
+	Etcd       Role = names.RoleEtcd
 	// Worker is every node pool, or one pool when Target.NodePool is set.
-	Worker Role = "worker"
+	Worker Role = names.RoleWorker
 )
 
 // Roles lists every role in a stable order.
@@ -81,9 +85,9 @@ type Stack struct {
 	Conditions map[string]json.RawMessage `json:"conditions,omitempty"`
 	Mappings   map[string]json.RawMessage `json:"mappings,omitempty"`
 	Tags       map[string]string          `json:"tags,omitempty"`
-	// ParameterSources wires a parameter of this stack to an output of another:
-	// parameter name -> "<stack>.<output>".
-	ParameterSources map[string]string `json:"parameterSources,omitempty"`
+	// ParameterSources wires a parameter of this stack to an output of
+	// another, filled in by deploy (written "<stack>.<output>" in JSON).
+	ParameterSources map[string]names.Source `json:"parameterSources,omitempty"`
 }
 
 // Patch is a JSON merge patch (RFC 7386) applied to a resource that another

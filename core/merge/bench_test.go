@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // benchContributions builds what 30 plugins contribute to a cluster with
@@ -71,7 +72,7 @@ func benchContributions(nodePools, plugins int) []Contribution {
 				"VpcId": j(map[string]any{"Type": "String"}), "Subnet0": j(map[string]any{"Type": "String"}), "Subnet1": j(map[string]any{"Type": "String"}),
 				"Bucket": j(map[string]any{"Type": "String"}), "Key": j(map[string]any{"Type": "String"})},
 			Tags:             map[string]string{"kube-aws:node-pool": name},
-			ParameterSources: map[string]string{"InstanceProfile": "iam." + name + "Profile", "VpcId": "network.VPC", "Subnet0": "network.Subnet0", "Subnet1": "network.Subnet1"},
+			ParameterSources: map[string]names.Source{"InstanceProfile": names.From("iam", name+"Profile"), "VpcId": names.From("network", "VPC"), "Subnet0": names.From("network", "Subnet0"), "Subnet1": names.From("network", "Subnet1")},
 		}
 		base.Stacks = append(base.Stacks, st)
 		base.Protected = append(base.Protected,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 var (
@@ -103,7 +104,7 @@ func TestStacksMergeSectionBySection(t *testing.T) {
 		Conditions:       map[string]json.RawMessage{"HasFlow": raw(`{"Fn::Equals":["a","a"]}`)},
 		Mappings:         map[string]json.RawMessage{"Regions": raw(`{"eu-west-1":{"ami":"x"}}`)},
 		Tags:             map[string]string{"team": "net"},
-		ParameterSources: map[string]string{"Role": "iam.RoleArn"},
+		ParameterSources: map[string]names.Source{"Role": names.From("iam", "RoleArn")},
 	}, {Name: "addon", Description: "extra", Resources: map[string]json.RawMessage{"Q": raw(`{"Type":"AWS::SQS::Queue"}`)}}}}
 	c := construct.Set{Stacks: []construct.Stack{{Name: "network", Description: "ignored: the first description wins"}}}
 	out := mustMerge(t, []Contribution{{"alpha", &a}, {"beta", &b}, {"gamma", &c}})
@@ -191,8 +192,8 @@ func TestConflicts(t *testing.T) {
 		},
 		{
 			name: "parameter source",
-			a:    net(func(s *construct.Stack) { s.ParameterSources = map[string]string{"Role": "iam.A"} }),
-			b:    net(func(s *construct.Stack) { s.ParameterSources = map[string]string{"Role": "iam.B"} }),
+			a:    net(func(s *construct.Stack) { s.ParameterSources = map[string]names.Source{"Role": names.From("iam", "A")} }),
+			b:    net(func(s *construct.Stack) { s.ParameterSources = map[string]names.Source{"Role": names.From("iam", "B")} }),
 			path: "constructs.stacks[network].parameterSources.Role", contains: []string{`"iam.A"`, `"iam.B"`},
 		},
 		{
@@ -324,8 +325,8 @@ func TestIdenticalDuplicatesAccepted(t *testing.T) {
 			construct.Set{Stacks: []construct.Stack{stack("s", map[string]string{"R": `{"Type":"T","Properties":{"A":1,"B":[1.0,"x"]}}`})}},
 			construct.Set{Stacks: []construct.Stack{stack("s", map[string]string{"R": `{ "Properties": {"B": [1e0, "x"], "A": 10e-1}, "Type": "T" }`})}}},
 		{"tags and parameter sources",
-			construct.Set{Stacks: []construct.Stack{{Name: "s", Tags: map[string]string{"a": "1"}, ParameterSources: map[string]string{"P": "iam.R"}}}},
-			construct.Set{Stacks: []construct.Stack{{Name: "s", Tags: map[string]string{"a": "1"}, ParameterSources: map[string]string{"P": "iam.R"}}}}},
+			construct.Set{Stacks: []construct.Stack{{Name: "s", Tags: map[string]string{"a": "1"}, ParameterSources: map[string]names.Source{"P": names.From("iam", "R")}}}},
+			construct.Set{Stacks: []construct.Stack{{Name: "s", Tags: map[string]string{"a": "1"}, ParameterSources: map[string]names.Source{"P": names.From("iam", "R")}}}}},
 		{"unit and drop-in",
 			construct.Set{Units: []construct.Unit{{Target: worker, Name: "u.service", Content: "c", Enable: true, DropIns: []construct.DropIn{{Name: "d.conf", Content: "x"}}}}},
 			construct.Set{Units: []construct.Unit{{Target: worker, Name: "u.service", Content: "c", Enable: true, DropIns: []construct.DropIn{{Name: "d.conf", Content: "x"}}}}}},

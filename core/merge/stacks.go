@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // section is one keyed part of a stack.
@@ -76,8 +77,30 @@ func (m *merger) addStack(plugin string, in *construct.Stack) {
 	m.mergeRaw(plugin, st, secParameters, &st.s.Parameters, in.Parameters)
 	m.mergeRaw(plugin, st, secConditions, &st.s.Conditions, in.Conditions)
 	m.mergeRaw(plugin, st, secMappings, &st.s.Mappings, in.Mappings)
-	m.mergeStrings(plugin, st, secTags, &st.s.Tags, in.Tags)
-	m.mergeStrings(plugin, st, secParameterSources, &st.s.ParameterSources, in.ParameterSources)
+	mergeValues(m, plugin, st, secTags, &st.s.Tags, in.Tags)
+	mergeValues(m, plugin, st, secParameterSources, &st.s.ParameterSources, m.validSources(plugin, in))
+}
+
+// validSources checks every parameter source of a contribution, here and
+// only here: later stages (render, deploy) rely on the merged ones being
+// well formed. Invalid ones are reported and left out.
+func (m *merger) validSources(plugin string, in *construct.Stack) map[string]names.Source {
+	src := in.ParameterSources
+	for _, p := range sortedKeys(src) {
+		if err := src[p].Valid(); err != nil {
+			m.fatal(plugin, stackPath(in.Name, secParameterSources, p),
+				fmt.Sprintf("plugin %q wires parameter %q of stack %q: %v", plugin, p, in.Name, err),
+				"a parameter source names the stack and the output that fills the parameter at deploy")
+			if len(src) == len(in.ParameterSources) {
+				src = make(map[string]names.Source, len(in.ParameterSources))
+				for k, v := range in.ParameterSources {
+					src[k] = v
+				}
+			}
+			delete(src, p)
+		}
+	}
+	return src
 }
 
 // mergeRaw merges one JSON-bodied section. Bodies are checked here because
@@ -130,12 +153,14 @@ func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[str
 	}
 }
 
-func (m *merger) mergeStrings(plugin string, st *stackAcc, sec section, dst *map[string]string, src map[string]string) {
+// mergeValues merges a section whose values compare with == (tags,
+// parameter sources).
+func mergeValues[V comparable](m *merger, plugin string, st *stackAcc, sec section, dst *map[string]V, src map[string]V) {
 	if len(src) == 0 {
 		return
 	}
 	if *dst == nil {
-		*dst = make(map[string]string, len(src))
+		*dst = make(map[string]V, len(src))
 	}
 	noun := sectionInfo[sec].noun
 	for _, k := range sortedKeys(src) {
@@ -152,7 +177,7 @@ func (m *merger) mergeStrings(plugin string, st *stackAcc, sec section, dst *map
 		first := st.owner[ownerKey{sec, k}]
 		m.fatal(plugin, stackPath(st.s.Name, sec, k),
 			fmt.Sprintf("%s %q of stack %q is set differently by %s: %q sets %q, %q sets %q",
-				noun, k, st.s.Name, by(first, plugin), first, prev, plugin, v),
+				noun, k, st.s.Name, by(first, plugin), first, fmt.Sprint(prev), plugin, fmt.Sprint(v)),
 			resolveHint(first, plugin, "the "+noun))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // Name is a stage name.
@@ -116,8 +117,8 @@ type StackSpec struct {
 	// Template is the template's path in the render output.
 	Template  string   `json:"template"`
 	DependsOn []string `json:"dependsOn,omitempty"`
-	// ParameterSources maps a parameter to "<stack>.<output>".
-	ParameterSources map[string]string `json:"parameterSources,omitempty"`
+	// ParameterSources maps a parameter to the stack output that fills it.
+	ParameterSources map[string]names.Source `json:"parameterSources,omitempty"`
 	// UploadByURL is set when the template is over 51,200 bytes and must be
 	// passed by TemplateURL.
 	UploadByURL bool              `json:"uploadByUrl,omitempty"`

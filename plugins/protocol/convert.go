@@ -5,6 +5,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
 )
@@ -63,6 +64,29 @@ func strMap(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = v
+	}
+	return out
+}
+
+// Parameter sources travel in their "<stack>.<output>" form.
+func sourcesToPB(m map[string]names.Source) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v.String()
+	}
+	return out
+}
+
+func sourcesFromPB(m map[string]string) map[string]names.Source {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]names.Source, len(m))
+	for k, v := range m {
+		out[k] = names.ParseSource(v)
 	}
 	return out
 }
@@ -285,7 +309,7 @@ func stackSpecToPB(s stage.StackSpec) *pb.StackSpec {
 		Name:             s.Name,
 		Template:         s.Template,
 		DependsOn:        strs(s.DependsOn),
-		ParameterSources: strMap(s.ParameterSources),
+		ParameterSources: sourcesToPB(s.ParameterSources),
 		UploadByUrl:      s.UploadByURL,
 		Tags:             strMap(s.Tags),
 	}
@@ -296,7 +320,7 @@ func stackSpecFromPB(s *pb.StackSpec) stage.StackSpec {
 		Name:             s.GetName(),
 		Template:         s.GetTemplate(),
 		DependsOn:        strs(s.GetDependsOn()),
-		ParameterSources: strMap(s.GetParameterSources()),
+		ParameterSources: sourcesFromPB(s.GetParameterSources()),
 		UploadByURL:      s.GetUploadByUrl(),
 		Tags:             strMap(s.GetTags()),
 	}
@@ -385,7 +409,7 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 				ConditionsJson:   rawMapToPB(st.Conditions),
 				MappingsJson:     rawMapToPB(st.Mappings),
 				Tags:             strMap(st.Tags),
-				ParameterSources: strMap(st.ParameterSources),
+				ParameterSources: sourcesToPB(st.ParameterSources),
 			}
 		}),
 		Patches: convSlice(s.Patches, func(p construct.Patch) *pb.Patch {
@@ -473,7 +497,7 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 				Conditions:       rawMapFromPB(st.GetConditionsJson()),
 				Mappings:         rawMapFromPB(st.GetMappingsJson()),
 				Tags:             strMap(st.GetTags()),
-				ParameterSources: strMap(st.GetParameterSources()),
+				ParameterSources: sourcesFromPB(st.GetParameterSources()),
 			}
 		}),
 		Patches: convSlice(s.GetPatches(), func(p *pb.Patch) construct.Patch {

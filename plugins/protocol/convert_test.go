@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
 )
@@ -29,8 +30,8 @@ func fullSet() *construct.Set {
 			Conditions:  map[string]json.RawMessage{"IsProd": json.RawMessage(`{"Fn::Equals":["a","a"]}`)},
 			Mappings:    map[string]json.RawMessage{"AMI": json.RawMessage(`{"eu-west-1":{"id":"ami-1"}}`)},
 			Tags:        map[string]string{"team": "infra"},
-			ParameterSources: map[string]string{
-				"RoleName": "iam.ControllerRole",
+			ParameterSources: map[string]names.Source{
+				"RoleName": names.From("iam", "ControllerRole"),
 			},
 		}},
 		Patches:   []construct.Patch{{Stack: "network", LogicalID: "VPC", Merge: json.RawMessage(`{"Properties":{"EnableDnsSupport":true}}`)}},
@@ -95,7 +96,7 @@ func fullStackSpec() stage.StackSpec {
 		Name:             "network",
 		Template:         "stacks/network.json",
 		DependsOn:        []string{"iam"},
-		ParameterSources: map[string]string{"Role": "iam.Role"},
+		ParameterSources: map[string]names.Source{"Role": names.From("iam", "Role")},
 		UploadByURL:      true,
 		Tags:             map[string]string{"a": "b"},
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -143,9 +144,9 @@ func liftOutputs(dst map[string]string, outputs map[string]map[string]string) {
 	}
 	rank := func(s string) int {
 		switch s {
-		case "control-plane":
+		case names.StackControlPlane:
 			return 0
-		case "network":
+		case names.StackNetwork:
 			return 1
 		}
 		return 2

@@ -33,6 +33,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -279,7 +280,7 @@ func (e *Engine) prepare(t Target) (*prepared, error) {
 
 // stackName is the CloudFormation name of a rendered stack.
 func (p *prepared) stackName(stack string) string {
-	return p.cluster + "-" + stack
+	return names.StackName(p.cluster, stack)
 }
 
 // run bounds an operation by the total timeout.

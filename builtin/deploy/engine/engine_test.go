@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/faultproxy"
 )
@@ -116,8 +117,8 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("the node pool's userdata is not at its UserDataKey: %v", err)
 	}
 	ud.Body.Close()
-	if tg := tags(pool); tg[TagCluster] != f.name || tg["owner"] != "tests" {
-		t.Fatalf("node pool tags %v: want %s=%s and the cluster's tags", tg, TagCluster, f.name)
+	if tg := tags(pool); tg[names.TagCluster] != f.name || tg["owner"] != "tests" {
+		t.Fatalf("node pool tags %v: want %s=%s and the cluster's tags", tg, names.TagCluster, f.name)
 	}
 	if k := outputsOf(f.stack("control-plane"))["BootKey"]; !strings.HasPrefix(k, "clusters/"+f.name+"/assets/") || k == np["UserDataKey"] {
 		t.Fatalf("control-plane BootKey %q: want the key of userdata/controller.yaml named in the template's Metadata", k)

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/awstest"
 	"github.com/kube-aws/kube-aws/internal/faultproxy"
@@ -218,7 +219,7 @@ func (f *fixture) render() Target {
 	if f.big {
 		cp["Resources"].(obj)["APISG"].(obj)["Metadata"] = obj{"Padding": strings.Repeat("kube-aws ", 7000)}
 	}
-	add("control-plane", cp, stage.StackSpec{ParameterSources: map[string]string{"VPCId": "network.VPCId"}, DependsOn: []string{"iam"}})
+	add("control-plane", cp, stage.StackSpec{ParameterSources: map[string]names.Source{"VPCId": names.From("network", "VPCId")}, DependsOn: []string{"iam"}})
 	for pool, size := range f.pools {
 		add("nodepool-"+pool, obj{
 			"Parameters": obj{
@@ -239,8 +240,8 @@ func (f *fixture) render() Target {
 				}},
 			},
 			"Outputs": obj{"GroupName": obj{"Value": ref("Group")}},
-		}, stage.StackSpec{DependsOn: []string{"control-plane"}, ParameterSources: map[string]string{
-			"SubnetId": "network.SubnetId", "SecurityGroupId": "network.NodeSG", "InstanceProfile": "iam.NodeProfile",
+		}, stage.StackSpec{DependsOn: []string{"control-plane"}, ParameterSources: map[string]names.Source{
+			"SubnetId": names.From("network", "SubnetId"), "SecurityGroupId": names.From("network", "NodeSG"), "InstanceProfile": names.From("iam", "NodeProfile"),
 		}})
 		files["userdata/nodepool-"+pool+".yaml"] = []byte("#cloud-config\n# pool " + pool + "\n")
 	}

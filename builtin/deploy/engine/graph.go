@@ -63,11 +63,10 @@ func newGraph(specs []stage.StackSpec) (*graph, error) {
 		sort.Strings(params)
 		for _, p := range params {
 			src := s.ParameterSources[p]
-			d, out, ok := strings.Cut(src, ".")
-			if !ok || d == "" || out == "" {
-				return nil, fmt.Errorf("stack %s: parameter %s has source %q; want <stack>.<output>", s.Name, p, src)
+			if err := src.Valid(); err != nil {
+				return nil, fmt.Errorf("stack %s: %w", s.Name, err)
 			}
-			if err := add(d, "parameter "+p+" from "+src); err != nil {
+			if err := add(src.Stack, "parameter "+p+" from "+src.String()); err != nil {
 				return nil, err
 			}
 		}

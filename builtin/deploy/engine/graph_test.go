@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -17,8 +18,8 @@ func specs() []stage.StackSpec {
 	return []stage.StackSpec{
 		{Name: "network"},
 		{Name: "iam"},
-		{Name: "etcd", ParameterSources: map[string]string{"SubnetId": "network.SubnetId"}},
-		{Name: "control-plane", DependsOn: []string{"etcd"}, ParameterSources: map[string]string{"Profile": "iam.ControllerProfile"}},
+		{Name: "etcd", ParameterSources: map[string]names.Source{"SubnetId": names.From("network", "SubnetId")}},
+		{Name: "control-plane", DependsOn: []string{"etcd"}, ParameterSources: map[string]names.Source{"Profile": names.From("iam", "ControllerProfile")}},
 		{Name: "nodepool-a", DependsOn: []string{"control-plane"}},
 		{Name: "nodepool-b", DependsOn: []string{"control-plane"}},
 		{Name: "nodepool-c", DependsOn: []string{"control-plane"}},
@@ -42,9 +43,9 @@ func TestGraphRejectsBadWiring(t *testing.T) {
 		specs []stage.StackSpec
 		want  string
 	}{
-		"cycle":         {[]stage.StackSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b", ParameterSources: map[string]string{"X": "a.X"}}}, "cycle"},
-		"unknown stack": {[]stage.StackSpec{{Name: "a", ParameterSources: map[string]string{"X": "network.X"}}}, "not rendered"},
-		"bad source":    {[]stage.StackSpec{{Name: "network"}, {Name: "a", ParameterSources: map[string]string{"X": "network"}}}, "<stack>.<output>"},
+		"cycle":         {[]stage.StackSpec{{Name: "a", DependsOn: []string{"b"}}, {Name: "b", ParameterSources: map[string]names.Source{"X": names.From("a", "X")}}}, "cycle"},
+		"unknown stack": {[]stage.StackSpec{{Name: "a", ParameterSources: map[string]names.Source{"X": names.From("network", "X")}}}, "not rendered"},
+		"bad source":    {[]stage.StackSpec{{Name: "network"}, {Name: "a", ParameterSources: map[string]names.Source{"X": names.ParseSource("network")}}}, "<stack>.<output>"},
 		"self":          {[]stage.StackSpec{{Name: "a", DependsOn: []string{"a"}}}, "itself"},
 		"duplicate":     {[]stage.StackSpec{{Name: "a"}, {Name: "a"}}, "twice"},
 	} {

@@ -12,32 +12,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-)
 
-// Parameters the engine fills itself when a template declares them.
-const (
-	// ParamAssetsBucket is the bucket of cluster.yaml's s3URI.
-	ParamAssetsBucket = "AssetsBucket"
-	// ParamUserDataKey is the S3 key of the stack role's userdata.
-	ParamUserDataKey = "UserDataKey"
-	// ParamSecretsPrefix is the S3 key prefix of the encrypted sensitive
-	// values (<prefix>/secrets); each is under sha256 of its marker.
-	ParamSecretsPrefix = "SecretsPrefix"
+	"github.com/kube-aws/kube-aws/core/names"
 )
-
-// TagCluster tags every stack with the cluster it belongs to.
-const TagCluster = "kube-aws:cluster"
 
 var capabilities = []types.Capability{types.CapabilityCapabilityIam, types.CapabilityCapabilityNamedIam}
 
-// UserDataRole says whose userdata a stack's launch templates boot:
-// control-plane -> controller, etcd -> etcd, nodepool-X -> nodepool-X, and
-// any other stack its own name.
-func UserDataRole(stack string) string {
-	if stack == "control-plane" {
-		return "controller"
+// userDataFile is the rendered userdata a stack's launch templates boot:
+// names.UserDataFile for the built-in machine stacks, and
+// userdata/<stack>.yaml for a plugin's own stack that takes UserDataKey.
+func userDataFile(stack string) string {
+	if f := names.UserDataFile(stack); f != "" {
+		return f
 	}
-	return stack
+	return "userdata/" + stack + ".yaml"
 }
 
 // describe returns the stack, or nil when it does not exist.
@@ -84,7 +72,7 @@ func (e *Engine) survey(ctx context.Context, p *prepared) (map[string]*types.Sta
 				continue
 			}
 			for _, t := range st.Tags {
-				if aws.ToString(t.Key) == TagCluster && aws.ToString(t.Value) == p.cluster {
+				if aws.ToString(t.Key) == names.TagCluster && aws.ToString(t.Value) == p.cluster {
 					orphans = append(orphans, name)
 					break
 				}
@@ -142,16 +130,16 @@ func (e *Engine) input(p *prepared, stack string, keys map[string]string, output
 	} else {
 		in.templateBody = aws.String(string(tp.Body))
 	}
-	names := make([]string, 0, len(tp.Parameters))
+	params := make([]string, 0, len(tp.Parameters))
 	for n := range tp.Parameters {
-		names = append(names, n)
+		params = append(params, n)
 	}
-	sort.Strings(names)
-	for _, n := range names {
+	sort.Strings(params)
+	for _, n := range params {
 		var v string
 		switch src, ok := spec.ParameterSources[n]; {
 		case ok:
-			from, out, _ := strings.Cut(src, ".")
+			from, out := src.Stack, src.Output
 			outs, known := outputs(from)
 			if !known {
 				if update {
@@ -184,12 +172,12 @@ func (e *Engine) input(p *prepared, stack string, keys map[string]string, output
 				return nil, fmt.Errorf("stack %s: its template fills %s with the S3 key of %s, which the render output does not have; run `kube-aws render` again", stack, n, path)
 			}
 			v = k
-		case n == ParamAssetsBucket:
+		case n == names.ParamAssetsBucket:
 			v = p.loc.Bucket
-		case n == ParamSecretsPrefix:
+		case n == names.ParamSecretsPrefix:
 			v = p.loc.key("secrets")
-		case n == ParamUserDataKey:
-			path := "userdata/" + UserDataRole(stack) + ".yaml"
+		case n == names.ParamUserDataKey:
+			path := userDataFile(stack)
 			k, ok := keys[path]
 			if !ok {
 				return nil, fmt.Errorf("stack %s: its template takes %s but the render output has no %s; run `kube-aws render` again, or check that the userdata plugin is enabled", stack, n, path)
@@ -211,7 +199,7 @@ func (e *Engine) input(p *prepared, stack string, keys map[string]string, output
 	for k, v := range spec.Tags {
 		tags[k] = v
 	}
-	tags[TagCluster] = p.cluster
+	tags[names.TagCluster] = p.cluster
 	tk := make([]string, 0, len(tags))
 	for k := range tags {
 		tk = append(tk, k)

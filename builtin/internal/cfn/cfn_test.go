@@ -7,8 +7,6 @@ import (
 
 	"github.com/awslabs/goformation/v4/cloudformation"
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
-
-	"github.com/kube-aws/kube-aws/core/construct"
 )
 
 func TestRawExpandsIntrinsics(t *testing.T) {
@@ -104,23 +102,5 @@ func TestMergePatch(t *testing.T) {
 	again, _ := Marshal(MergePatch(MergePatch(doc, patch), patch), false)
 	if string(again) != string(out) {
 		t.Error("merge patch is not idempotent")
-	}
-}
-
-func TestNames(t *testing.T) {
-	// Names follow config.LogicalName (tested there) in every output.
-	if SubnetOutput("public-eu-west-1a") != "SubnetPublicEuWest1aId" {
-		t.Errorf("SubnetOutput: %s", SubnetOutput("public-eu-west-1a"))
-	}
-	if InstanceProfileOutput(construct.Worker, "spot-pool") != "NodePoolSpotPoolInstanceProfile" ||
-		InstanceProfileOutput(construct.Controller, "") != "ControllerInstanceProfile" ||
-		InstanceProfileOutput(construct.Etcd, "") != "EtcdInstanceProfile" {
-		t.Error("instance profile output names changed: the machine stacks' ParameterSources depend on them")
-	}
-	for stack, want := range map[string]string{"control-plane": "userdata/controller.yaml", "etcd": "userdata/etcd.yaml",
-		"nodepool-a": "userdata/nodepool-a.yaml", "network": ""} {
-		if got := UserDataFile(stack); got != want {
-			t.Errorf("UserDataFile(%s) = %q, want %q", stack, got, want)
-		}
 	}
 }

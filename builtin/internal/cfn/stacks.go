@@ -6,6 +6,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // CollectStacks copies the stacks of a merged set that include accepts, by
@@ -58,11 +59,11 @@ func copyRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
 	return out
 }
 
-func copyStr(m map[string]string) map[string]string {
+func copyStr[V any](m map[string]V) map[string]V {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]string, len(m))
+	out := make(map[string]V, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
@@ -102,7 +103,7 @@ func MergeStack(cur *construct.Stack, s construct.Stack) diag.List {
 	}
 	for k, v := range s.ParameterSources {
 		if cur.ParameterSources == nil {
-			cur.ParameterSources = map[string]string{}
+			cur.ParameterSources = map[string]names.Source{}
 		}
 		if old, ok := cur.ParameterSources[k]; ok && old != v {
 			diags = append(diags, diag.Fatalf("stack %s: parameter %s has two sources, %s and %s", cur.Name, k, old, v))

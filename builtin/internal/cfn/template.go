@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -83,17 +83,17 @@ func RenderStack(s construct.Stack, clusterTags, extra map[string]string) (*Rend
 	var diags diag.List
 	// Which rendered file's S3 key fills which parameter, for deploy.
 	files := map[string]any{}
-	if f := UserDataFile(s.Name); f != "" {
-		if _, ok := s.Parameters[ParamUserDataKey]; ok {
-			files[ParamUserDataKey] = f
+	if f := names.UserDataFile(s.Name); f != "" {
+		if _, ok := s.Parameters[names.ParamUserDataKey]; ok {
+			files[names.ParamUserDataKey] = f
 		}
 	}
-	if _, ok := s.Parameters[ParamChartsIndexKey]; ok {
-		files[ParamChartsIndexKey] = ChartsIndexFile
+	if _, ok := s.Parameters[names.ParamChartsIndexKey]; ok {
+		files[names.ParamChartsIndexKey] = names.ChartsIndexFile
 	}
 	var meta map[string]any
 	if len(files) > 0 {
-		meta = map[string]any{MetadataKey: map[string]any{"parameterFiles": files}}
+		meta = map[string]any{names.MetadataKey: map[string]any{names.MetadataParameterFiles: files}}
 	}
 	t, err := Template(s, meta)
 	if err != nil {
@@ -119,11 +119,12 @@ func RenderStack(s construct.Stack, clusterTags, extra map[string]string) (*Rend
 		deps[d] = true
 	}
 	if len(s.ParameterSources) > 0 {
-		spec.ParameterSources = make(map[string]string, len(s.ParameterSources))
+		spec.ParameterSources = make(map[string]names.Source, len(s.ParameterSources))
 		for p, src := range s.ParameterSources {
-			stack, output, ok := strings.Cut(src, ".")
-			if !ok || stack == "" || output == "" {
-				diags = append(diags, diag.Fatalf("stack %s: parameter %s has source %q, want <stack>.<output>", s.Name, p, src))
+			// core/merge checked every source once; a set built by hand
+			// (a test) may still hold a broken one.
+			if err := src.Valid(); err != nil {
+				diags = append(diags, diag.Fatalf("stack %s: %v", s.Name, err))
 				continue
 			}
 			if _, declared := s.Parameters[p]; !declared {
@@ -131,7 +132,7 @@ func RenderStack(s construct.Stack, clusterTags, extra map[string]string) (*Rend
 					WithHint("declare the parameter in the same Stack construct as its source"))
 			}
 			spec.ParameterSources[p] = src
-			deps[stack] = true
+			deps[src.Stack] = true
 		}
 	}
 	delete(deps, s.Name)

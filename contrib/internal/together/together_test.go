@@ -268,7 +268,7 @@ func TestContribWithBuiltins(t *testing.T) {
 		t.Fatalf("bastion stack %+v", bastion)
 	}
 	for param, src := range bastion.ParameterSources {
-		stack, output, _ := strings.Cut(src, ".")
+		stack, output := src.Stack, src.Output
 		from := stackByName(merged, stack)
 		if from == nil || from.Outputs[output] == nil {
 			t.Errorf("bastion parameter %s comes from %s, which does not exist", param, src)

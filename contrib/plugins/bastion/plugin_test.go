@@ -10,6 +10,7 @@ import (
 	"github.com/kube-aws/kube-aws/contrib/internal/contribtest"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -60,7 +61,7 @@ func TestBastionStackWiredToNetwork(t *testing.T) {
 		"WorkerSecurityGroupId":     "network.WorkerSecurityGroupId",
 	}
 	for p, src := range wantSources {
-		if st.ParameterSources[p] != src {
+		if st.ParameterSources[p].String() != src {
 			t.Errorf("parameter %s from %q, want %q", p, st.ParameterSources[p], src)
 		}
 		if _, ok := st.Parameters[p]; !ok {
@@ -105,7 +106,7 @@ func TestBastionStackWiredToNetwork(t *testing.T) {
 func TestChosenSubnetAndNoNodeAccess(t *testing.T) {
 	res := initialiseReq(t, "", `{"allowedCIDRs": ["10.1.0.0/16"], "subnet": "public-us-east-1b", "sshToNodes": false, "instanceType": "t3.small"}`)
 	st := bastionStack(t, res)
-	if st.ParameterSources["SubnetId"] != "network.SubnetPublicUsEast1bId" {
+	if st.ParameterSources["SubnetId"].String() != "network.SubnetPublicUsEast1bId" {
 		t.Errorf("subnet from %s", st.ParameterSources["SubnetId"])
 	}
 	if _, ok := st.Resources["SSHFromBastionToWorker"]; ok {
@@ -138,7 +139,7 @@ func TestOpenToTheWorldWarns(t *testing.T) {
 
 func TestSubnetOutputMatchesTheNetworkStack(t *testing.T) {
 	for in, want := range map[string]string{"public-us-east-1a": "SubnetPublicUsEast1aId", "dmz_a": "SubnetDmzAId", "eu-west-1c": "SubnetEuWest1cId"} {
-		if got := SubnetOutput(in); got != want {
+		if got := names.SubnetOutput(in); got != want {
 			t.Errorf("SubnetOutput(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -17,7 +18,6 @@ const (
 	Stack            = "bastion"
 	OutputInstanceID = "InstanceId"
 	OutputPublicIP   = "PublicIp"
-	networkStack     = "network"
 	defaultImage     = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
 )
 
@@ -98,11 +98,6 @@ func publicSubnet(c *config.Cluster, name string) (config.Subnet, diag.List) {
 		At("network.subnets").WithHint("add a subnet without private: true")}
 }
 
-// SubnetOutput is the network stack's output holding a subnet's ID. It
-// follows the cloudformation built-in's naming (Subnet<CamelName>Id), which
-// is part of its contract with other plugins.
-func SubnetOutput(subnet string) string { return "Subnet" + config.LogicalName(subnet) + "Id" }
-
 func raw(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -119,24 +114,23 @@ func stack(c *config.Cluster, v Values, subnet config.Subnet) (construct.Stack, 
 	tags := func(name string) []map[string]string {
 		return []map[string]string{
 			{"Key": "Name", "Value": c.ClusterName + "-" + name},
-			{"Key": "kubernetes.io/cluster/" + c.ClusterName, "Value": "owned"},
+			{"Key": names.KubernetesClusterTag(c.ClusterName), "Value": "owned"},
 		}
 	}
+	vpc := names.From(names.StackNetwork, names.OutputVpcID)
+	sub := names.From(names.StackNetwork, names.SubnetOutput(subnet.Name))
 	st := construct.Stack{
 		Name:        Stack,
 		Description: fmt.Sprintf("kube-aws %s: bastion host", c.ClusterName),
-		DependsOn:   []string{networkStack},
+		DependsOn:   []string{names.StackNetwork},
 		Parameters: map[string]json.RawMessage{
-			"VpcId":    raw(map[string]string{"Type": "AWS::EC2::VPC::Id", "Description": "From network.VpcId"}),
-			"SubnetId": raw(map[string]string{"Type": "AWS::EC2::Subnet::Id", "Description": "From network." + SubnetOutput(subnet.Name)}),
+			"VpcId":    raw(map[string]string{"Type": "AWS::EC2::VPC::Id", "Description": "From " + vpc.String()}),
+			"SubnetId": raw(map[string]string{"Type": "AWS::EC2::Subnet::Id", "Description": "From " + sub.String()}),
 		},
-		ParameterSources: map[string]string{
-			"VpcId":    networkStack + ".VpcId",
-			"SubnetId": networkStack + "." + SubnetOutput(subnet.Name),
-		},
-		Resources: map[string]json.RawMessage{},
-		Outputs:   map[string]json.RawMessage{},
-		Tags:      map[string]string{"kube-aws:cluster": c.ClusterName, "kube-aws:stack": Stack},
+		ParameterSources: map[string]names.Source{"VpcId": vpc, "SubnetId": sub},
+		Resources:        map[string]json.RawMessage{},
+		Outputs:          map[string]json.RawMessage{},
+		Tags:             names.StackTags(c.ClusterName, Stack),
 	}
 	if c.AMI != "" {
 		st.Parameters["ImageId"] = raw(map[string]string{"Type": "AWS::EC2::Image::Id", "Default": c.AMI, "Description": "The image the bastion boots (amiId)"})
@@ -184,11 +178,16 @@ func stack(c *config.Cluster, v Values, subnet config.Subnet) (construct.Stack, 
 	if *v.SSHToNodes {
 		// The bastion exists to reach the machines: SSH from its group into
 		// each role's group, which lives in the network stack.
-		for _, role := range []string{"Controller", "Etcd", "Worker"} {
-			param := role + "SecurityGroupId"
-			st.Parameters[param] = raw(map[string]string{"Type": "AWS::EC2::SecurityGroup::Id", "Description": "From network." + param})
-			st.ParameterSources[param] = networkStack + "." + param
-			st.Resources["SSHFromBastionTo"+role] = raw(map[string]any{
+		for _, role := range []struct{ name, output string }{
+			{"Controller", names.OutputControllerSecurityGroup},
+			{"Etcd", names.OutputEtcdSecurityGroup},
+			{"Worker", names.OutputWorkerSecurityGroup},
+		} {
+			param := role.output
+			src := names.From(names.StackNetwork, role.output)
+			st.Parameters[param] = raw(map[string]string{"Type": "AWS::EC2::SecurityGroup::Id", "Description": "From " + src.String()})
+			st.ParameterSources[param] = src
+			st.Resources["SSHFromBastionTo"+role.name] = raw(map[string]any{
 				"Type": "AWS::EC2::SecurityGroupIngress",
 				"Properties": map[string]any{
 					"GroupId":               ref(param),

@@ -10,13 +10,13 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/kube-aws/kube-aws/contrib/internal/chartcache"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/kubeversion"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -41,7 +41,6 @@ const (
 	TagEnabled      = "k8s.io/cluster-autoscaler/enabled"
 	tagOwnerPrefix  = "k8s.io/cluster-autoscaler/"
 	RoleLabel       = "node.kube-aws.io/role"
-	nodePoolPrefix  = "nodepool-"
 	controlPlaneKey = "node-role.kubernetes.io/control-plane"
 )
 
@@ -90,7 +89,7 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	// with that stack rather than making a new one.
 	for _, p := range c.NodePools {
 		set.Stacks = append(set.Stacks, construct.Stack{
-			Name: nodePoolPrefix + p.Name,
+			Name: names.NodePoolStack(p.Name),
 			Tags: map[string]string{TagEnabled: "true", tagOwnerPrefix + c.ClusterName: "owned"},
 		})
 	}
@@ -175,22 +174,14 @@ func withDefaults(v Values, c *config.Cluster) (Values, diag.List) {
 		v.Namespace = "kube-system"
 	}
 	if v.Image == "" {
-		minor, err := kubeMinor(c.KubernetesVersion)
+		kv, err := kubeversion.Parse(c.KubernetesVersion)
 		if err != nil {
 			return v, diag.List{diag.Fatalf("plugin cluster-autoscaler cannot choose an image for kubernetesVersion %q: %v", c.KubernetesVersion, err).
 				At("kubernetesVersion").WithHint("set plugins.cluster-autoscaler.values.image")}
 		}
-		v.Image = fmt.Sprintf("registry.k8s.io/autoscaling/cluster-autoscaler:v1.%d.0", minor)
+		v.Image = fmt.Sprintf("registry.k8s.io/autoscaling/cluster-autoscaler:v1.%d.0", kv.Minor)
 	}
 	return v, nil
-}
-
-func kubeMinor(version string) (int, error) {
-	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
-	if len(parts) < 2 || parts[0] != "1" {
-		return 0, fmt.Errorf("want 1.<minor>[.<patch>]")
-	}
-	return strconv.Atoi(parts[1])
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -20,6 +20,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -34,16 +35,6 @@ const (
 
 //go:embed schema.json
 var schema []byte
-
-// What the cloudformation built-in names, which this plugin patches. They
-// are that plugin's contract with others (builtin/cloudformation's golden
-// templates show them).
-const (
-	networkStack  = "network"
-	apiIngress    = "ControllerIngressAPI"
-	controllerSG  = "ControllerSecurityGroup"
-	nodePoolStack = "nodepool-"
-)
 
 // Values are the plugin's values (schema.json).
 type Values struct {
@@ -138,7 +129,7 @@ func build(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 
 	if len(v.Tags) > 0 {
 		for _, k := range sortedKeys(v.Tags) {
-			if strings.HasPrefix(k, "aws:") || strings.HasPrefix(k, "kube-aws:") {
+			if strings.HasPrefix(k, "aws:") || strings.HasPrefix(k, names.ReservedTagPrefix) {
 				diags = append(diags, diag.Fatalf("plugin customise: tag %q uses a reserved prefix (aws: belongs to AWS, kube-aws: to kube-aws)", k).
 					At(path(c, "/tags/%s", k)))
 			}
@@ -154,7 +145,7 @@ func build(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 		// rule. Patch that rule to the first CIDR and add one rule per
 		// other CIDR: a rule holds one CIDR.
 		set.Patches = append(set.Patches, construct.Patch{
-			Stack: networkStack, LogicalID: apiIngress,
+			Stack: names.StackNetwork, LogicalID: names.ControllerIngressAPI,
 			Merge: mustJSON(map[string]any{"Properties": map[string]any{
 				"CidrIp": v.APIAccessCIDRs[0], "Description": "Kubernetes API (restricted by plugin customise)",
 			}}),
@@ -169,7 +160,7 @@ func build(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 		extra[fmt.Sprintf("CustomiseControllerIngressSSH%d", i)] = ingress(22, cidr, "SSH to the controllers (plugin customise)")
 	}
 	if len(extra) > 0 {
-		set.Stacks = append(set.Stacks, construct.Stack{Name: networkStack, Resources: extra})
+		set.Stacks = append(set.Stacks, construct.Stack{Name: names.StackNetwork, Resources: extra})
 	}
 
 	// User patches go through as they are: kube-aws's merge checks that the
@@ -184,21 +175,21 @@ func build(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 // plugin's when it is enabled. A tags-only contribution to a stack nobody
 // else makes would create an empty stack, so only these are tagged.
 func stackNames(c *config.Cluster) []string {
-	names := []string{"iam", networkStack, "etcd", "control-plane"}
+	out := []string{names.StackIAM, names.StackNetwork, names.StackEtcd, names.StackControlPlane}
 	for _, p := range c.NodePools {
-		names = append(names, nodePoolStack+p.Name)
+		out = append(out, names.NodePoolStack(p.Name))
 	}
 	if c.PluginEnabled("bastion", false) {
-		names = append(names, "bastion")
+		out = append(out, "bastion")
 	}
-	return names
+	return out
 }
 
 func ingress(port int, cidr, desc string) json.RawMessage {
 	return mustJSON(map[string]any{
 		"Type": "AWS::EC2::SecurityGroupIngress",
 		"Properties": map[string]any{
-			"GroupId":     map[string]any{"Fn::GetAtt": []string{controllerSG, "GroupId"}},
+			"GroupId":     map[string]any{"Fn::GetAtt": []string{names.ControllerSecurityGroup, "GroupId"}},
 			"IpProtocol":  "tcp",
 			"FromPort":    port,
 			"ToPort":      port,

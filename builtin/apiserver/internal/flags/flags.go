@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kube-aws/kube-aws/builtin/apiserver/kubeversion"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/kubeversion"
 )
 
 // Paths on the controllers. The PKI files are provided by whichever plugin

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/builtin/apiserver/podspec"
+	"github.com/kube-aws/kube-aws/builtin/internal/podspec"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // stack accumulates one Stack construct. Every section body goes through
@@ -39,9 +40,9 @@ func (s *stack) param(id, typ, description string, def any) {
 func (s *stack) wired(id, typ, fromStack, output string) {
 	s.param(id, typ, "From "+fromStack+"."+output, nil)
 	if s.c.ParameterSources == nil {
-		s.c.ParameterSources = map[string]string{}
+		s.c.ParameterSources = map[string]names.Source{}
 	}
-	s.c.ParameterSources[id] = fromStack + "." + output
+	s.c.ParameterSources[id] = names.From(fromStack, output)
 }
 
 func (s *stack) output(id string, value any, description string) {
@@ -66,7 +67,7 @@ func (s *stack) done() construct.Stack {
 func tagList(cluster, name string, extra ...tags.Tag) []tags.Tag {
 	out := []tags.Tag{
 		{Key: "Name", Value: name},
-		{Key: "kubernetes.io/cluster/" + cluster, Value: "owned"},
+		{Key: names.KubernetesClusterTag(cluster), Value: "owned"},
 	}
 	return append(out, extra...)
 }

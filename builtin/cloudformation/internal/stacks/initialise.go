@@ -12,19 +12,13 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // Load balancer kinds for the API endpoint (Values.APILoadBalancer).
 const (
 	LoadBalancerNetwork = "network"
 	LoadBalancerClassic = "classic"
-)
-
-// Control-plane names other plugins and deploy rely on.
-const (
-	APILoadBalancerID     = "LoadBalancer"
-	OutputAPIEndpoint     = "APIEndpoint"
-	OutputLoadBalancerDNS = "LoadBalancerDNS"
 )
 
 // Initialise returns the base constructs of a cluster: the network, etcd,
@@ -45,11 +39,11 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 
 	etcdSubnets, d := pickSubnets(subnets, c.Etcd.Subnets, "etcd.subnets")
 	diags = append(diags, d...)
-	etcd := newStack(cfn.StackEtcd, fmt.Sprintf("kube-aws %s: etcd", c.ClusterName))
+	etcd := newStack(names.StackEtcd, fmt.Sprintf("kube-aws %s: etcd", c.ClusterName))
 	set.Protected = append(set.Protected, machineStack(etcd, c, machines{
 		role: construct.Etcd, name: "etcd", instanceType: c.Etcd.InstanceType, rootVolume: c.Etcd.RootVolumeSize,
 		min: c.Etcd.Count, max: c.Etcd.Count, desired: c.Etcd.Count,
-		subnets: etcdSubnets, sgOutput: cfn.OutputEtcdSecurityGroup,
+		subnets: etcdSubnets, sgOutput: names.OutputEtcdSecurityGroup,
 	})...)
 	set.Stacks = append(set.Stacks, etcd.done())
 
@@ -74,11 +68,11 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 		seen[camel] = p.Name
 		sn, d := pickSubnets(subnets, p.Subnets, path+".subnets")
 		diags = append(diags, d...)
-		st := newStack(cfn.NodePoolStack(p.Name), fmt.Sprintf("kube-aws %s: node pool %s", c.ClusterName, p.Name))
+		st := newStack(names.NodePoolStack(p.Name), fmt.Sprintf("kube-aws %s: node pool %s", c.ClusterName, p.Name))
 		set.Protected = append(set.Protected, machineStack(st, c, machines{
-			role: construct.Worker, pool: p.Name, name: cfn.NodePoolStack(p.Name),
+			role: construct.Worker, pool: p.Name, name: names.NodePoolStack(p.Name),
 			instanceType: p.InstanceType, min: p.MinSize, max: p.MaxSize, desired: p.DesiredCapacity,
-			subnets: sn, spot: p.Spot, sgOutput: cfn.OutputWorkerSecurityGroup, asgTags: poolTags(c, p),
+			subnets: sn, spot: p.Spot, sgOutput: names.OutputWorkerSecurityGroup, asgTags: poolTags(c, p),
 		})...)
 		set.Stacks = append(set.Stacks, st.done())
 	}
@@ -86,7 +80,7 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	// Private subnets without NAT gateways are core/config's warning, with
 	// the file's line: saying it here too printed it twice.
 	for i := range set.Stacks {
-		set.Stacks[i].Tags = map[string]string{"kube-aws:cluster": c.ClusterName, "kube-aws:stack": set.Stacks[i].Name}
+		set.Stacks[i].Tags = names.StackTags(c.ClusterName, set.Stacks[i].Name)
 	}
 	return set, diags
 }
@@ -97,7 +91,7 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 // apiEndpoint.dnsName when a zone is given.
 func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack, []construct.Protected, diag.List) {
 	var diags diag.List
-	s := newStack(cfn.StackControlPlane, fmt.Sprintf("kube-aws %s: control plane", c.ClusterName))
+	s := newStack(names.StackControlPlane, fmt.Sprintf("kube-aws %s: control plane", c.ClusterName))
 	sn, d := pickSubnets(subnets, c.Controller.Subnets, "controller.subnets")
 	diags = append(diags, d...)
 
@@ -118,7 +112,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 		}
 		diags = append(diags, diag.Fatalf("the API load balancer needs a %s subnet and there is none", kind).At("apiEndpoint.private"))
 	}
-	s.wired(paramVpcID, "AWS::EC2::VPC::Id", cfn.StackNetwork, cfn.OutputVpcID)
+	s.wired(paramVpcID, "AWS::EC2::VPC::Id", names.StackNetwork, names.OutputVpcID)
 	scheme := "internet-facing"
 	if c.APIEndpoint.Private {
 		scheme = "internal"
@@ -127,12 +121,12 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 	m := machines{
 		role: construct.Controller, name: "controller", instanceType: c.Controller.InstanceType,
 		rootVolume: c.Controller.RootVolumeSize, min: c.Controller.Count, max: c.Controller.Count, desired: c.Controller.Count,
-		subnets: sn, sgOutput: cfn.OutputControllerSecurityGroup,
+		subnets: sn, sgOutput: names.OutputControllerSecurityGroup,
 	}
 	zoneAttr := "CanonicalHostedZoneID"
 	switch v.APILoadBalancer {
 	case "", LoadBalancerNetwork:
-		s.resource(APILoadBalancerID, &elasticloadbalancingv2.LoadBalancer{
+		s.resource(names.APILoadBalancer, &elasticloadbalancingv2.LoadBalancer{
 			Type:    "network",
 			Scheme:  scheme,
 			Subnets: subnetParams(s, lbSubnets),
@@ -153,7 +147,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			Tags:                       lbTags,
 		})
 		s.resource("Listener", &elasticloadbalancingv2.Listener{
-			LoadBalancerArn: cfn.Ref(APILoadBalancerID),
+			LoadBalancerArn: cfn.Ref(names.APILoadBalancer),
 			Port:            443,
 			Protocol:        "TCP",
 			DefaultActions:  []elasticloadbalancingv2.Listener_Action{{Type: "forward", TargetGroupArn: cfn.Ref("TargetGroup")}},
@@ -170,7 +164,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			}},
 			Tags: lbTags,
 		})
-		s.resource(APILoadBalancerID, &elasticloadbalancing.LoadBalancer{
+		s.resource(names.APILoadBalancer, &elasticloadbalancing.LoadBalancer{
 			Scheme:         scheme,
 			Subnets:        subnetParams(s, lbSubnets),
 			SecurityGroups: []string{cfn.GetAtt("LoadBalancerSecurityGroup", "GroupId")},
@@ -183,7 +177,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			},
 			Tags: lbTags,
 		})
-		m.loadBalancers = []string{cfn.Ref(APILoadBalancerID)}
+		m.loadBalancers = []string{cfn.Ref(names.APILoadBalancer)}
 		zoneAttr = "CanonicalHostedZoneNameID"
 	default:
 		diags = append(diags, diag.Fatalf("apiLoadBalancer %q: want network or classic", v.APILoadBalancer).
@@ -192,7 +186,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 
 	prot := machineStack(s, c, m)
 
-	endpoint := cfn.Join("", "https://", cfn.GetAtt(APILoadBalancerID, "DNSName"))
+	endpoint := cfn.Join("", "https://", cfn.GetAtt(names.APILoadBalancer, "DNSName"))
 	if c.APIEndpoint.DNSName != "" {
 		endpoint = "https://" + c.APIEndpoint.DNSName
 	}
@@ -206,13 +200,13 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 				Name:         c.APIEndpoint.DNSName,
 				Type:         "A",
 				AliasTarget: &route53.RecordSet_AliasTarget{
-					DNSName:      cfn.GetAtt(APILoadBalancerID, "DNSName"),
-					HostedZoneId: cfn.GetAtt(APILoadBalancerID, zoneAttr),
+					DNSName:      cfn.GetAtt(names.APILoadBalancer, "DNSName"),
+					HostedZoneId: cfn.GetAtt(names.APILoadBalancer, zoneAttr),
 				},
 			})
 		}
 	}
-	s.output(OutputAPIEndpoint, endpoint, "URL of the Kubernetes API")
-	s.output(OutputLoadBalancerDNS, cfn.GetAtt(APILoadBalancerID, "DNSName"), "DNS name of the API load balancer")
+	s.output(names.OutputAPIEndpoint, endpoint, "URL of the Kubernetes API")
+	s.output(names.OutputLoadBalancerDNS, cfn.GetAtt(names.APILoadBalancer, "DNSName"), "DNS name of the API load balancer")
 	return s, prot, diags
 }

@@ -14,16 +14,11 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
-// Logical IDs every machine stack uses. Plugins patch these by name.
-const (
-	LaunchTemplateID   = "LaunchTemplate"
-	AutoScalingGroupID = "AutoScalingGroup"
-)
-
-// Parameters of machine stacks besides cfn.ParamAssetsBucket,
-// cfn.ParamUserDataKey and cfn.ParamInstanceProfile.
+// Parameters of machine stacks besides names.ParamAssetsBucket,
+// names.ParamUserDataKey and names.ParamInstanceProfile.
 const (
 	paramImageID       = "ImageId"
 	paramSecurityGroup = "SecurityGroupId"
@@ -129,12 +124,12 @@ type machines struct {
 // group of a set of machines, and returns the protected paths of the launch
 // template: its bootstrap userdata and instance profile.
 func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected {
-	s.param(cfn.ParamAssetsBucket, "String", "S3 bucket holding the cluster's assets (filled by deploy)", nil)
-	s.param(cfn.ParamUserDataKey, "String", "S3 key of this stack's userdata (filled by deploy)", nil)
-	s.param(cfn.ParamSecretsPrefix, "String", "S3 key prefix of the encrypted sensitive values (filled by deploy)", nil)
+	s.param(names.ParamAssetsBucket, "String", "S3 bucket holding the cluster's assets (filled by deploy)", nil)
+	s.param(names.ParamUserDataKey, "String", "S3 key of this stack's userdata (filled by deploy)", nil)
+	s.param(names.ParamSecretsPrefix, "String", "S3 key prefix of the encrypted sensitive values (filled by deploy)", nil)
 	assets := ""
 	if m.role == construct.Controller {
-		s.param(cfn.ParamChartsIndexKey, "String", "S3 key of charts/releases.json, the Helm releases the controllers install (filled by deploy; empty without the helm plugin)", "")
+		s.param(names.ParamChartsIndexKey, "String", "S3 key of charts/releases.json, the Helm releases the controllers install (filled by deploy; empty without the helm plugin)", "")
 		assets = controllerAssets
 	}
 	if c.AMI != "" {
@@ -146,8 +141,8 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 		}
 		s.param(paramImageID, "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "SSM parameter naming the image every machine boots", img)
 	}
-	s.wired(cfn.ParamInstanceProfile, "String", cfn.StackIAM, cfn.InstanceProfileOutput(m.role, m.pool))
-	s.wired(paramSecurityGroup, "AWS::EC2::SecurityGroup::Id", cfn.StackNetwork, m.sgOutput)
+	s.wired(names.ParamInstanceProfile, "String", names.StackIAM, names.InstanceProfileOutput(string(m.role), m.pool))
+	s.wired(paramSecurityGroup, "AWS::EC2::SecurityGroup::Id", names.StackNetwork, m.sgOutput)
 	zone := subnetParams(s, m.subnets)
 
 	name := c.ClusterName + "-" + m.name
@@ -155,7 +150,7 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 		ImageId:            cfn.Ref(paramImageID),
 		InstanceType:       m.instanceType,
 		KeyName:            c.KeyName,
-		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: cfn.Ref(cfn.ParamInstanceProfile)},
+		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: cfn.Ref(names.ParamInstanceProfile)},
 		SecurityGroupIds:   []string{cfn.Ref(paramSecurityGroup)},
 		UserData:           cfn.Base64(cfn.Sub(fmt.Sprintf(bootstrap, m.name, assets))),
 		// IMDSv2 only; a hop limit of 2 lets containers reach it.
@@ -177,33 +172,33 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 			SpotOptions: &ec2.LaunchTemplate_SpotOptions{MaxPrice: m.spot.MaxPrice, SpotInstanceType: "one-time"},
 		}
 	}
-	s.resource(LaunchTemplateID, &ec2.LaunchTemplate{LaunchTemplateData: data})
+	s.resource(names.LaunchTemplate, &ec2.LaunchTemplate{LaunchTemplateData: data})
 
 	asgTags := []autoscaling.AutoScalingGroup_TagProperty{
 		{Key: "Name", Value: name, PropagateAtLaunch: true},
 		{Key: "kubernetes.io/cluster/" + c.ClusterName, Value: "owned", PropagateAtLaunch: true},
 	}
 	asgTags = append(asgTags, m.asgTags...)
-	s.resource(AutoScalingGroupID, &autoscaling.AutoScalingGroup{
+	s.resource(names.AutoScalingGroup, &autoscaling.AutoScalingGroup{
 		MinSize:           strconv.Itoa(m.min),
 		MaxSize:           strconv.Itoa(m.max),
 		DesiredCapacity:   strconv.Itoa(m.desired),
 		VPCZoneIdentifier: zone,
 		LaunchTemplate: &autoscaling.AutoScalingGroup_LaunchTemplateSpecification{
-			LaunchTemplateId: cfn.Ref(LaunchTemplateID),
-			Version:          cfn.GetAtt(LaunchTemplateID, "LatestVersionNumber"),
+			LaunchTemplateId: cfn.Ref(names.LaunchTemplate),
+			Version:          cfn.GetAtt(names.LaunchTemplate, "LatestVersionNumber"),
 		},
 		TargetGroupARNs:               m.targetGroups,
 		LoadBalancerNames:             m.loadBalancers,
 		Tags:                          asgTags,
 		AWSCloudFormationUpdatePolicy: rollingUpdate(m),
 	})
-	s.output("AutoScalingGroupName", cfn.Ref(AutoScalingGroupID), "Auto scaling group of the "+m.name+" machines")
+	s.output(names.OutputAutoScalingGroupName, cfn.Ref(names.AutoScalingGroup), "Auto scaling group of the "+m.name+" machines")
 
 	reason := "the bootstrap userdata and instance profile are kube-aws's: change the userdata through units and files, the role through IAM statements"
 	return []construct.Protected{
-		{Stack: s.c.Name, LogicalID: LaunchTemplateID, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
-		{Stack: s.c.Name, LogicalID: LaunchTemplateID, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
+		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
+		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
 	}
 }
 
@@ -232,9 +227,9 @@ func rollingUpdate(m machines) *policies.UpdatePolicy {
 func subnetParams(s *stack, subnets []config.Subnet) []string {
 	refs := make([]string, 0, len(subnets))
 	for _, sn := range subnets {
-		p := cfn.SubnetOutput(sn.Name)
+		p := names.SubnetOutput(sn.Name)
 		if _, done := s.c.Parameters[p]; !done {
-			s.wired(p, "AWS::EC2::Subnet::Id", cfn.StackNetwork, p)
+			s.wired(p, "AWS::EC2::Subnet::Id", names.StackNetwork, p)
 		}
 		refs = append(refs, cfn.Ref(p))
 	}

@@ -9,13 +9,7 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/diag"
-)
-
-// Security group logical IDs of the network stack.
-const (
-	controllerSG = "ControllerSecurityGroup"
-	etcdSG       = "EtcdSecurityGroup"
-	workerSG     = "WorkerSecurityGroup"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // network builds the network stack: for a new VPC the VPC itself, its
@@ -24,7 +18,7 @@ const (
 // security groups of every role, so that their ingress rules can refer to
 // each other without wiring parameters in a cycle between stacks.
 func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
-	s := newStack(cfn.StackNetwork, fmt.Sprintf("kube-aws %s: network", c.ClusterName))
+	s := newStack(names.StackNetwork, fmt.Sprintf("kube-aws %s: network", c.ClusterName))
 	var diags diag.List
 	existing := c.Network.VPCID != ""
 
@@ -62,7 +56,7 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 			}
 		}
 	}
-	s.output(cfn.OutputVpcID, vpc, "The VPC of the cluster")
+	s.output(names.OutputVpcID, vpc, "The VPC of the cluster")
 
 	var pub, priv []string
 	for _, sn := range subnets {
@@ -73,7 +67,7 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 		if id == "" {
 			continue
 		}
-		s.output(cfn.SubnetOutput(sn.Name), id, fmt.Sprintf("Subnet %s (%s)", sn.Name, sn.AvailabilityZone))
+		s.output(names.SubnetOutput(sn.Name), id, fmt.Sprintf("Subnet %s (%s)", sn.Name, sn.AvailabilityZone))
 		if sn.Private {
 			priv = append(priv, id)
 		} else {
@@ -83,10 +77,10 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 	// CloudFormation refuses an output with an empty value, so a list with
 	// no subnet in it is left out rather than output as "".
 	if len(pub) > 0 {
-		s.output(cfn.OutputPublicSubnetIDs, cfn.Join(",", pub...), "Public subnets, comma-separated")
+		s.output(names.OutputPublicSubnetIDs, cfn.Join(",", pub...), "Public subnets, comma-separated")
 	}
 	if len(priv) > 0 {
-		s.output(cfn.OutputPrivateSubnetIDs, cfn.Join(",", priv...), "Private subnets, comma-separated")
+		s.output(names.OutputPrivateSubnetIDs, cfn.Join(",", priv...), "Private subnets, comma-separated")
 	}
 	securityGroups(s, c, vpc)
 	return s, diags
@@ -176,9 +170,9 @@ func newSubnets(s *stack, c *config.Cluster, subnets []config.Subnet, vpc string
 // other cannot name each other inside their own definitions.
 func securityGroups(s *stack, c *config.Cluster, vpc string) {
 	groups := []struct{ id, role, output string }{
-		{controllerSG, "controller", cfn.OutputControllerSecurityGroup},
-		{etcdSG, "etcd", cfn.OutputEtcdSecurityGroup},
-		{workerSG, "worker", cfn.OutputWorkerSecurityGroup},
+		{names.ControllerSecurityGroup, "controller", names.OutputControllerSecurityGroup},
+		{names.EtcdSecurityGroup, "etcd", names.OutputEtcdSecurityGroup},
+		{names.WorkerSecurityGroup, "worker", names.OutputWorkerSecurityGroup},
 	}
 	for _, g := range groups {
 		s.resource(g.id, &ec2.SecurityGroup{
@@ -197,13 +191,13 @@ func securityGroups(s *stack, c *config.Cluster, vpc string) {
 		// The network load balancer keeps the client's address, so the API
 		// port is open to clients wherever they are; the API server
 		// authenticates them.
-		{id: "ControllerIngressAPI", to: controllerSG, proto: "tcp", fromPort: 443, toPort: 443, cidr: "0.0.0.0/0", desc: "Kubernetes API"},
-		{id: "ControllerIngressController", to: controllerSG, from: controllerSG, proto: "-1", desc: "controllers to controllers"},
-		{id: "ControllerIngressWorker", to: controllerSG, from: workerSG, proto: "-1", desc: "workers to controllers (API, pod network)"},
-		{id: "WorkerIngressController", to: workerSG, from: controllerSG, proto: "-1", desc: "controllers to workers (kubelet, pod network)"},
-		{id: "WorkerIngressWorker", to: workerSG, from: workerSG, proto: "-1", desc: "workers to workers (pod network)"},
-		{id: "EtcdIngressController", to: etcdSG, from: controllerSG, proto: "tcp", fromPort: 2379, toPort: 2379, desc: "etcd clients"},
-		{id: "EtcdIngressEtcd", to: etcdSG, from: etcdSG, proto: "tcp", fromPort: 2379, toPort: 2380, desc: "etcd peers"},
+		{id: names.ControllerIngressAPI, to: names.ControllerSecurityGroup, proto: "tcp", fromPort: 443, toPort: 443, cidr: "0.0.0.0/0", desc: "Kubernetes API"},
+		{id: "ControllerIngressController", to: names.ControllerSecurityGroup, from: names.ControllerSecurityGroup, proto: "-1", desc: "controllers to controllers"},
+		{id: "ControllerIngressWorker", to: names.ControllerSecurityGroup, from: names.WorkerSecurityGroup, proto: "-1", desc: "workers to controllers (API, pod network)"},
+		{id: "WorkerIngressController", to: names.WorkerSecurityGroup, from: names.ControllerSecurityGroup, proto: "-1", desc: "controllers to workers (kubelet, pod network)"},
+		{id: "WorkerIngressWorker", to: names.WorkerSecurityGroup, from: names.WorkerSecurityGroup, proto: "-1", desc: "workers to workers (pod network)"},
+		{id: "EtcdIngressController", to: names.EtcdSecurityGroup, from: names.ControllerSecurityGroup, proto: "tcp", fromPort: 2379, toPort: 2379, desc: "etcd clients"},
+		{id: "EtcdIngressEtcd", to: names.EtcdSecurityGroup, from: names.EtcdSecurityGroup, proto: "tcp", fromPort: 2379, toPort: 2380, desc: "etcd peers"},
 	}
 	for _, r := range rules {
 		ing := &ec2.SecurityGroupIngress{

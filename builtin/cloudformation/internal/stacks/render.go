@@ -2,12 +2,12 @@ package stacks
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -51,21 +51,21 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 	if set == nil {
 		set = &construct.Set{}
 	}
-	stacks, names, diags := cfn.CollectStacks(set.Stacks, func(name string) bool { return name != cfn.StackIAM })
+	stacks, order, diags := cfn.CollectStacks(set.Stacks, func(name string) bool { return name != names.StackIAM })
 	diags = append(diags, cfn.ApplyPatches(stacks, set.Patches, set.Protected)...)
 	for i, p := range set.Patches {
-		if _, ok := stacks[p.Stack]; !ok && p.Stack != cfn.StackIAM {
+		if _, ok := stacks[p.Stack]; !ok && p.Stack != names.StackIAM {
 			diags = append(diags, diag.Fatalf("patch %d is for stack %s, which no plugin contributes", i, p.Stack))
 		}
 	}
-	sort.Strings(names)
+	sort.Strings(order)
 	// A source in a stack nobody renders would only fail at deploy time,
 	// after other stacks were already created; say so now.
-	for _, n := range names {
+	for _, n := range order {
 		st := stacks[n]
 		for _, p := range sortedKeys(st.ParameterSources) {
-			from, _, _ := strings.Cut(st.ParameterSources[p], ".")
-			if _, ok := stacks[from]; !ok && from != cfn.StackIAM {
+			from := st.ParameterSources[p].Stack
+			if _, ok := stacks[from]; !ok && from != names.StackIAM {
 				diags = append(diags, diag.Fatalf("stack %s: parameter %s comes from stack %s, which no plugin contributes", n, p, from).
 					WithHint("enable the plugin that makes stack "+from+", or drop the parameter source"))
 			}
@@ -73,10 +73,10 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 	}
 	var files []stage.File
 	var specs []stage.StackSpec
-	for _, n := range names {
+	for _, n := range order {
 		tags := v.Tags
 		for _, p := range c.NodePools {
-			if pv, ok := pools[p.Name]; ok && n == cfn.NodePoolStack(p.Name) {
+			if pv, ok := pools[p.Name]; ok && n == names.NodePoolStack(p.Name) {
 				tags = pv.Tags
 			}
 		}
@@ -91,7 +91,7 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 	return files, specs, diags
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

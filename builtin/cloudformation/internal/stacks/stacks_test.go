@@ -137,15 +137,15 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 	}
 	for name, src := range cases {
 		s := stackOf(t, set, name)
-		if s.ParameterSources["InstanceProfile"] != src {
+		if s.ParameterSources["InstanceProfile"].String() != src {
 			t.Errorf("%s: InstanceProfile from %q, want %q", name, s.ParameterSources["InstanceProfile"], src)
 		}
 		for p, src := range s.ParameterSources {
 			if _, ok := s.Parameters[p]; !ok {
 				t.Errorf("%s: source for undeclared parameter %s", name, p)
 			}
-			if strings.HasPrefix(src, "network.") {
-				if _, ok := stackOf(t, set, "network").Outputs[strings.TrimPrefix(src, "network.")]; !ok {
+			if strings.HasPrefix(src.String(), "network.") {
+				if _, ok := stackOf(t, set, "network").Outputs[strings.TrimPrefix(src.String(), "network.")]; !ok {
 					t.Errorf("%s: parameter %s from %s, which network does not output", name, p, src)
 				}
 			}

@@ -23,10 +23,10 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 
-	"github.com/kube-aws/kube-aws/builtin/apiserver/kubeversion"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/kubeversion"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 

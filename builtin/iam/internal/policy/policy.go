@@ -20,6 +20,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -105,13 +106,13 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	}
 	var diags diag.List
 	roles := []*role{
-		{prefix: cfn.RolePrefix(construct.Controller, ""), label: "controller", role: construct.Controller},
-		{prefix: cfn.RolePrefix(construct.Etcd, ""), label: "etcd", role: construct.Etcd},
+		{prefix: names.RolePrefix(string(construct.Controller), ""), label: "controller", role: construct.Controller},
+		{prefix: names.RolePrefix(string(construct.Etcd), ""), label: "etcd", role: construct.Etcd},
 	}
 	pools := map[string]*role{}
 	seen := map[string]string{}
 	for i, p := range c.NodePools {
-		prefix := cfn.RolePrefix(construct.Worker, p.Name)
+		prefix := names.RolePrefix(string(construct.Worker), p.Name)
 		if other, dup := seen[prefix]; dup || config.LogicalName(p.Name) == "" {
 			diags = append(diags, diag.Fatalf("node pool %q cannot be told apart from %q in IAM names (%s)", p.Name, other, prefix).
 				At(fmt.Sprintf("nodePools[%d].name", i)))
@@ -158,11 +159,11 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	}
 
 	s := construct.Stack{
-		Name:        cfn.StackIAM,
+		Name:        names.StackIAM,
 		Description: fmt.Sprintf("kube-aws %s: IAM roles and instance profiles", c.ClusterName),
 		Resources:   map[string]json.RawMessage{},
 		Outputs:     map[string]json.RawMessage{},
-		Tags:        map[string]string{"kube-aws:cluster": c.ClusterName, "kube-aws:stack": cfn.StackIAM},
+		Tags:        names.StackTags(c.ClusterName, names.StackIAM),
 	}
 	assume := map[string]any{
 		"Version": "2012-10-17",
@@ -185,7 +186,7 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 		}
 		s.Resources[r.prefix+"Role"] = cfn.MustRaw(res)
 		s.Resources[r.prefix+"InstanceProfile"] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(r.prefix + "Role")}})
-		s.Outputs[cfn.InstanceProfileOutput(r.role, r.pool)] = cfn.MustRaw(cloudformation.Output{
+		s.Outputs[names.InstanceProfileOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
 			Value: cfn.Ref(r.prefix + "InstanceProfile"), Description: "Instance profile of the " + r.label + " machines"})
 		// A node pool gets one output: CloudFormation allows 200 per stack,
 		// and three per pool stopped a cluster at 64 pools. Its role is
@@ -193,21 +194,21 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 		if r.pool != "" {
 			continue
 		}
-		s.Outputs[cfn.RoleArnOutput(r.role, r.pool)] = cfn.MustRaw(cloudformation.Output{
+		s.Outputs[names.RoleArnOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
 			Value: cfn.GetAtt(r.prefix+"Role", "Arn"), Description: "Role ARN of the " + r.label + " machines"})
-		s.Outputs[r.prefix+"RoleName"] = cfn.MustRaw(cloudformation.Output{
+		s.Outputs[names.RoleNameOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
 			Value: cfn.Ref(r.prefix + "Role"), Description: "Role name of the " + r.label + " machines"})
 	}
 
 	// Other plugins may add to the iam stack (a managed policy, say) and
 	// patch its roles; fold those in like any stack.
-	stacks, _, d := cfn.CollectStacks(set.Stacks, func(name string) bool { return name == cfn.StackIAM })
+	stacks, _, d := cfn.CollectStacks(set.Stacks, func(name string) bool { return name == names.StackIAM })
 	diags = append(diags, d...)
-	if extra, ok := stacks[cfn.StackIAM]; ok {
+	if extra, ok := stacks[names.StackIAM]; ok {
 		extra.Description = ""
 		diags = append(diags, cfn.MergeStack(&s, *extra)...)
 	}
-	diags = append(diags, cfn.ApplyPatches(map[string]*construct.Stack{cfn.StackIAM: &s}, set.Patches, set.Protected)...)
+	diags = append(diags, cfn.ApplyPatches(map[string]*construct.Stack{names.StackIAM: &s}, set.Patches, set.Protected)...)
 
 	r, d := cfn.RenderStack(s, c.Tags, nil)
 	diags = append(diags, d...)

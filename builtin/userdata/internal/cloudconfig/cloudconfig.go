@@ -14,7 +14,7 @@
 //   - the kubelet's flags in /etc/kubernetes/kubelet.env (KUBELET_ARGS), with
 //     --node-labels and --register-with-taints built from the NodeLabels and
 //     NodeTaints constructs and the node pool's labels and taints;
-//   - on controllers, the API server static pod (builtin/apiserver/podspec)
+//   - on controllers, the API server static pod (builtin/internal/podspec)
 //     and every Kubernetes manifest under /etc/kubernetes/addons/.
 //
 // Sensitive values never appear in plain text: a sensitive file's content
@@ -31,7 +31,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-aws/kube-aws/builtin/apiserver/podspec"
+	"github.com/kube-aws/kube-aws/builtin/internal/podspec"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"

@@ -1,7 +1,8 @@
 // Package kubeversion parses the kubernetesVersion of cluster.yaml. It is
 // shared by the apiserver plugin (whose flag table depends on the minor
-// version) and the static pod library (whose image tag is the full version),
-// so both read "1.30.4" and "v1.30.4" the same way.
+// version), the userdata plugin's static pod (whose image tag is the full
+// version), the helm plugin (Helm's capabilities) and any plugin that follows
+// the Kubernetes version, so all read "1.30.4" and "v1.30.4" the same way.
 package kubeversion
 
 import (

@@ -1,9 +1,9 @@
 // Package podspec builds the kube-apiserver static pod manifest that the
-// userdata plugin places in the controllers' /etc/kubernetes/manifests. It
-// lives in the apiserver plugin's tree because the apiserver plugin owns the
-// API server's flags and volumes, and it is a library because the userdata
-// plugin, not the apiserver plugin, writes the controller userdata (see
-// docs/design.md, "Stages and who renders what").
+// userdata plugin places in the controllers' /etc/kubernetes/manifests, from
+// the API server flags and volumes every plugin contributed (the apiserver
+// plugin contributes the defaults and checks the merged flags). It is a
+// library the built-ins share (like builtin/internal/cfn), not part of a
+// plugin: plugins never import each other (docs/design.md).
 //
 // The manifest is built as data and marshalled with sigs.k8s.io/yaml; it
 // deliberately does not import k8s.io/api, whose package init would cost
@@ -18,8 +18,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-aws/kube-aws/builtin/apiserver/kubeversion"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/kubeversion"
 )
 
 // Image is the kube-apiserver image repository; the tag is the cluster's

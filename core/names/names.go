@@ -1,0 +1,210 @@
+// Package names is the contract between plugins: the names one plugin gives
+// a stack, parameter, output or tag and another plugin (or the deploy
+// engine) relies on. They are declared here once, so that a plugin refers
+// to another plugin's stack by a constant rather than by a string it copied,
+// and no plugin imports another to learn a name.
+//
+// It imports nothing, so every package, core/construct included, can use it.
+package names
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Stacks the built-in plugins make. A node pool's stack is NodePoolStack.
+const (
+	// StackNetwork holds the VPC, subnets and the security groups of every
+	// role (cloudformation plugin).
+	StackNetwork = "network"
+	// StackEtcd holds the etcd members (cloudformation plugin).
+	StackEtcd = "etcd"
+	// StackControlPlane holds the controllers and the API load balancer
+	// (cloudformation plugin).
+	StackControlPlane = "control-plane"
+	// StackIAM holds a role, policy and instance profile per machine role;
+	// the iam plugin renders it late, from the merged IAM statements.
+	StackIAM = "iam"
+
+	nodePoolStackPrefix = "nodepool-"
+)
+
+// NodePoolStack is the stack of one node pool: nodepool-<pool>.
+func NodePoolStack(pool string) string { return nodePoolStackPrefix + pool }
+
+// StackName is a rendered stack's CloudFormation name: <cluster>-<stack>.
+func StackName(cluster, stack string) string { return cluster + "-" + stack }
+
+// Roles of machines, as file names and userdata names know them.
+const (
+	RoleController = "controller"
+	RoleEtcd       = "etcd"
+	RoleWorker     = "worker"
+)
+
+// UserDataName is the name of the userdata the machines of a stack boot
+// (userdata/<name>.yaml, the S3 role roles/<name>/): controller for the
+// control plane, etcd, nodepool-<pool> for a pool's stack; "" for a stack
+// without machines of its own.
+func UserDataName(stack string) string {
+	switch {
+	case stack == StackControlPlane:
+		return RoleController
+	case stack == StackEtcd:
+		return RoleEtcd
+	case strings.HasPrefix(stack, nodePoolStackPrefix):
+		return stack
+	}
+	return ""
+}
+
+// UserDataFile is the rendered userdata file of a stack's machines
+// (userdata/<UserDataName>.yaml), or "".
+func UserDataFile(stack string) string {
+	if n := UserDataName(stack); n != "" {
+		return "userdata/" + n + ".yaml"
+	}
+	return ""
+}
+
+// Parameters the deploy engine fills itself when a template declares them
+// (they have no parameter source).
+const (
+	// ParamAssetsBucket is the bucket of cluster.yaml's s3URI.
+	ParamAssetsBucket = "AssetsBucket"
+	// ParamUserDataKey is the S3 key of the stack's userdata file
+	// (UserDataFile) as deploy uploaded it.
+	ParamUserDataKey = "UserDataKey"
+	// ParamSecretsPrefix is the S3 key prefix under which deploy uploads
+	// the KMS ciphertext of each sensitive value (<prefix>/secrets).
+	ParamSecretsPrefix = "SecretsPrefix"
+	// ParamChartsIndexKey is the S3 key of ChartsIndexFile (control plane
+	// only). It defaults to "" so that a render without the helm plugin
+	// still deploys: deploy leaves the default when the file is missing.
+	ParamChartsIndexKey = "ChartsIndexKey"
+	// ParamInstanceProfile is every machine stack's instance profile,
+	// wired to the iam stack's InstanceProfileOutput.
+	ParamInstanceProfile = "InstanceProfile"
+)
+
+// ChartsIndexFile is the helm plugin's list of releases in the render output.
+const ChartsIndexFile = "charts/releases.json"
+
+// MetadataKey is the top-level template Metadata key under which a rendered
+// template tells deploy which rendered file's S3 key fills which parameter:
+// {"kube-aws": {"parameterFiles": {"UserDataKey": "userdata/controller.yaml"}}}.
+const (
+	MetadataKey            = "kube-aws"
+	MetadataParameterFiles = "parameterFiles"
+)
+
+// Outputs of the network stack.
+const (
+	OutputVpcID                   = "VpcId"
+	OutputPublicSubnetIDs         = "PublicSubnetIds"
+	OutputPrivateSubnetIDs        = "PrivateSubnetIds"
+	OutputControllerSecurityGroup = "ControllerSecurityGroupId"
+	OutputEtcdSecurityGroup       = "EtcdSecurityGroupId"
+	OutputWorkerSecurityGroup     = "WorkerSecurityGroupId"
+)
+
+// Outputs of the machine stacks (etcd, control-plane, nodepool-<pool>).
+const (
+	OutputAutoScalingGroupName = "AutoScalingGroupName"
+	// OutputAPIEndpoint (control-plane) is the URL of the Kubernetes API;
+	// deploy lifts it to the cluster outputs.
+	OutputAPIEndpoint = "APIEndpoint"
+	// OutputLoadBalancerDNS (control-plane) is the API load balancer's name.
+	OutputLoadBalancerDNS = "LoadBalancerDNS"
+)
+
+// Logical IDs in the network stack other plugins patch or refer to.
+const (
+	ControllerSecurityGroup = "ControllerSecurityGroup"
+	EtcdSecurityGroup       = "EtcdSecurityGroup"
+	WorkerSecurityGroup     = "WorkerSecurityGroup"
+	// ControllerIngressAPI admits clients to the API port.
+	ControllerIngressAPI = "ControllerIngressAPI"
+)
+
+// Logical IDs in every machine stack, and the control plane's load balancer.
+const (
+	LaunchTemplate   = "LaunchTemplate"
+	AutoScalingGroup = "AutoScalingGroup"
+	APILoadBalancer  = "LoadBalancer"
+)
+
+// SubnetOutput is the network stack output holding the ID of one subnet:
+// Subnet<LogicalName>Id (public-us-east-1a gives SubnetPublicUsEast1aId).
+func SubnetOutput(subnet string) string { return "Subnet" + LogicalName(subnet) + "Id" }
+
+// RolePrefix names a machine role in logical IDs and outputs: Controller,
+// Etcd, or NodePool<LogicalName(pool)> for a worker role's pool.
+func RolePrefix(role, pool string) string {
+	switch role {
+	case RoleController:
+		return "Controller"
+	case RoleEtcd:
+		return "Etcd"
+	default:
+		return "NodePool" + LogicalName(pool)
+	}
+}
+
+// InstanceProfileOutput is the iam stack output with the name of a role's
+// instance profile (a node pool's when role is worker).
+func InstanceProfileOutput(role, pool string) string {
+	return RolePrefix(role, pool) + "InstanceProfile"
+}
+
+// RoleArnOutput is the iam stack output with the ARN of a role (controller
+// and etcd; a pool's role is reached from its instance profile).
+func RoleArnOutput(role, pool string) string { return RolePrefix(role, pool) + "RoleArn" }
+
+// RoleNameOutput is the iam stack output with the name of a role
+// (controller and etcd).
+func RoleNameOutput(role, pool string) string { return RolePrefix(role, pool) + "RoleName" }
+
+// Tags.
+const (
+	// TagCluster tags every stack with the cluster it belongs to; deploy
+	// finds a cluster's stacks (and those no longer rendered) by it.
+	TagCluster = "kube-aws:cluster"
+	// TagStack tags every stack with its rendered name.
+	TagStack = "kube-aws:stack"
+	// ReservedTagPrefix is kube-aws's own tag namespace.
+	ReservedTagPrefix = "kube-aws:"
+)
+
+// StackTags are the tags every stack of a cluster carries.
+func StackTags(cluster, stack string) map[string]string {
+	return map[string]string{TagCluster: cluster, TagStack: stack}
+}
+
+// KubernetesClusterTag is the tag Kubernetes' AWS cloud provider finds the
+// cluster's resources by (value "owned").
+func KubernetesClusterTag(cluster string) string { return "kubernetes.io/cluster/" + cluster }
+
+// LogicalName is how a name (a node pool's, a subnet's, an availability
+// zone's) appears in CloudFormation logical IDs and output names, which allow
+// only letters and digits: every other character is dropped and starts a new
+// capitalised word, so spot-pool -> SpotPool and eu-west-1a -> EuWest1a.
+// core/config's validation refuses two pools whose names differ only in '-'
+// (spot-pool, spotpool), so the names it produces for pools are
+// collision-free.
+func LogicalName(name string) string {
+	var b strings.Builder
+	upper := true
+	for _, r := range name {
+		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
+			upper = true
+			continue
+		}
+		if upper {
+			r = unicode.ToUpper(r)
+			upper = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
