@@ -12,13 +12,13 @@ import (
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/apiserver/internal/flags"
-	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[flags.Values](plugin{})) }
 
 type plugin struct{}
 
@@ -31,20 +31,13 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	var v flags.Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
-	set, effective, diags := flags.Defaults(c, v)
+func (plugin) Initialise(_ context.Context, in *sdk.Input[flags.Values]) (*stage.Result, error) {
+	set, effective, diags := flags.Defaults(in.Cluster, in.Values)
 	res := &stage.Result{Diagnostics: diags.WithDefaults("apiserver", string(stage.Initialise))}
 	if diags.HasFatal() {
 		return res, nil
 	}
+	var err error
 	if res.Values, err = json.Marshal(effective); err != nil {
 		return nil, err
 	}
@@ -52,16 +45,11 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	return res, nil
 }
 
-func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
+func (plugin) Render(_ context.Context, in *sdk.Input[flags.Values]) (*stage.Result, error) {
+	var fs []construct.Flag
+	if in.Constructs != nil {
+		fs = in.Constructs.APIServer.Flags
 	}
-	var d diag.List
-	if req.Constructs != nil {
-		d = flags.Check(req.Constructs.APIServer.Flags, c.KubernetesVersion)
-	} else {
-		d = flags.Check(nil, c.KubernetesVersion)
-	}
+	d := flags.Check(fs, in.Cluster.KubernetesVersion)
 	return &stage.Result{Diagnostics: d.WithDefaults("apiserver", string(stage.Render))}, nil
 }

@@ -110,7 +110,7 @@ func renderFixture(t *testing.T, name string) *stage.Result {
 	t.Helper()
 	cfg, c := loadFixture(t, name)
 	ctx := context.Background()
-	init, err := plugin{}.Initialise(ctx, request(t, cfg, c, stage.Initialise, nil))
+	init, err := sdk.Call(ctx, served, request(t, cfg, c, stage.Initialise, nil))
 	if err != nil {
 		t.Fatalf("%s: initialise: %v", name, err)
 	}
@@ -121,7 +121,7 @@ func renderFixture(t *testing.T, name string) *stage.Result {
 	if name == "full" {
 		set = merged(set, otherPlugins())
 	}
-	res, err := plugin{}.Render(ctx, request(t, cfg, c, stage.Render, set))
+	res, err := sdk.Call(ctx, served, request(t, cfg, c, stage.Render, set))
 	if err != nil {
 		t.Fatalf("%s: render: %v", name, err)
 	}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
 // TestInfoSchema checks what kube-aws validates the user's values with: the
 // schema compiles, accepts the values the fixtures and the example use, and
 // refuses a typo and an unknown load balancer kind.
 func TestInfoSchema(t *testing.T) {
-	info := plugin{}.Info()
+	info := sdk.InfoOf(served)
 	if info.Name != "cloudformation" || info.Version != version.Version || !info.Implements(stage.Initialise) || !info.Implements(stage.Render) {
 		t.Fatalf("info %+v", info)
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[values](plugin{})) }
 
 // valuesSchema is the JSON Schema of plugins.deploy.values in cluster.yaml.
 const valuesSchema = `{
@@ -57,21 +57,13 @@ func (plugin) Info() stage.PluginInfo {
 		Name:         "deploy",
 		Version:      version.Version,
 		Description:  "uploads assets to S3 and deploys the CloudFormation stacks as a dependency graph; checks them in validate",
-		Stages:       []stage.Name{stage.Deploy, stage.Validate},
 		ValuesSchema: json.RawMessage(valuesSchema),
 	}
 }
 
 // newEngine builds the engine from the request and the environment.
-func newEngine(ctx context.Context, req *sdk.Request) (*engine.Engine, engine.Target, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, engine.Target{}, err
-	}
-	var v values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, engine.Target{}, err
-	}
+func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engine.Target, error) {
+	c, v, req := in.Cluster, in.Values, in.Request
 	opts := engine.Options{
 		Region:          os.Getenv("KUBE_AWS_REGION"),
 		Profile:         os.Getenv("AWS_PROFILE"),
@@ -123,8 +115,8 @@ func failed(err error, hint string) *stage.Result {
 	return &stage.Result{Diagnostics: diag.List{d}}
 }
 
-func (plugin) Deploy(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
-	e, t, err := newEngine(ctx, req)
+func (plugin) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	e, t, err := newEngine(ctx, in)
 	if err != nil {
 		return failed(err, "check cluster.yaml and the AWS settings (--profile, --region, --endpoint-url)"), nil
 	}
@@ -142,7 +134,7 @@ func (plugin) Deploy(ctx context.Context, req *sdk.Request) (*stage.Result, erro
 		}
 		return out, nil
 	}
-	req.Log("info", fmt.Sprintf("deployed %d stacks: %d created, %d updated, %d unchanged; %d objects uploaded",
+	in.Log("info", fmt.Sprintf("deployed %d stacks: %d created, %d updated, %d unchanged; %d objects uploaded",
 		len(res.Deploy.Stacks), len(res.Created), len(res.Updated), len(res.Unchanged), res.Uploaded))
 	return &stage.Result{Deploy: &res.Deploy}, nil
 }
@@ -155,8 +147,8 @@ func hintFor(err error) string {
 	return "fix the cause named above and rerun: the deploy resumes where it stopped"
 }
 
-func (plugin) Validate(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
-	e, t, err := newEngine(ctx, req)
+func (plugin) Validate(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	e, t, err := newEngine(ctx, in)
 	if err != nil {
 		return failed(err, "check cluster.yaml and the AWS settings (--profile, --region, --endpoint-url)"), nil
 	}

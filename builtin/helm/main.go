@@ -18,7 +18,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
 
 type plugin struct{}
 
@@ -30,21 +30,17 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(context.Context, *sdk.Request) (*stage.Result, error) {
+func (plugin) Initialise(context.Context, *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
 	set := charts.Install()
 	return &stage.Result{Constructs: &set}, nil
 }
 
-func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
+func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
 	var releases []construct.HelmRelease
-	if req.Constructs != nil {
-		releases = req.Constructs.HelmReleases
+	if in.Constructs != nil {
+		releases = in.Constructs.HelmReleases
 	}
-	files, diags, err := charts.Render(c, releases)
+	files, diags, err := charts.Render(in.Cluster, releases)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(served) }
+
+var served = sdk.Typed[sdk.NoValues](plugin{})
 
 type plugin struct{}
 
@@ -24,25 +26,16 @@ func (plugin) Info() stage.PluginInfo {
 		Name:         "iam",
 		Version:      version.Version,
 		Description:  "IAM roles, policies and instance profiles of the controllers, etcd and each node pool",
-		Stages:       []stage.Name{stage.Initialise, stage.Render},
 		ValuesSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	set, diags := policy.Initialise(c)
+func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	set, diags := policy.Initialise(in.Cluster)
 	return &stage.Result{Constructs: set, Diagnostics: diags}, nil
 }
 
-func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	files, specs, diags := policy.Render(c, req.Constructs)
+func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	files, specs, diags := policy.Render(in.Cluster, in.Constructs)
 	return &stage.Result{Files: files, Stacks: specs, Diagnostics: diags}, nil
 }

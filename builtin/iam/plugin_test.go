@@ -75,14 +75,14 @@ func run(t *testing.T, name string, extra []construct.IAMStatement) *stage.Resul
 	cfg, _ := loadFixture(t, name)
 	ctx := context.Background()
 	req := &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"}
-	init, err := plugin{}.Initialise(ctx, req)
+	init, err := sdk.Call(ctx, served, req)
 	if err != nil || init.Diagnostics.HasFatal() {
 		t.Fatalf("initialise: %v %v", err, init.Diagnostics)
 	}
 	set := *init.Constructs
 	set.IAM = append(append([]construct.IAMStatement(nil), set.IAM...), extra...)
 	req = &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: &set}, Plugin: "iam"}
-	res, err := plugin{}.Render(ctx, req)
+	res, err := sdk.Call(ctx, served, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +299,11 @@ func TestManyNodePoolsFitTheStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	init, err := plugin{}.Initialise(ctx, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
+	init, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
 	if err != nil || init.Diagnostics.HasFatal() {
 		t.Fatalf("initialise: %v %v", err, init.Diagnostics)
 	}
-	res, err := plugin{}.Render(ctx, &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: init.Constructs}, Plugin: "iam"})
+	res, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: init.Constructs}, Plugin: "iam"})
 	if err != nil || res.Diagnostics.HasFatal() {
 		t.Fatalf("render of 150 pools: %v %v", err, res.Diagnostics)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
 
 type plugin struct{}
 
@@ -27,12 +27,8 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Render(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	files, diags, err := cloudconfig.Render(c, req.Constructs)
+func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	files, diags, err := cloudconfig.Render(in.Cluster, in.Constructs)
 	if err != nil {
 		return nil, err
 	}

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 var (
@@ -381,37 +381,12 @@ func (v *validator) apiEndpoint(subnets []Subnet) {
 	}
 }
 
-// LogicalName is how a name (a node pool's, a subnet's, an availability
-// zone's) appears in CloudFormation logical IDs and output names, which allow
-// only letters and digits: every other character is dropped and starts a new
-// capitalised word, so spot-pool -> SpotPool and eu-west-1a -> EuWest1a.
-// Validate refuses two pools whose names differ only in '-' (spot-pool,
-// spotpool), so the names it produces for pools are collision-free. It is the
-// one implementation: the cloudformation and iam built-ins and the contrib
-// plugins that name another stack's outputs all call it.
-func LogicalName(name string) string {
-	var b strings.Builder
-	upper := true
-	for _, r := range name {
-		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
-			upper = true
-			continue
-		}
-		if upper {
-			r = unicode.ToUpper(r)
-			upper = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func (v *validator) nodePools(subnets []Subnet) {
 	c := v.c
 	if len(c.NodePools) == 0 {
 		v.fatal("nodePools", "add a node pool: workloads run on node pools, not on controllers", "nodePools needs at least one node pool")
 	}
-	names := map[string]int{}
+	poolNames := map[string]int{}
 	logical := map[string]int{}
 	for i, np := range c.NodePools {
 		p := IndexPath("nodePools", i)
@@ -422,11 +397,11 @@ func (v *validator) nodePools(subnets []Subnet) {
 			v.fatal(p+".name", "use 1-63 lower-case letters, digits and '-', starting with a letter and not ending with '-': the name becomes part of CloudFormation logical IDs, stack names and Kubernetes labels",
 				"node pool name %q is not a valid CloudFormation/Kubernetes name", np.Name)
 		default:
-			if j, dup := names[np.Name]; dup {
+			if j, dup := poolNames[np.Name]; dup {
 				v.fatal(p+".name", "give every node pool its own name", "node pool name %q is used twice (also at nodePools[%d])", np.Name, j)
 				break
 			}
-			names[np.Name] = i
+			poolNames[np.Name] = i
 			ln := strings.ReplaceAll(np.Name, "-", "")
 			if j, dup := logical[ln]; dup {
 				v.fatal(p+".name", "rename one of the pools: CloudFormation logical IDs allow only letters and digits, so names that differ only in '-' collide",
@@ -434,8 +409,8 @@ func (v *validator) nodePools(subnets []Subnet) {
 				break
 			}
 			logical[ln] = i
-			if c.ClusterName != "" && len(c.ClusterName)+len("-nodepool-")+len(np.Name) > MaxStackNameLength {
-				v.fatal(p+".name", "shorten the cluster or pool name", "stack name %s-nodepool-%s is longer than CloudFormation's %d characters", c.ClusterName, np.Name, MaxStackNameLength)
+			if stack := names.StackName(c.ClusterName, names.NodePoolStack(np.Name)); c.ClusterName != "" && len(stack) > MaxStackNameLength {
+				v.fatal(p+".name", "shorten the cluster or pool name", "stack name %s is longer than CloudFormation's %d characters", stack, MaxStackNameLength)
 			}
 		}
 		if np.InstanceType != "" && !instanceTypeRe.MatchString(np.InstanceType) {

@@ -35,60 +35,37 @@ func bytesOf(r json.RawMessage) []byte {
 	return []byte(r)
 }
 
-func rawMapToPB(m map[string]json.RawMessage) map[string][]byte {
+// convMap maps a map's values, keeping nil for empty input.
+func convMap[A, B any](m map[string]A, f func(A) B) map[string]B {
 	if len(m) == 0 {
 		return nil
 	}
-	out := make(map[string][]byte, len(m))
+	out := make(map[string]B, len(m))
 	for k, v := range m {
-		out[k] = []byte(v)
+		out[k] = f(v)
 	}
 	return out
+}
+
+func rawMapToPB(m map[string]json.RawMessage) map[string][]byte {
+	return convMap(m, func(v json.RawMessage) []byte { return v })
 }
 
 func rawMapFromPB(m map[string][]byte) map[string]json.RawMessage {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = json.RawMessage(v)
-	}
-	return out
+	return convMap(m, func(v []byte) json.RawMessage { return v })
 }
 
 func strMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return convMap(m, func(v string) string { return v })
 }
 
 // Parameter sources travel in their "<stack>.<output>" form.
 func sourcesToPB(m map[string]names.Source) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v.String()
-	}
-	return out
+	return convMap(m, names.Source.String)
 }
 
 func sourcesFromPB(m map[string]string) map[string]names.Source {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]names.Source, len(m))
-	for k, v := range m {
-		out[k] = names.ParseSource(v)
-	}
-	return out
+	return convMap(m, names.ParseSource)
 }
 
 func strs(s []string) []string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ func exitWhenOrphaned(ppid int, every time.Duration) {
 
 // StagesOf lists the stages p implements, in run order.
 func StagesOf(p Plugin) []stage.Name {
+	if l, ok := p.(stageLister); ok {
+		return append([]stage.Name(nil), l.implemented()...)
+	}
 	var out []stage.Name
 	if _, ok := p.(Initialiser); ok {
 		out = append(out, stage.Initialise)
@@ -148,8 +152,11 @@ func Call(ctx context.Context, p Plugin, req *Request) (res *stage.Result, err e
 			fn = i.Validate
 		}
 	}
+	if l, ok := p.(stageLister); ok && !slices.Contains(l.implemented(), req.Stage) {
+		fn = nil
+	}
 	if fn == nil {
-		return nil, fmt.Errorf("plugin %s does not implement stage %q (it implements %v)", req.Plugin, req.Stage, StagesOf(p))
+		return nil, notImplemented(req, p)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -166,6 +173,10 @@ func Call(ctx context.Context, p Plugin, req *Request) (res *stage.Result, err e
 		res = &stage.Result{}
 	}
 	return res, err
+}
+
+func notImplemented(req *Request, p Plugin) error {
+	return fmt.Errorf("plugin %s does not implement stage %q (it implements %v)", req.Plugin, req.Stage, StagesOf(p))
 }
 
 func firstLine(s string) string {

@@ -14,7 +14,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }
 
 // Name and Version identify the plugin.
 const (
@@ -39,27 +39,17 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	var v Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
+func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	c, v := in.Cluster, in.Values
 	return initialise(c, v)
 }
 
-func (p plugin) Validate(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
+func (p plugin) Validate(ctx context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	c := in.Cluster
 	describe := p.describe
 	if describe == nil {
 		describe = ec2Stater(c.Region)
 	}
 	// Filled here too (the host would) so the result reads the same in tests.
-	return &stage.Result{Diagnostics: validate(ctx, req.Deploy, c.ClusterName, describe).WithDefaults(Name, string(stage.Validate))}, nil
+	return &stage.Result{Diagnostics: validate(ctx, in.Deploy, c.ClusterName, describe).WithDefaults(Name, string(stage.Validate))}, nil
 }

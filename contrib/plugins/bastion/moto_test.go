@@ -140,7 +140,7 @@ func TestDeployAndValidateAgainstMoto(t *testing.T) {
 	validateNow := func() *stage.Result {
 		req := contribtest.Request(t, stage.Validate, nil, Name, schema, `{"allowedCIDRs": ["203.0.113.0/24"]}`, t.TempDir())
 		req.Deploy = &stage.DeployResult{Stacks: []stage.StackStatus{status}}
-		r, err := sdk.Call(ctx, plugin{}, req)
+		r, err := sdk.Call(ctx, sdk.Typed[Values](plugin{}), req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 func initialiseReq(t *testing.T, clusterYAML, values string) *stage.Result {
 	t.Helper()
 	req := contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, clusterYAML), Name, schema, values, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatalf("initialise: %v", err)
 	}
@@ -166,7 +166,7 @@ func runValidate(t *testing.T, dep *stage.DeployResult, states map[string]string
 	}}
 	req := contribtest.Request(t, stage.Validate, nil, Name, schema, `{"allowedCIDRs": ["10.0.0.0/8"]}`, t.TempDir())
 	req.Deploy = dep
-	res, err := sdk.Call(context.Background(), p, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](p), req)
 	if err != nil {
 		t.Fatal(err)
 	}

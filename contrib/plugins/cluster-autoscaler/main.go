@@ -21,7 +21,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }
 
 // Name and Version identify the plugin.
 const (
@@ -64,15 +64,8 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	var v Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
+func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	c, v := in.Cluster, in.Values
 	var diags diag.List
 	v, d := withDefaults(v, c)
 	diags = append(diags, d...)
@@ -129,7 +122,7 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 		tolerations = []map[string]string{{"key": controlPlaneKey, "operator": "Exists", "effect": "NoSchedule"}}
 	}
 
-	path, err := chartcache.Extract(chart, "charts/cluster-autoscaler", req.WorkDir, Name)
+	path, err := chartcache.Extract(chart, "charts/cluster-autoscaler", in.WorkDir, Name)
 	if err != nil {
 		return nil, err
 	}

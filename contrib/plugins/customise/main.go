@@ -25,7 +25,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }
 
 // Name and Version identify the plugin.
 const (
@@ -67,15 +67,8 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	var v Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
+func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	c, v := in.Cluster, in.Values
 	set, diags := build(c, v)
 	if diags.HasFatal() {
 		return &stage.Result{Diagnostics: diags}, nil

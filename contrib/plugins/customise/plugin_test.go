@@ -17,7 +17,7 @@ import (
 func initialise(t *testing.T, clusterYAML, values string) *stage.Result {
 	t.Helper()
 	req := contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, clusterYAML), Name, schema, values, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatalf("initialise: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }
 
 // Name and Version identify the plugin.
 const (
@@ -61,17 +61,10 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	var v Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
+func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	c, v := in.Cluster, in.Values
 	v = v.withDefaults()
-	targets, diags := targets(c, v, req.Values[Name].NodePools)
+	targets, diags := targets(c, v, in.Request.Values[Name].NodePools)
 	for _, t := range targets {
 		if t.v.APIKey == "" {
 			diags = append(diags, diag.Fatalf("plugin datadog-agent needs values.apiKey (for %s)", t.Target).At("plugins.datadog-agent.values.apiKey").

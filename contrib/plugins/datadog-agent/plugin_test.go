@@ -17,7 +17,7 @@ const marker = "((secret:datadog-agent/values/apiKey))"
 func initialise(t *testing.T, values string) *stage.Result {
 	t.Helper()
 	req := contribtest.Request(t, stage.Initialise, nil, Name, schema, values, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatalf("initialise: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestNodePoolOverrides(t *testing.T) {
 		"    desiredCapacity: 2\n    plugins:\n      datadog-agent:\n        values: {tags: [\"pool:special\"], site: datadoghq.eu}\n", 1)
 	y = strings.Replace(y, "    desiredCapacity: 0\n", "    desiredCapacity: 0\n    plugins:\n      datadog-agent:\n        enabled: false\n", 1)
 	req := contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, y), Name, schema, `{"apiKey": "k", "roles": ["worker"], "tags": ["env:prod"]}`, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil || res.Diagnostics.HasFatal() {
 		t.Fatal(err, res.Diagnostics)
 	}
@@ -167,7 +167,7 @@ func TestBadPoolsAreFatalWithPath(t *testing.T) {
 
 func TestPlainTextKeyOutsideKubeAwsWarns(t *testing.T) {
 	req := contribtest.Request(t, stage.Initialise, nil, Name, nil, `{"apiKey": "plain"}`, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatal(err)
 	}

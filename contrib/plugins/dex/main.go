@@ -17,7 +17,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }
 
 // Name and Version identify the plugin; Version is the plugin's own, not
 // kube-aws's, and changes when what it contributes changes.
@@ -108,11 +108,8 @@ func (plugin) Info() stage.PluginInfo {
 
 // Initialise contributes the OIDC flags and the Dex release, and returns the
 // values with their defaults filled in.
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	var v Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
+func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	v := in.Values
 	if v.IssuerURL == "" {
 		// The host checks values against the schema first, so this is
 		// only reached when the plugin is run outside kube-aws.
@@ -147,7 +144,7 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 		set.APIServer.Flags = append(set.APIServer.Flags, construct.Flag{Name: "oidc-ca-file", Value: caFile})
 	}
 
-	path, err := chartcache.Extract(chart, "charts/dex", req.WorkDir, Name)
+	path, err := chartcache.Extract(chart, "charts/dex", in.WorkDir, Name)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ const goodValues = `{
 func initialise(t *testing.T, values, workDir string) *stage.Result {
 	t.Helper()
 	req := contribtest.Request(t, stage.Initialise, nil, Name, schema, values, workDir)
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatalf("initialise: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 
 func TestMissingIssuerOutsideKubeAws(t *testing.T) {
 	req := &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: json.RawMessage(`{}`), WorkDir: t.TempDir()}, Plugin: Name}
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(plugin{}) }
+func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }
 
 // Name and Version identify the plugin.
 const (
@@ -132,15 +132,8 @@ func (plugin) Info() stage.PluginInfo {
 	}
 }
 
-func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, error) {
-	c, err := req.Cluster()
-	if err != nil {
-		return nil, err
-	}
-	var v Values
-	if err := req.DecodeValues(&v); err != nil {
-		return nil, err
-	}
+func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Result, error) {
+	c, v := in.Cluster, in.Values
 	v = v.withDefaults()
 	var diags diag.List
 	if len(v.RoleARNs) == 0 {
@@ -168,7 +161,7 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 	// own credentials; the roles' trust policies must admit the worker
 	// roles (each pool's role is behind the iam stack's
 	// NodePool<Name>InstanceProfile output).
-	sel := selectPools(c, v, req.Values[Name].NodePools)
+	sel := selectPools(c, v, in.Request.Values[Name].NodePools)
 	nodeSelector := map[string]string{}
 	if !sel.narrowed && !sel.differs {
 		set.IAM = []construct.IAMStatement{statement(construct.Target{Role: construct.Worker}, v.RoleARNs)}
@@ -187,7 +180,7 @@ func (plugin) Initialise(_ context.Context, req *sdk.Request) (*stage.Result, er
 		}
 	}
 
-	path, err := chartcache.Extract(chart, "charts/kube2iam", req.WorkDir, Name)
+	path, err := chartcache.Extract(chart, "charts/kube2iam", in.WorkDir, Name)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 func initialise(t *testing.T, values string) *stage.Result {
 	t.Helper()
 	req := contribtest.Request(t, stage.Initialise, nil, Name, schema, values, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatalf("initialise: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 func TestNodePoolOverrides(t *testing.T) {
 	y := strings.Replace(contribtest.ClusterYAML, "    desiredCapacity: 0\n", "    desiredCapacity: 0\n    plugins:\n      kube2iam:\n        enabled: false\n", 1)
 	req := contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, y), Name, schema, `{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`, t.TempDir())
-	res, err := sdk.Call(context.Background(), plugin{}, req)
+	res, err := sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestNodePoolOverrides(t *testing.T) {
 	y = strings.Replace(contribtest.ClusterYAML, "    desiredCapacity: 0\n",
 		"    desiredCapacity: 0\n    plugins:\n      kube2iam:\n        values: {roleARNs: [\"arn:aws:iam::123456789012:role/gpu\"]}\n", 1)
 	req = contribtest.Request(t, stage.Initialise, contribtest.Cluster(t, y), Name, schema, `{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`, t.TempDir())
-	res, err = sdk.Call(context.Background(), plugin{}, req)
+	res, err = sdk.Call(context.Background(), sdk.Typed[Values](plugin{}), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	seen := map[string]string{}
 	for i, p := range c.NodePools {
 		path := fmt.Sprintf("nodePools[%d]", i)
-		camel := config.LogicalName(p.Name)
+		camel := names.LogicalName(p.Name)
 		if camel == "" {
 			diags = append(diags, diag.Fatalf("node pool name %q has no letters or digits", p.Name).At(path+".name"))
 			continue

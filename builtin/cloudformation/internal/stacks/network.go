@@ -86,7 +86,7 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 	return s, diags
 }
 
-func subnetID(sn config.Subnet) string { return "Subnet" + config.LogicalName(sn.Name) }
+func subnetID(sn config.Subnet) string { return "Subnet" + names.LogicalName(sn.Name) }
 
 // newSubnets adds the subnets of a new VPC, their route table associations,
 // one private route table per zone and, when asked for, one NAT gateway per
@@ -125,7 +125,7 @@ func newSubnets(s *stack, c *config.Cluster, subnets []config.Subnet, vpc string
 		})
 		rt := "PublicRouteTable"
 		if sn.Private {
-			az := config.LogicalName(sn.AvailabilityZone)
+			az := names.LogicalName(sn.AvailabilityZone)
 			rt = "PrivateRouteTable" + az
 			if _, ok := privateRT[sn.AvailabilityZone]; !ok {
 				privateRT[sn.AvailabilityZone] = rt

@@ -113,7 +113,7 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	seen := map[string]string{}
 	for i, p := range c.NodePools {
 		prefix := names.RolePrefix(string(construct.Worker), p.Name)
-		if other, dup := seen[prefix]; dup || config.LogicalName(p.Name) == "" {
+		if other, dup := seen[prefix]; dup || names.LogicalName(p.Name) == "" {
 			diags = append(diags, diag.Fatalf("node pool %q cannot be told apart from %q in IAM names (%s)", p.Name, other, prefix).
 				At(fmt.Sprintf("nodePools[%d].name", i)))
 			continue

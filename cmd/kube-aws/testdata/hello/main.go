@@ -20,42 +20,42 @@ func (hello) Info() stage.PluginInfo {
 		ValuesSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"additionalProperties":false}`)}
 }
 
-func greeting(req *sdk.Request) string {
-	var v struct {
-		Greeting string `json:"greeting"`
-	}
-	_ = req.DecodeValues(&v)
-	if v.Greeting == "" {
-		return "hello"
-	}
-	return v.Greeting
+type values struct {
+	Greeting string `json:"greeting"`
 }
 
-func (hello) Initialise(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
-	req.Log("info", greeting(req)+" from initialise")
+func greeting(in *sdk.Input[values]) string {
+	if in.Values.Greeting == "" {
+		return "hello"
+	}
+	return in.Values.Greeting
+}
+
+func (hello) Initialise(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	in.Log("info", greeting(in)+" from initialise")
 	return &stage.Result{}, nil
 }
 
-func (hello) Render(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
-	req.Log("info", greeting(req)+" from render")
-	return &stage.Result{Files: []stage.File{{Path: "hello/greeting.txt", Content: []byte(greeting(req) + "\n")}}}, nil
+func (hello) Render(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	in.Log("info", greeting(in)+" from render")
+	return &stage.Result{Files: []stage.File{{Path: "hello/greeting.txt", Content: []byte(greeting(in) + "\n")}}}, nil
 }
 
-func (hello) Deploy(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
+func (hello) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
 	n := 0
-	if req.Rendered != nil {
-		n = len(req.Rendered.Files)
+	if in.Rendered != nil {
+		n = len(in.Rendered.Files)
 	}
-	req.Log("info", fmt.Sprintf("%s from deploy (%d rendered files)", greeting(req), n))
-	return &stage.Result{Deploy: &stage.DeployResult{Outputs: map[string]string{"hello": greeting(req)}}}, nil
+	in.Log("info", fmt.Sprintf("%s from deploy (%d rendered files)", greeting(in), n))
+	return &stage.Result{Deploy: &stage.DeployResult{Outputs: map[string]string{"hello": greeting(in)}}}, nil
 }
 
-func (hello) Validate(ctx context.Context, req *sdk.Request) (*stage.Result, error) {
-	req.Log("info", greeting(req)+" from validate")
-	if req.Deploy == nil || req.Deploy.Outputs["hello"] == "" {
+func (hello) Validate(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	in.Log("info", greeting(in)+" from validate")
+	if in.Deploy == nil || in.Deploy.Outputs["hello"] == "" {
 		return &stage.Result{Diagnostics: diag.List{diag.Fatalf("validate did not receive the deploy result")}}, nil
 	}
 	return &stage.Result{}, nil
 }
 
-func main() { sdk.Serve(hello{}) }
+func main() { sdk.Serve(sdk.Typed[values](hello{})) }
