@@ -90,12 +90,23 @@ type Stack struct {
 	ParameterSources map[string]names.Source `json:"parameterSources,omitempty"`
 }
 
-// Patch is a JSON merge patch (RFC 7386) applied to a resource that another
-// plugin made. Patches apply in plugin order after every resource is merged.
+// Patch changes a resource that another plugin made: a JSON merge patch
+// (RFC 7386, Merge), RFC 6902 operations (Operations: add one element to a
+// list with "/-", replace or remove one, test a value), or both (the merge
+// patch first). Patches apply in plugin order after every resource is
+// merged; two plugins changing overlapping paths of one resource is a
+// conflict, unless they set identical values or both append to a list.
 type Patch struct {
 	Stack     string          `json:"stack"`
 	LogicalID string          `json:"logicalId"`
-	Merge     json.RawMessage `json:"merge"`
+	Merge     json.RawMessage `json:"merge,omitempty"`
+	// Operations is an RFC 6902 JSON Patch document: an array of
+	// {"op": "add", "path": "/Properties/Tags/-", "value": {...}}.
+	Operations json.RawMessage `json:"operations,omitempty"`
+	// Plugin is the plugin that contributed the patch: filled by kube-aws
+	// when merging, as on every construct that has the field; a plugin need
+	// not set it. Diagnostics about a construct name its plugin.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // Protected marks a JSON pointer inside a resource that no patch may change,
@@ -108,6 +119,7 @@ type Protected struct {
 	// /Properties/LaunchTemplateData/UserData.
 	Pointer string `json:"pointer"`
 	Reason  string `json:"reason,omitempty"`
+	Plugin  string `json:"plugin,omitempty"`
 }
 
 // Unit is a systemd unit, or only drop-ins for a unit another plugin or the
@@ -118,12 +130,16 @@ type Unit struct {
 	Content string   `json:"content,omitempty"`
 	Enable  bool     `json:"enable,omitempty"`
 	DropIns []DropIn `json:"dropIns,omitempty"`
+	// Plugin is the plugin that defined the unit (its content); drop-ins
+	// name their own.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // DropIn is a systemd drop-in file for a unit.
 type DropIn struct {
 	Name    string `json:"name"`
 	Content string `json:"content"`
+	Plugin  string `json:"plugin,omitempty"`
 }
 
 // File is a file written on the machines of a target at boot.
@@ -136,13 +152,17 @@ type File struct {
 	Content string `json:"content"`
 	// Sensitive content is never written in plain text: it is uploaded
 	// encrypted with the cluster's KMS key and decrypted on the node.
-	Sensitive bool `json:"sensitive,omitempty"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+	Plugin    string `json:"plugin,omitempty"`
 }
 
 // Flag is a command-line flag. Name has no leading dashes.
 type Flag struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+	// Plugin set the flag; for a list-valued flag merged from several
+	// plugins, the first of them in plugin order.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // TargetedFlag is a flag for a component on some machines (the kubelet).
@@ -170,6 +190,7 @@ type NodeLabel struct {
 	Target Target `json:"target"`
 	Key    string `json:"key"`
 	Value  string `json:"value"`
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // NodeTaint is a Kubernetes taint the kubelet registers its node with.
@@ -178,6 +199,7 @@ type NodeTaint struct {
 	Key    string `json:"key"`
 	Value  string `json:"value,omitempty"`
 	Effect string `json:"effect"`
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // IAMStatement is an IAM policy statement added to the instance role of a target.
@@ -188,6 +210,7 @@ type IAMStatement struct {
 	Actions   []string        `json:"actions"`
 	Resources []string        `json:"resources"`
 	Condition json.RawMessage `json:"condition,omitempty"`
+	Plugin    string          `json:"plugin,omitempty"`
 }
 
 // HelmRelease is a Helm chart installed into the cluster.
@@ -201,6 +224,10 @@ type HelmRelease struct {
 	// chart's diagnostic can say whose chart it is: filled by kube-aws when
 	// merging; a plugin need not set it.
 	Plugin string `json:"plugin,omitempty"`
+	// ValuesFrom is the config path the values came from when the plugin
+	// passed values from cluster.yaml on (plugins.NAME.values.chart): a
+	// chart's values.schema.json failure then points at that line.
+	ValuesFrom string `json:"valuesFrom,omitempty"`
 }
 
 // Chart says where a release's chart comes from: a folder or .tgz the plugin
@@ -217,6 +244,7 @@ type Chart struct {
 type Manifest struct {
 	Name    string `json:"name"`
 	Content string `json:"content"`
+	Plugin  string `json:"plugin,omitempty"`
 }
 
 // ListValuedAPIServerFlags are the API server flags whose values are

@@ -35,6 +35,11 @@ type Diagnostic struct {
 	// Code identifies, for programs, a diagnostic that a caller acts on
 	// rather than only prints (CodeNeedsConfirmation); empty for most.
 	Code string `json:"code,omitempty"`
+	// ReportedBy is the plugin that reported the diagnostic when Plugin
+	// names another: the plugin whose contribution it is about (a chart
+	// the helm plugin found broken names the plugin that shipped it).
+	// kube-aws fills it; empty when the reporter is Plugin itself.
+	ReportedBy string `json:"reportedBy,omitempty"`
 }
 
 // CodeNeedsConfirmation marks a fatal that the same command, run again with

@@ -6,6 +6,7 @@ package stage
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -24,6 +25,19 @@ const (
 
 // All lists the stages in the order they run.
 var All = []Name{Initialise, Render, Deploy, Validate}
+
+// Operations are called like a stage, but are no stage of the pipeline:
+// kube-aws diff and destroy run initialise and render, then the operation,
+// in the plugins that implement it (the deploy plugin), and persist nothing.
+const (
+	// Diff previews a deploy: what each stack would change. Nothing changes.
+	Diff Name = "diff"
+	// Destroy deletes what deploy made.
+	Destroy Name = "destroy"
+)
+
+// Operations lists the operations.
+var Operations = []Name{Diff, Destroy}
 
 // Parse turns a user-typed stage name into a Name.
 func Parse(s string) (Name, error) {
@@ -79,6 +93,28 @@ type Input struct {
 	Secrets map[string]string `json:"-"`
 	// WorkDir is the folder holding cluster.yaml.
 	WorkDir string `json:"workDir,omitempty"`
+	// AWS are the operator's AWS settings (the --profile, --region,
+	// --endpoint-url... flags). Only plugins whose PluginInfo.ReachesAWS is
+	// set receive them; nil for the others and when no command set them.
+	AWS *AWSSettings `json:"aws,omitempty"`
+}
+
+// AWSSettings are what the operator told kube-aws about AWS, for the plugins
+// that reach AWS. Empty fields leave the AWS SDK's own configuration
+// (AWS_PROFILE, AWS_REGION, the profile's region) and the plugin's defaults
+// in charge.
+type AWSSettings struct {
+	Profile string `json:"profile,omitempty"`
+	// Region, when empty: cluster.yaml's region.
+	Region string `json:"region,omitempty"`
+	// EndpointURL sends every AWS call to an emulator such as moto.
+	EndpointURL string `json:"endpointURL,omitempty"`
+	// Timeout bounds the whole AWS operation (0: the plugin's default).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Yes confirms up front what would otherwise need a prompt (--yes).
+	Yes bool `json:"yes,omitempty"`
+	// ForceUnlock removes the deploy lock first (--force-unlock).
+	ForceUnlock bool `json:"forceUnlock,omitempty"`
 }
 
 // PluginValues are one plugin's values, cluster-wide and per node pool
@@ -90,14 +126,67 @@ type PluginValues struct {
 
 // Result is what one plugin returns from a stage. Each stage reads only the
 // fields it defines: initialise Values and Constructs, render Files and
-// Stacks, deploy Deploy; every stage may return Diagnostics.
+// Stacks, deploy Deploy, the diff and destroy operations Diff and Destroy;
+// every stage may return Diagnostics.
 type Result struct {
 	Values      json.RawMessage `json:"values,omitempty"`
 	Constructs  *construct.Set  `json:"constructs,omitempty"`
 	Files       []File          `json:"files,omitempty"`
 	Stacks      []StackSpec     `json:"stacks,omitempty"`
 	Deploy      *DeployResult   `json:"deploy,omitempty"`
+	Diff        *DiffResult     `json:"diff,omitempty"`
+	Destroy     *DestroyResult  `json:"destroy,omitempty"`
 	Diagnostics diag.List       `json:"diagnostics,omitempty"`
+}
+
+// Stack actions a diff reports.
+const (
+	ActionCreate   = "create"   // the stack does not exist yet
+	ActionRecreate = "recreate" // a failed create: it would be deleted and created again
+	ActionUpdate   = "update"   // the change set has changes
+	ActionNone     = "none"     // nothing would change
+)
+
+// DiffResult is a preview of a deploy: what each stack would change.
+type DiffResult struct {
+	// Stacks in dependency order.
+	Stacks []StackDiff `json:"stacks"`
+	// Orphans are stacks tagged with the cluster that are no longer
+	// rendered (a removed node pool): up leaves them, destroy deletes them.
+	Orphans []string `json:"orphans,omitempty"`
+	Changed bool     `json:"changed"`
+}
+
+// StackDiff is what would happen to one stack.
+type StackDiff struct {
+	Stack     string `json:"stack"`
+	StackName string `json:"stackName"`
+	// Status is the stack's current status ("" when it does not exist).
+	Status  string           `json:"status,omitempty"`
+	Action  string           `json:"action"`
+	Changes []ResourceChange `json:"changes,omitempty"`
+}
+
+// ResourceChange is one resource a change set would touch.
+type ResourceChange struct {
+	// Action is Add, Modify, Remove, Import or Dynamic.
+	Action       string `json:"action"`
+	LogicalID    string `json:"logicalId"`
+	PhysicalID   string `json:"physicalId,omitempty"`
+	ResourceType string `json:"resourceType"`
+	// Replacement is True, False or Conditional for Modify.
+	Replacement string `json:"replacement,omitempty"`
+}
+
+// DestroyResult is what destroy removed.
+type DestroyResult struct {
+	// Deleted names the stacks deleted; Absent those already gone.
+	Deleted []string `json:"deleted,omitempty"`
+	Absent  []string `json:"absent,omitempty"`
+	// Orphans are CloudFormation names of stacks tagged with the cluster
+	// that the render output no longer has (a removed node pool), deleted
+	// first.
+	Orphans []string `json:"orphans,omitempty"`
 }
 
 // File is a file a plugin renders, relative to the render output folder
@@ -172,6 +261,15 @@ type PluginInfo struct {
 	// Capabilities lists what the plugin provides (a CNI, say), so that
 	// cluster.yaml can choose among providers.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// LateStacks are the stacks the plugin builds itself in render (the
+	// iam plugin's iam stack, made from the merged IAM statements). Other
+	// plugins may still add to them and patch them: the merge carries those
+	// contributions to the render stage, where the plugin folds them in
+	// with core/merge.Late. No other plugin renders them.
+	LateStacks []string `json:"lateStacks,omitempty"`
+	// ReachesAWS says the plugin calls AWS: it is given the operator's AWS
+	// settings (Input.AWS); other plugins never see them.
+	ReachesAWS bool `json:"reachesAWS,omitempty"`
 }
 
 // Implements reports whether the plugin implements the stage.

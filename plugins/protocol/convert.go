@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -92,16 +93,17 @@ func convSlice[A, B any](in []A, f func(A) B) []B {
 // DiagnosticToPB converts a diagnostic to the wire.
 func DiagnosticToPB(d diag.Diagnostic) *pb.Diagnostic {
 	return &pb.Diagnostic{
-		Severity: string(d.Severity),
-		Plugin:   d.Plugin,
-		Stage:    d.Stage,
-		Path:     d.Path,
-		File:     d.File,
-		Line:     int32(d.Line),
-		Column:   int32(d.Column),
-		Message:  d.Message,
-		Hint:     d.Hint,
-		Code:     d.Code,
+		Severity:   string(d.Severity),
+		Plugin:     d.Plugin,
+		Stage:      d.Stage,
+		Path:       d.Path,
+		File:       d.File,
+		Line:       int32(d.Line),
+		Column:     int32(d.Column),
+		Message:    d.Message,
+		Hint:       d.Hint,
+		Code:       d.Code,
+		ReportedBy: d.ReportedBy,
 	}
 }
 
@@ -111,16 +113,17 @@ func DiagnosticFromPB(d *pb.Diagnostic) diag.Diagnostic {
 		return diag.Diagnostic{}
 	}
 	return diag.Diagnostic{
-		Severity: diag.Severity(d.GetSeverity()),
-		Plugin:   d.GetPlugin(),
-		Stage:    d.GetStage(),
-		Path:     d.GetPath(),
-		File:     d.GetFile(),
-		Line:     int(d.GetLine()),
-		Column:   int(d.GetColumn()),
-		Message:  d.GetMessage(),
-		Hint:     d.GetHint(),
-		Code:     d.GetCode(),
+		Severity:   diag.Severity(d.GetSeverity()),
+		Plugin:     d.GetPlugin(),
+		Stage:      d.GetStage(),
+		Path:       d.GetPath(),
+		File:       d.GetFile(),
+		Line:       int(d.GetLine()),
+		Column:     int(d.GetColumn()),
+		Message:    d.GetMessage(),
+		Hint:       d.GetHint(),
+		Code:       d.GetCode(),
+		ReportedBy: d.GetReportedBy(),
 	}
 }
 
@@ -145,6 +148,8 @@ func InfoToPB(i stage.PluginInfo) *pb.PluginInfo {
 		Stages:           convSlice(i.Stages, func(n stage.Name) string { return string(n) }),
 		ValuesSchemaJson: bytesOf(i.ValuesSchema),
 		Capabilities:     strs(i.Capabilities),
+		LateStacks:       strs(i.LateStacks),
+		ReachesAws:       i.ReachesAWS,
 	}
 }
 
@@ -158,6 +163,8 @@ func InfoFromPB(i *pb.PluginInfo) stage.PluginInfo {
 		Stages:           convSlice(i.GetStages(), func(s string) stage.Name { return stage.Name(s) }),
 		ValuesSchema:     raw(i.GetValuesSchemaJson()),
 		Capabilities:     strs(i.GetCapabilities()),
+		LateStacks:       strs(i.GetLateStacks()),
+		ReachesAWS:       i.GetReachesAws(),
 	}
 }
 
@@ -210,6 +217,7 @@ func InputToPB(in *stage.Input, hostServiceID uint32) *pb.StageRequest {
 		Secrets:       strMap(in.Secrets),
 		WorkDir:       in.WorkDir,
 		HostServiceId: hostServiceID,
+		Aws:           awsToPB(in.AWS),
 	}
 	if len(in.Values) > 0 {
 		req.Values = make(map[string]*pb.PluginValues, len(in.Values))
@@ -232,6 +240,7 @@ func InputFromPB(req *pb.StageRequest) (*stage.Input, uint32) {
 		Deploy:       deployFromPB(req.GetDeploy()),
 		Secrets:      strMap(req.GetSecrets()),
 		WorkDir:      req.GetWorkDir(),
+		AWS:          awsFromPB(req.GetAws()),
 	}
 	if len(req.GetValues()) > 0 {
 		in.Values = make(map[string]stage.PluginValues, len(req.GetValues()))
@@ -253,6 +262,8 @@ func ResultToPB(r *stage.Result) *pb.StageResult {
 		Files:       convSlice(r.Files, fileToPB),
 		Stacks:      convSlice(r.Stacks, stackSpecToPB),
 		Deploy:      deployToPB(r.Deploy),
+		Diff:        diffToPB(r.Diff),
+		Destroy:     destroyToPB(r.Destroy),
 		Diagnostics: diagsToPB(r.Diagnostics),
 	}
 }
@@ -265,6 +276,8 @@ func ResultFromPB(r *pb.StageResult) *stage.Result {
 		Files:       convSlice(r.GetFiles(), fileFromPB),
 		Stacks:      convSlice(r.GetStacks(), stackSpecFromPB),
 		Deploy:      deployFromPB(r.GetDeploy()),
+		Diff:        diffFromPB(r.GetDiff()),
+		Destroy:     destroyFromPB(r.GetDestroy()),
 		Diagnostics: diagsFromPB(r.GetDiagnostics()),
 	}
 }
@@ -353,6 +366,74 @@ func deployFromPB(d *pb.DeployResult) *stage.DeployResult {
 	}
 }
 
+func awsToPB(a *stage.AWSSettings) *pb.AWSSettings {
+	if a == nil {
+		return nil
+	}
+	return &pb.AWSSettings{Profile: a.Profile, Region: a.Region, EndpointUrl: a.EndpointURL,
+		TimeoutMillis: a.Timeout.Milliseconds(), Yes: a.Yes, ForceUnlock: a.ForceUnlock}
+}
+
+func awsFromPB(a *pb.AWSSettings) *stage.AWSSettings {
+	if a == nil {
+		return nil
+	}
+	return &stage.AWSSettings{Profile: a.GetProfile(), Region: a.GetRegion(), EndpointURL: a.GetEndpointUrl(),
+		Timeout: time.Duration(a.GetTimeoutMillis()) * time.Millisecond, Yes: a.GetYes(), ForceUnlock: a.GetForceUnlock()}
+}
+
+func diffToPB(d *stage.DiffResult) *pb.DiffResult {
+	if d == nil {
+		return nil
+	}
+	return &pb.DiffResult{
+		Stacks: convSlice(d.Stacks, func(s stage.StackDiff) *pb.StackDiff {
+			return &pb.StackDiff{Stack: s.Stack, StackName: s.StackName, Status: s.Status, Action: s.Action,
+				Changes: convSlice(s.Changes, func(c stage.ResourceChange) *pb.ResourceChange {
+					return &pb.ResourceChange{Action: c.Action, LogicalId: c.LogicalID, PhysicalId: c.PhysicalID,
+						ResourceType: c.ResourceType, Replacement: c.Replacement}
+				})}
+		}),
+		Orphans: strs(d.Orphans),
+		Changed: d.Changed,
+	}
+}
+
+func diffFromPB(d *pb.DiffResult) *stage.DiffResult {
+	if d == nil {
+		return nil
+	}
+	out := &stage.DiffResult{
+		Stacks: convSlice(d.GetStacks(), func(s *pb.StackDiff) stage.StackDiff {
+			return stage.StackDiff{Stack: s.GetStack(), StackName: s.GetStackName(), Status: s.GetStatus(), Action: s.GetAction(),
+				Changes: convSlice(s.GetChanges(), func(c *pb.ResourceChange) stage.ResourceChange {
+					return stage.ResourceChange{Action: c.GetAction(), LogicalID: c.GetLogicalId(), PhysicalID: c.GetPhysicalId(),
+						ResourceType: c.GetResourceType(), Replacement: c.GetReplacement()}
+				})}
+		}),
+		Orphans: strs(d.GetOrphans()),
+		Changed: d.GetChanged(),
+	}
+	if out.Stacks == nil {
+		out.Stacks = []stage.StackDiff{} // "stacks" is always in the JSON
+	}
+	return out
+}
+
+func destroyToPB(d *stage.DestroyResult) *pb.DestroyResult {
+	if d == nil {
+		return nil
+	}
+	return &pb.DestroyResult{Deleted: strs(d.Deleted), Absent: strs(d.Absent), Orphans: strs(d.Orphans)}
+}
+
+func destroyFromPB(d *pb.DestroyResult) *stage.DestroyResult {
+	if d == nil {
+		return nil
+	}
+	return &stage.DestroyResult{Deleted: strs(d.GetDeleted()), Absent: strs(d.GetAbsent()), Orphans: strs(d.GetOrphans())}
+}
+
 // ---- constructs ----
 
 func targetToPB(t construct.Target) *pb.Target {
@@ -363,10 +444,12 @@ func targetFromPB(t *pb.Target) construct.Target {
 	return construct.Target{Role: construct.Role(t.GetRole()), NodePool: t.GetNodePool()}
 }
 
-func flagToPB(f construct.Flag) *pb.Flag { return &pb.Flag{Name: f.Name, Value: f.Value} }
+func flagToPB(f construct.Flag) *pb.Flag {
+	return &pb.Flag{Name: f.Name, Value: f.Value, Plugin: f.Plugin}
+}
 
 func flagFromPB(f *pb.Flag) construct.Flag {
-	return construct.Flag{Name: f.GetName(), Value: f.GetValue()}
+	return construct.Flag{Name: f.GetName(), Value: f.GetValue(), Plugin: f.GetPlugin()}
 }
 
 // SetToPB converts a construct set to the wire; nil stays nil.
@@ -390,10 +473,11 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 			}
 		}),
 		Patches: convSlice(s.Patches, func(p construct.Patch) *pb.Patch {
-			return &pb.Patch{Stack: p.Stack, LogicalId: p.LogicalID, MergeJson: bytesOf(p.Merge)}
+			return &pb.Patch{Stack: p.Stack, LogicalId: p.LogicalID, MergeJson: bytesOf(p.Merge),
+				OperationsJson: bytesOf(p.Operations), Plugin: p.Plugin}
 		}),
 		Protected: convSlice(s.Protected, func(p construct.Protected) *pb.Protected {
-			return &pb.Protected{Stack: p.Stack, LogicalId: p.LogicalID, Pointer: p.Pointer, Reason: p.Reason}
+			return &pb.Protected{Stack: p.Stack, LogicalId: p.LogicalID, Pointer: p.Pointer, Reason: p.Reason, Plugin: p.Plugin}
 		}),
 		Units: convSlice(s.Units, func(u construct.Unit) *pb.Unit {
 			return &pb.Unit{
@@ -402,21 +486,22 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 				Content: u.Content,
 				Enable:  u.Enable,
 				DropIns: convSlice(u.DropIns, func(d construct.DropIn) *pb.DropIn {
-					return &pb.DropIn{Name: d.Name, Content: d.Content}
+					return &pb.DropIn{Name: d.Name, Content: d.Content, Plugin: d.Plugin}
 				}),
+				Plugin: u.Plugin,
 			}
 		}),
 		Files: convSlice(s.Files, func(f construct.File) *pb.FileConstruct {
-			return &pb.FileConstruct{Target: targetToPB(f.Target), Path: f.Path, Mode: f.Mode, Owner: f.Owner, Content: f.Content, Sensitive: f.Sensitive}
+			return &pb.FileConstruct{Target: targetToPB(f.Target), Path: f.Path, Mode: f.Mode, Owner: f.Owner, Content: f.Content, Sensitive: f.Sensitive, Plugin: f.Plugin}
 		}),
 		KubeletFlags: convSlice(s.KubeletFlags, func(f construct.TargetedFlag) *pb.TargetedFlag {
 			return &pb.TargetedFlag{Target: targetToPB(f.Target), Flag: flagToPB(f.Flag)}
 		}),
 		NodeLabels: convSlice(s.NodeLabels, func(l construct.NodeLabel) *pb.NodeLabel {
-			return &pb.NodeLabel{Target: targetToPB(l.Target), Key: l.Key, Value: l.Value}
+			return &pb.NodeLabel{Target: targetToPB(l.Target), Key: l.Key, Value: l.Value, Plugin: l.Plugin}
 		}),
 		NodeTaints: convSlice(s.NodeTaints, func(l construct.NodeTaint) *pb.NodeTaint {
-			return &pb.NodeTaint{Target: targetToPB(l.Target), Key: l.Key, Value: l.Value, Effect: l.Effect}
+			return &pb.NodeTaint{Target: targetToPB(l.Target), Key: l.Key, Value: l.Value, Effect: l.Effect, Plugin: l.Plugin}
 		}),
 		Iam: convSlice(s.IAM, func(st construct.IAMStatement) *pb.IAMStatement {
 			return &pb.IAMStatement{
@@ -426,6 +511,7 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 				Actions:       strs(st.Actions),
 				Resources:     strs(st.Resources),
 				ConditionJson: bytesOf(st.Condition),
+				Plugin:        st.Plugin,
 			}
 		}),
 		HelmReleases: convSlice(s.HelmReleases, func(h construct.HelmRelease) *pb.HelmRelease {
@@ -440,10 +526,11 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 				},
 				ValuesJson: bytesOf(h.Values),
 				Plugin:     h.Plugin,
+				ValuesFrom: h.ValuesFrom,
 			}
 		}),
 		Manifests: convSlice(s.Manifests, func(m construct.Manifest) *pb.Manifest {
-			return &pb.Manifest{Name: m.Name, Content: m.Content}
+			return &pb.Manifest{Name: m.Name, Content: m.Content, Plugin: m.Plugin}
 		}),
 	}
 	if len(s.APIServer.Flags) > 0 || len(s.APIServer.Volumes) > 0 {
@@ -478,10 +565,11 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 			}
 		}),
 		Patches: convSlice(s.GetPatches(), func(p *pb.Patch) construct.Patch {
-			return construct.Patch{Stack: p.GetStack(), LogicalID: p.GetLogicalId(), Merge: raw(p.GetMergeJson())}
+			return construct.Patch{Stack: p.GetStack(), LogicalID: p.GetLogicalId(), Merge: raw(p.GetMergeJson()),
+				Operations: raw(p.GetOperationsJson()), Plugin: p.GetPlugin()}
 		}),
 		Protected: convSlice(s.GetProtected(), func(p *pb.Protected) construct.Protected {
-			return construct.Protected{Stack: p.GetStack(), LogicalID: p.GetLogicalId(), Pointer: p.GetPointer(), Reason: p.GetReason()}
+			return construct.Protected{Stack: p.GetStack(), LogicalID: p.GetLogicalId(), Pointer: p.GetPointer(), Reason: p.GetReason(), Plugin: p.GetPlugin()}
 		}),
 		Units: convSlice(s.GetUnits(), func(u *pb.Unit) construct.Unit {
 			return construct.Unit{
@@ -490,12 +578,13 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 				Content: u.GetContent(),
 				Enable:  u.GetEnable(),
 				DropIns: convSlice(u.GetDropIns(), func(d *pb.DropIn) construct.DropIn {
-					return construct.DropIn{Name: d.GetName(), Content: d.GetContent()}
+					return construct.DropIn{Name: d.GetName(), Content: d.GetContent(), Plugin: d.GetPlugin()}
 				}),
+				Plugin: u.GetPlugin(),
 			}
 		}),
 		Files: convSlice(s.GetFiles(), func(f *pb.FileConstruct) construct.File {
-			return construct.File{Target: targetFromPB(f.GetTarget()), Path: f.GetPath(), Mode: f.GetMode(), Owner: f.GetOwner(), Content: f.GetContent(), Sensitive: f.GetSensitive()}
+			return construct.File{Target: targetFromPB(f.GetTarget()), Path: f.GetPath(), Mode: f.GetMode(), Owner: f.GetOwner(), Content: f.GetContent(), Sensitive: f.GetSensitive(), Plugin: f.GetPlugin()}
 		}),
 		APIServer: construct.APIServer{
 			Flags: convSlice(s.GetApiServer().GetFlags(), flagFromPB),
@@ -507,10 +596,10 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 			return construct.TargetedFlag{Target: targetFromPB(f.GetTarget()), Flag: flagFromPB(f.GetFlag())}
 		}),
 		NodeLabels: convSlice(s.GetNodeLabels(), func(l *pb.NodeLabel) construct.NodeLabel {
-			return construct.NodeLabel{Target: targetFromPB(l.GetTarget()), Key: l.GetKey(), Value: l.GetValue()}
+			return construct.NodeLabel{Target: targetFromPB(l.GetTarget()), Key: l.GetKey(), Value: l.GetValue(), Plugin: l.GetPlugin()}
 		}),
 		NodeTaints: convSlice(s.GetNodeTaints(), func(l *pb.NodeTaint) construct.NodeTaint {
-			return construct.NodeTaint{Target: targetFromPB(l.GetTarget()), Key: l.GetKey(), Value: l.GetValue(), Effect: l.GetEffect()}
+			return construct.NodeTaint{Target: targetFromPB(l.GetTarget()), Key: l.GetKey(), Value: l.GetValue(), Effect: l.GetEffect(), Plugin: l.GetPlugin()}
 		}),
 		IAM: convSlice(s.GetIam(), func(st *pb.IAMStatement) construct.IAMStatement {
 			return construct.IAMStatement{
@@ -520,20 +609,22 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 				Actions:   strs(st.GetActions()),
 				Resources: strs(st.GetResources()),
 				Condition: raw(st.GetConditionJson()),
+				Plugin:    st.GetPlugin(),
 			}
 		}),
 		HelmReleases: convSlice(s.GetHelmReleases(), func(h *pb.HelmRelease) construct.HelmRelease {
 			c := h.GetChart()
 			return construct.HelmRelease{
-				Name:      h.GetName(),
-				Namespace: h.GetNamespace(),
-				Chart:     construct.Chart{Path: c.GetPath(), Repository: c.GetRepository(), Name: c.GetName(), Version: c.GetVersion()},
-				Values:    raw(h.GetValuesJson()),
-				Plugin:    h.GetPlugin(),
+				Name:       h.GetName(),
+				Namespace:  h.GetNamespace(),
+				Chart:      construct.Chart{Path: c.GetPath(), Repository: c.GetRepository(), Name: c.GetName(), Version: c.GetVersion()},
+				Values:     raw(h.GetValuesJson()),
+				Plugin:     h.GetPlugin(),
+				ValuesFrom: h.GetValuesFrom(),
 			}
 		}),
 		Manifests: convSlice(s.GetManifests(), func(m *pb.Manifest) construct.Manifest {
-			return construct.Manifest{Name: m.GetName(), Content: m.GetContent()}
+			return construct.Manifest{Name: m.GetName(), Content: m.GetContent(), Plugin: m.GetPlugin()}
 		}),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -34,23 +35,25 @@ func fullSet() *construct.Set {
 				"RoleName": names.From("iam", "ControllerRole"),
 			},
 		}},
-		Patches:   []construct.Patch{{Stack: "network", LogicalID: "VPC", Merge: json.RawMessage(`{"Properties":{"EnableDnsSupport":true}}`)}},
-		Protected: []construct.Protected{{Stack: "nodepool-a", LogicalID: "LT", Pointer: "/Properties/LaunchTemplateData/UserData", Reason: "bootstrap"}},
+		Patches: []construct.Patch{{Stack: "network", LogicalID: "VPC", Merge: json.RawMessage(`{"Properties":{"EnableDnsSupport":true}}`),
+			Operations: json.RawMessage(`[{"op":"add","path":"/Properties/Tags/-","value":{"Key":"a","Value":"b"}}]`), Plugin: "customise"}},
+		Protected: []construct.Protected{{Stack: "nodepool-a", LogicalID: "LT", Pointer: "/Properties/LaunchTemplateData/UserData", Reason: "bootstrap", Plugin: "cloudformation"}},
 		Units: []construct.Unit{{
 			Target:  construct.Target{Role: construct.Worker, NodePool: "pool-b"},
 			Name:    "agent.service",
 			Content: "[Service]\nExecStart=/bin/agent\n",
 			Enable:  true,
-			DropIns: []construct.DropIn{{Name: "10-env.conf", Content: "[Service]\nEnvironment=A=1\n"}},
+			DropIns: []construct.DropIn{{Name: "10-env.conf", Content: "[Service]\nEnvironment=A=1\n", Plugin: "env"}},
+			Plugin:  "agent",
 		}},
-		Files: []construct.File{{Target: w, Path: "/etc/agent.conf", Mode: "0600", Owner: "root:root", Content: "secret=((secret:agent/token))", Sensitive: true}},
+		Files: []construct.File{{Target: w, Path: "/etc/agent.conf", Mode: "0600", Owner: "root:root", Content: "secret=((secret:agent/token))", Sensitive: true, Plugin: "agent"}},
 		APIServer: construct.APIServer{
-			Flags:   []construct.Flag{{Name: "oidc-issuer-url", Value: "https://dex"}},
+			Flags:   []construct.Flag{{Name: "oidc-issuer-url", Value: "https://dex", Plugin: "dex"}},
 			Volumes: []construct.Volume{{Name: "dex-ca", HostPath: "/etc/dex", MountPath: "/etc/dex", ReadOnly: true}},
 		},
-		KubeletFlags: []construct.TargetedFlag{{Target: w, Flag: construct.Flag{Name: "max-pods", Value: "110"}}},
-		NodeLabels:   []construct.NodeLabel{{Target: w, Key: "pool", Value: "a"}},
-		NodeTaints:   []construct.NodeTaint{{Target: w, Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
+		KubeletFlags: []construct.TargetedFlag{{Target: w, Flag: construct.Flag{Name: "max-pods", Value: "110", Plugin: "pods"}}},
+		NodeLabels:   []construct.NodeLabel{{Target: w, Key: "pool", Value: "a", Plugin: "labels"}},
+		NodeTaints:   []construct.NodeTaint{{Target: w, Key: "dedicated", Value: "gpu", Effect: "NoSchedule", Plugin: "taints"}},
 		IAM: []construct.IAMStatement{{
 			Target:    w,
 			Sid:       "Route53",
@@ -58,15 +61,17 @@ func fullSet() *construct.Set {
 			Actions:   []string{"route53:ChangeResourceRecordSets"},
 			Resources: []string{"*"},
 			Condition: json.RawMessage(`{"StringEquals":{"aws:RequestedRegion":"eu-west-1"}}`),
+			Plugin:    "route53",
 		}},
 		HelmReleases: []construct.HelmRelease{{
-			Name:      "dex",
-			Namespace: "kube-system",
-			Chart:     construct.Chart{Path: "/charts/dex", Repository: "https://charts.example", Name: "dex", Version: "1.2.3"},
-			Values:    json.RawMessage(`{"replicas":2}`),
-			Plugin:    "dex",
+			Name:       "dex",
+			Namespace:  "kube-system",
+			Chart:      construct.Chart{Path: "/charts/dex", Repository: "https://charts.example", Name: "dex", Version: "1.2.3"},
+			Values:     json.RawMessage(`{"replicas":2}`),
+			Plugin:     "dex",
+			ValuesFrom: "plugins.dex.values.chart",
 		}},
-		Manifests: []construct.Manifest{{Name: "rbac", Content: "kind: ClusterRole\n"}},
+		Manifests: []construct.Manifest{{Name: "rbac", Content: "kind: ClusterRole\n", Plugin: "rbac"}},
 	}
 }
 
@@ -88,6 +93,8 @@ func fullInput() *stage.Input {
 		Deploy:  fullDeploy(),
 		Secrets: map[string]string{"dex/token": "s3cr3t"},
 		WorkDir: "/work/cluster",
+		AWS: &stage.AWSSettings{Profile: "prod", Region: "eu-west-1", EndpointURL: "http://127.0.0.1:5000",
+			Timeout: 45 * time.Minute, Yes: true, ForceUnlock: true},
 	}
 }
 
@@ -110,16 +117,23 @@ func fullDeploy() *stage.DeployResult {
 }
 
 func fullDiag() diag.Diagnostic {
-	return diag.Diagnostic{Severity: diag.Fatal, Plugin: "dex", Stage: "render", Path: "plugins.dex.values.issuer", File: "cluster.yaml", Line: 12, Column: 5, Message: "bad issuer", Hint: "use https", Code: diag.CodeNeedsConfirmation}
+	return diag.Diagnostic{Severity: diag.Fatal, Plugin: "dex", Stage: "render", Path: "plugins.dex.values.issuer", File: "cluster.yaml", Line: 12, Column: 5, Message: "bad issuer", Hint: "use https", Code: diag.CodeNeedsConfirmation, ReportedBy: "helm"}
 }
 
 func fullResult() *stage.Result {
 	return &stage.Result{
-		Values:      json.RawMessage(`{"issuer":"https://dex"}`),
-		Constructs:  fullSet(),
-		Files:       []stage.File{{Path: "stacks/dex.json", Content: []byte(`{}`), Mode: "0644", Plugin: "dex"}},
-		Stacks:      []stage.StackSpec{fullStackSpec()},
-		Deploy:      fullDeploy(),
+		Values:     json.RawMessage(`{"issuer":"https://dex"}`),
+		Constructs: fullSet(),
+		Files:      []stage.File{{Path: "stacks/dex.json", Content: []byte(`{}`), Mode: "0644", Plugin: "dex"}},
+		Stacks:     []stage.StackSpec{fullStackSpec()},
+		Deploy:     fullDeploy(),
+		Diff: &stage.DiffResult{
+			Stacks: []stage.StackDiff{{Stack: "network", StackName: "c1-network", Status: "UPDATE_COMPLETE", Action: stage.ActionUpdate,
+				Changes: []stage.ResourceChange{{Action: "Modify", LogicalID: "VPC", PhysicalID: "vpc-1", ResourceType: "AWS::EC2::VPC", Replacement: "False"}}}},
+			Orphans: []string{"c1-nodepool-old"},
+			Changed: true,
+		},
+		Destroy:     &stage.DestroyResult{Deleted: []string{"network"}, Absent: []string{"iam"}, Orphans: []string{"c1-nodepool-old"}},
 		Diagnostics: diag.List{fullDiag(), {Severity: diag.Warning, Message: "deprecated"}},
 	}
 }
@@ -133,6 +147,8 @@ func fullInfo() stage.PluginInfo {
 		Stages:           []stage.Name{stage.Initialise, stage.Render},
 		ValuesSchema:     json.RawMessage(`{"type":"object"}`),
 		Capabilities:     []string{"oidc"},
+		LateStacks:       []string{"iam"},
+		ReachesAWS:       true,
 	}
 }
 

@@ -73,7 +73,8 @@ type Plugin interface {
 	GetInfo(ctx context.Context, protocolVersion int, hostVersion string) (stage.PluginInfo, error)
 	// NotifyRegistration tells the plugin whether kube-aws accepted it.
 	NotifyRegistration(ctx context.Context, reg stage.Registration) error
-	// RunStage runs in.Stage. On the kube-aws side, host is served to the
+	// RunStage runs in.Stage, a stage or an operation (stage.Diff,
+	// stage.Destroy). On the kube-aws side, host is served to the
 	// plugin (it must be comparable, a pointer in practice, because one
 	// broker service is kept per Host value rather than per call) and emit
 	// receives the events the plugin streams. On the plugin side, host
@@ -257,6 +258,10 @@ func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host,
 		stream, err = c.client.Deploy(ctx, req)
 	case stage.Validate:
 		stream, err = c.client.Validate(ctx, req)
+	case stage.Diff:
+		stream, err = c.client.Diff(ctx, req)
+	case stage.Destroy:
+		stream, err = c.client.Destroy(ctx, req)
 	default:
 		return nil, fmt.Errorf("unknown stage %q", in.Stage)
 	}
@@ -357,6 +362,14 @@ func (s *pluginServer) Deploy(req *pb.StageRequest, stream pb.Plugin_DeployServe
 
 func (s *pluginServer) Validate(req *pb.StageRequest, stream pb.Plugin_ValidateServer) error {
 	return s.run(stage.Validate, req, stream)
+}
+
+func (s *pluginServer) Diff(req *pb.StageRequest, stream pb.Plugin_DiffServer) error {
+	return s.run(stage.Diff, req, stream)
+}
+
+func (s *pluginServer) Destroy(req *pb.StageRequest, stream pb.Plugin_DestroyServer) error {
+	return s.run(stage.Destroy, req, stream)
 }
 
 // hostFor returns the (lazily dialled) client of the Host service with the

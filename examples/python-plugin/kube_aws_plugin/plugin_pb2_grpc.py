@@ -64,6 +64,21 @@ class PluginStub(object):
                 request_serializer=plugin__pb2.StageRequest.SerializeToString,
                 response_deserializer=plugin__pb2.StageEvent.FromString,
                 _registered_method=True)
+        self.Diff = channel.unary_stream(
+                '/kubeaws.plugin.v1.Plugin/Diff',
+                request_serializer=plugin__pb2.StageRequest.SerializeToString,
+                response_deserializer=plugin__pb2.StageEvent.FromString,
+                _registered_method=True)
+        self.Destroy = channel.unary_stream(
+                '/kubeaws.plugin.v1.Plugin/Destroy',
+                request_serializer=plugin__pb2.StageRequest.SerializeToString,
+                response_deserializer=plugin__pb2.StageEvent.FromString,
+                _registered_method=True)
+        self.Cancel = channel.unary_unary(
+                '/kubeaws.plugin.v1.Plugin/Cancel',
+                request_serializer=plugin__pb2.CancelRequest.SerializeToString,
+                response_deserializer=plugin__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class PluginServicer(object):
@@ -105,6 +120,24 @@ class PluginServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Diff(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Destroy(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Cancel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PluginServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +170,21 @@ def add_PluginServicer_to_server(servicer, server):
                     servicer.Validate,
                     request_deserializer=plugin__pb2.StageRequest.FromString,
                     response_serializer=plugin__pb2.StageEvent.SerializeToString,
+            ),
+            'Diff': grpc.unary_stream_rpc_method_handler(
+                    servicer.Diff,
+                    request_deserializer=plugin__pb2.StageRequest.FromString,
+                    response_serializer=plugin__pb2.StageEvent.SerializeToString,
+            ),
+            'Destroy': grpc.unary_stream_rpc_method_handler(
+                    servicer.Destroy,
+                    request_deserializer=plugin__pb2.StageRequest.FromString,
+                    response_serializer=plugin__pb2.StageEvent.SerializeToString,
+            ),
+            'Cancel': grpc.unary_unary_rpc_method_handler(
+                    servicer.Cancel,
+                    request_deserializer=plugin__pb2.CancelRequest.FromString,
+                    response_serializer=plugin__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +349,87 @@ class Plugin(object):
             '/kubeaws.plugin.v1.Plugin/Validate',
             plugin__pb2.StageRequest.SerializeToString,
             plugin__pb2.StageEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Diff(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/kubeaws.plugin.v1.Plugin/Diff',
+            plugin__pb2.StageRequest.SerializeToString,
+            plugin__pb2.StageEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Destroy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/kubeaws.plugin.v1.Plugin/Destroy',
+            plugin__pb2.StageRequest.SerializeToString,
+            plugin__pb2.StageEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Cancel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeaws.plugin.v1.Plugin/Cancel',
+            plugin__pb2.CancelRequest.SerializeToString,
+            plugin__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

@@ -8,7 +8,10 @@
 // the user's values against values_schema) -> NotifyRegistrationStatus ->
 // one call per stage the plugin implements, in order initialise, render,
 // deploy, validate. A stage call streams events and ends with exactly one
-// StageEvent carrying the result.
+// StageEvent carrying the result. Diff and Destroy are operations called
+// like a stage (after initialise and render) by kube-aws diff and destroy.
+// Cancel asks the plugin to stop the calls it is serving and return what it
+// has (kube-aws was interrupted); the calls still end with their result.
 //
 // Fields named *_json carry JSON documents: free-form data such as
 // CloudFormation bodies, Helm values and plugin values.
@@ -72,6 +75,42 @@ func (*Ack) Descriptor() ([]byte, []int) {
 	return file_plugin_proto_rawDescGZIP(), []int{0}
 }
 
+type CancelRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRequest) Reset() {
+	*x = CancelRequest{}
+	mi := &file_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRequest) ProtoMessage() {}
+
+func (x *CancelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
+func (*CancelRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{1}
+}
+
 type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The protocol version the host negotiated with the plugin.
@@ -83,7 +122,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_plugin_proto_msgTypes[1]
+	mi := &file_plugin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -95,7 +134,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[1]
+	mi := &file_plugin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -108,7 +147,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{1}
+	return file_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetProtocolVersion() int32 {
@@ -137,13 +176,19 @@ type PluginInfo struct {
 	// "x-kube-aws-sensitive": true holds a secret.
 	ValuesSchemaJson []byte   `protobuf:"bytes,6,opt,name=values_schema_json,json=valuesSchemaJson,proto3" json:"values_schema_json,omitempty"`
 	Capabilities     []string `protobuf:"bytes,7,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Stacks the plugin builds itself in render (the iam stack): other
+	// plugins' additions and patches to them are merged then, not at
+	// initialise.
+	LateStacks []string `protobuf:"bytes,8,rep,name=late_stacks,json=lateStacks,proto3" json:"late_stacks,omitempty"`
+	// The plugin calls AWS: only such plugins receive StageRequest.aws.
+	ReachesAws    bool `protobuf:"varint,9,opt,name=reaches_aws,json=reachesAws,proto3" json:"reaches_aws,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PluginInfo) Reset() {
 	*x = PluginInfo{}
-	mi := &file_plugin_proto_msgTypes[2]
+	mi := &file_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +200,7 @@ func (x *PluginInfo) String() string {
 func (*PluginInfo) ProtoMessage() {}
 
 func (x *PluginInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[2]
+	mi := &file_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +213,7 @@ func (x *PluginInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginInfo.ProtoReflect.Descriptor instead.
 func (*PluginInfo) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{2}
+	return file_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PluginInfo) GetName() string {
@@ -220,6 +265,20 @@ func (x *PluginInfo) GetCapabilities() []string {
 	return nil
 }
 
+func (x *PluginInfo) GetLateStacks() []string {
+	if x != nil {
+		return x.LateStacks
+	}
+	return nil
+}
+
+func (x *PluginInfo) GetReachesAws() bool {
+	if x != nil {
+		return x.ReachesAws
+	}
+	return false
+}
+
 type RegistrationStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
@@ -230,7 +289,7 @@ type RegistrationStatus struct {
 
 func (x *RegistrationStatus) Reset() {
 	*x = RegistrationStatus{}
-	mi := &file_plugin_proto_msgTypes[3]
+	mi := &file_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -242,7 +301,7 @@ func (x *RegistrationStatus) String() string {
 func (*RegistrationStatus) ProtoMessage() {}
 
 func (x *RegistrationStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[3]
+	mi := &file_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -255,7 +314,7 @@ func (x *RegistrationStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistrationStatus.ProtoReflect.Descriptor instead.
 func (*RegistrationStatus) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{3}
+	return file_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RegistrationStatus) GetAccepted() bool {
@@ -287,13 +346,15 @@ type StageRequest struct {
 	WorkDir string            `protobuf:"bytes,9,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
 	// Broker id on which the Host service is served for this call.
 	HostServiceId uint32 `protobuf:"varint,10,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
+	// The operator's AWS settings; only to plugins that reach AWS.
+	Aws           *AWSSettings `protobuf:"bytes,11,opt,name=aws,proto3" json:"aws,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StageRequest) Reset() {
 	*x = StageRequest{}
-	mi := &file_plugin_proto_msgTypes[4]
+	mi := &file_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +366,7 @@ func (x *StageRequest) String() string {
 func (*StageRequest) ProtoMessage() {}
 
 func (x *StageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[4]
+	mi := &file_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +379,7 @@ func (x *StageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageRequest.ProtoReflect.Descriptor instead.
 func (*StageRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{4}
+	return file_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StageRequest) GetStage() string {
@@ -391,6 +452,100 @@ func (x *StageRequest) GetHostServiceId() uint32 {
 	return 0
 }
 
+func (x *StageRequest) GetAws() *AWSSettings {
+	if x != nil {
+		return x.Aws
+	}
+	return nil
+}
+
+type AWSSettings struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Profile     string                 `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	Region      string                 `protobuf:"bytes,2,opt,name=region,proto3" json:"region,omitempty"`
+	EndpointUrl string                 `protobuf:"bytes,3,opt,name=endpoint_url,json=endpointUrl,proto3" json:"endpoint_url,omitempty"`
+	// Bound of the whole AWS operation; 0 means the plugin's default.
+	TimeoutMillis int64 `protobuf:"varint,4,opt,name=timeout_millis,json=timeoutMillis,proto3" json:"timeout_millis,omitempty"`
+	// --yes: confirmed up front what would otherwise need a prompt.
+	Yes bool `protobuf:"varint,5,opt,name=yes,proto3" json:"yes,omitempty"`
+	// --force-unlock: remove the deploy lock first.
+	ForceUnlock   bool `protobuf:"varint,6,opt,name=force_unlock,json=forceUnlock,proto3" json:"force_unlock,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AWSSettings) Reset() {
+	*x = AWSSettings{}
+	mi := &file_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AWSSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AWSSettings) ProtoMessage() {}
+
+func (x *AWSSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AWSSettings.ProtoReflect.Descriptor instead.
+func (*AWSSettings) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AWSSettings) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *AWSSettings) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *AWSSettings) GetEndpointUrl() string {
+	if x != nil {
+		return x.EndpointUrl
+	}
+	return ""
+}
+
+func (x *AWSSettings) GetTimeoutMillis() int64 {
+	if x != nil {
+		return x.TimeoutMillis
+	}
+	return 0
+}
+
+func (x *AWSSettings) GetYes() bool {
+	if x != nil {
+		return x.Yes
+	}
+	return false
+}
+
+func (x *AWSSettings) GetForceUnlock() bool {
+	if x != nil {
+		return x.ForceUnlock
+	}
+	return false
+}
+
 type PluginValues struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ValuesJson    []byte                 `protobuf:"bytes,1,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
@@ -401,7 +556,7 @@ type PluginValues struct {
 
 func (x *PluginValues) Reset() {
 	*x = PluginValues{}
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +568,7 @@ func (x *PluginValues) String() string {
 func (*PluginValues) ProtoMessage() {}
 
 func (x *PluginValues) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +581,7 @@ func (x *PluginValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginValues.ProtoReflect.Descriptor instead.
 func (*PluginValues) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{5}
+	return file_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PluginValues) GetValuesJson() []byte {
@@ -456,7 +611,7 @@ type StageEvent struct {
 
 func (x *StageEvent) Reset() {
 	*x = StageEvent{}
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +623,7 @@ func (x *StageEvent) String() string {
 func (*StageEvent) ProtoMessage() {}
 
 func (x *StageEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +636,7 @@ func (x *StageEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageEvent.ProtoReflect.Descriptor instead.
 func (*StageEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{6}
+	return file_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StageEvent) GetPayload() isStageEvent_Payload {
@@ -540,7 +695,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +707,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +720,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetKind() string {
@@ -618,13 +773,15 @@ type StageResult struct {
 	Stacks        []*StackSpec           `protobuf:"bytes,4,rep,name=stacks,proto3" json:"stacks,omitempty"`
 	Deploy        *DeployResult          `protobuf:"bytes,5,opt,name=deploy,proto3" json:"deploy,omitempty"`
 	Diagnostics   []*Diagnostic          `protobuf:"bytes,6,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	Diff          *DiffResult            `protobuf:"bytes,7,opt,name=diff,proto3" json:"diff,omitempty"`
+	Destroy       *DestroyResult         `protobuf:"bytes,8,opt,name=destroy,proto3" json:"destroy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StageResult) Reset() {
 	*x = StageResult{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +793,7 @@ func (x *StageResult) String() string {
 func (*StageResult) ProtoMessage() {}
 
 func (x *StageResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +806,7 @@ func (x *StageResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
 func (*StageResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StageResult) GetValuesJson() []byte {
@@ -694,6 +851,293 @@ func (x *StageResult) GetDiagnostics() []*Diagnostic {
 	return nil
 }
 
+func (x *StageResult) GetDiff() *DiffResult {
+	if x != nil {
+		return x.Diff
+	}
+	return nil
+}
+
+func (x *StageResult) GetDestroy() *DestroyResult {
+	if x != nil {
+		return x.Destroy
+	}
+	return nil
+}
+
+type DiffResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stacks        []*StackDiff           `protobuf:"bytes,1,rep,name=stacks,proto3" json:"stacks,omitempty"`
+	Orphans       []string               `protobuf:"bytes,2,rep,name=orphans,proto3" json:"orphans,omitempty"`
+	Changed       bool                   `protobuf:"varint,3,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiffResult) Reset() {
+	*x = DiffResult{}
+	mi := &file_plugin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiffResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiffResult) ProtoMessage() {}
+
+func (x *DiffResult) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiffResult.ProtoReflect.Descriptor instead.
+func (*DiffResult) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DiffResult) GetStacks() []*StackDiff {
+	if x != nil {
+		return x.Stacks
+	}
+	return nil
+}
+
+func (x *DiffResult) GetOrphans() []string {
+	if x != nil {
+		return x.Orphans
+	}
+	return nil
+}
+
+func (x *DiffResult) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+type StackDiff struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Stack     string                 `protobuf:"bytes,1,opt,name=stack,proto3" json:"stack,omitempty"`
+	StackName string                 `protobuf:"bytes,2,opt,name=stack_name,json=stackName,proto3" json:"stack_name,omitempty"`
+	Status    string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// create, recreate, update or none.
+	Action        string            `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	Changes       []*ResourceChange `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StackDiff) Reset() {
+	*x = StackDiff{}
+	mi := &file_plugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StackDiff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StackDiff) ProtoMessage() {}
+
+func (x *StackDiff) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StackDiff.ProtoReflect.Descriptor instead.
+func (*StackDiff) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StackDiff) GetStack() string {
+	if x != nil {
+		return x.Stack
+	}
+	return ""
+}
+
+func (x *StackDiff) GetStackName() string {
+	if x != nil {
+		return x.StackName
+	}
+	return ""
+}
+
+func (x *StackDiff) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *StackDiff) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *StackDiff) GetChanges() []*ResourceChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+type ResourceChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Action        string                 `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	LogicalId     string                 `protobuf:"bytes,2,opt,name=logical_id,json=logicalId,proto3" json:"logical_id,omitempty"`
+	PhysicalId    string                 `protobuf:"bytes,3,opt,name=physical_id,json=physicalId,proto3" json:"physical_id,omitempty"`
+	ResourceType  string                 `protobuf:"bytes,4,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
+	Replacement   string                 `protobuf:"bytes,5,opt,name=replacement,proto3" json:"replacement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceChange) Reset() {
+	*x = ResourceChange{}
+	mi := &file_plugin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceChange) ProtoMessage() {}
+
+func (x *ResourceChange) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceChange.ProtoReflect.Descriptor instead.
+func (*ResourceChange) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ResourceChange) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ResourceChange) GetLogicalId() string {
+	if x != nil {
+		return x.LogicalId
+	}
+	return ""
+}
+
+func (x *ResourceChange) GetPhysicalId() string {
+	if x != nil {
+		return x.PhysicalId
+	}
+	return ""
+}
+
+func (x *ResourceChange) GetResourceType() string {
+	if x != nil {
+		return x.ResourceType
+	}
+	return ""
+}
+
+func (x *ResourceChange) GetReplacement() string {
+	if x != nil {
+		return x.Replacement
+	}
+	return ""
+}
+
+type DestroyResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       []string               `protobuf:"bytes,1,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	Absent        []string               `protobuf:"bytes,2,rep,name=absent,proto3" json:"absent,omitempty"`
+	Orphans       []string               `protobuf:"bytes,3,rep,name=orphans,proto3" json:"orphans,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DestroyResult) Reset() {
+	*x = DestroyResult{}
+	mi := &file_plugin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DestroyResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DestroyResult) ProtoMessage() {}
+
+func (x *DestroyResult) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DestroyResult.ProtoReflect.Descriptor instead.
+func (*DestroyResult) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DestroyResult) GetDeleted() []string {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
+func (x *DestroyResult) GetAbsent() []string {
+	if x != nil {
+		return x.Absent
+	}
+	return nil
+}
+
+func (x *DestroyResult) GetOrphans() []string {
+	if x != nil {
+		return x.Orphans
+	}
+	return nil
+}
+
 type Diagnostic struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// fatal or warning.
@@ -708,14 +1152,17 @@ type Diagnostic struct {
 	Hint     string `protobuf:"bytes,9,opt,name=hint,proto3" json:"hint,omitempty"`
 	// For programs: a diagnostic the caller acts on. "needs-confirmation":
 	// the same command run again with --yes would get past this fatal.
-	Code          string `protobuf:"bytes,10,opt,name=code,proto3" json:"code,omitempty"`
+	Code string `protobuf:"bytes,10,opt,name=code,proto3" json:"code,omitempty"`
+	// The plugin that reported the diagnostic, when plugin names another
+	// (the plugin whose contribution it is about). Filled by kube-aws.
+	ReportedBy    string `protobuf:"bytes,11,opt,name=reported_by,json=reportedBy,proto3" json:"reported_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +1174,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +1187,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Diagnostic) GetSeverity() string {
@@ -813,6 +1260,13 @@ func (x *Diagnostic) GetCode() string {
 	return ""
 }
 
+func (x *Diagnostic) GetReportedBy() string {
+	if x != nil {
+		return x.ReportedBy
+	}
+	return ""
+}
+
 type File struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -825,7 +1279,7 @@ type File struct {
 
 func (x *File) Reset() {
 	*x = File{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +1291,7 @@ func (x *File) String() string {
 func (*File) ProtoMessage() {}
 
 func (x *File) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1304,7 @@ func (x *File) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use File.ProtoReflect.Descriptor instead.
 func (*File) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *File) GetPath() string {
@@ -895,7 +1349,7 @@ type StackSpec struct {
 
 func (x *StackSpec) Reset() {
 	*x = StackSpec{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1361,7 @@ func (x *StackSpec) String() string {
 func (*StackSpec) ProtoMessage() {}
 
 func (x *StackSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1374,7 @@ func (x *StackSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StackSpec.ProtoReflect.Descriptor instead.
 func (*StackSpec) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StackSpec) GetName() string {
@@ -976,7 +1430,7 @@ type Rendered struct {
 
 func (x *Rendered) Reset() {
 	*x = Rendered{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1442,7 @@ func (x *Rendered) String() string {
 func (*Rendered) ProtoMessage() {}
 
 func (x *Rendered) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1455,7 @@ func (x *Rendered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rendered.ProtoReflect.Descriptor instead.
 func (*Rendered) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Rendered) GetDir() string {
@@ -1038,7 +1492,7 @@ type ManifestFile struct {
 
 func (x *ManifestFile) Reset() {
 	*x = ManifestFile{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1504,7 @@ func (x *ManifestFile) String() string {
 func (*ManifestFile) ProtoMessage() {}
 
 func (x *ManifestFile) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1517,7 @@ func (x *ManifestFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestFile.ProtoReflect.Descriptor instead.
 func (*ManifestFile) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ManifestFile) GetPath() string {
@@ -1111,7 +1565,7 @@ type DeployResult struct {
 
 func (x *DeployResult) Reset() {
 	*x = DeployResult{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1577,7 @@ func (x *DeployResult) String() string {
 func (*DeployResult) ProtoMessage() {}
 
 func (x *DeployResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1590,7 @@ func (x *DeployResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeployResult.ProtoReflect.Descriptor instead.
 func (*DeployResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeployResult) GetStacks() []*StackStatus {
@@ -1166,7 +1620,7 @@ type StackStatus struct {
 
 func (x *StackStatus) Reset() {
 	*x = StackStatus{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1632,7 @@ func (x *StackStatus) String() string {
 func (*StackStatus) ProtoMessage() {}
 
 func (x *StackStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1645,7 @@ func (x *StackStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StackStatus.ProtoReflect.Descriptor instead.
 func (*StackStatus) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StackStatus) GetName() string {
@@ -1241,7 +1695,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1707,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1720,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Target) GetRole() string {
@@ -1303,7 +1757,7 @@ type ConstructSet struct {
 
 func (x *ConstructSet) Reset() {
 	*x = ConstructSet{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1769,7 @@ func (x *ConstructSet) String() string {
 func (*ConstructSet) ProtoMessage() {}
 
 func (x *ConstructSet) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1782,7 @@ func (x *ConstructSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConstructSet.ProtoReflect.Descriptor instead.
 func (*ConstructSet) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ConstructSet) GetStacks() []*Stack {
@@ -1434,7 +1888,7 @@ type Stack struct {
 
 func (x *Stack) Reset() {
 	*x = Stack{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1900,7 @@ func (x *Stack) String() string {
 func (*Stack) ProtoMessage() {}
 
 func (x *Stack) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1913,7 @@ func (x *Stack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stack.ProtoReflect.Descriptor instead.
 func (*Stack) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Stack) GetName() string {
@@ -1532,19 +1986,25 @@ func (x *Stack) GetParameterSources() map[string]string {
 	return nil
 }
 
-// A JSON merge patch (RFC 7386) on another plugin's resource.
+// A change to another plugin's resource: a JSON merge patch (RFC 7386)
+// and/or RFC 6902 operations.
 type Patch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stack         string                 `protobuf:"bytes,1,opt,name=stack,proto3" json:"stack,omitempty"`
-	LogicalId     string                 `protobuf:"bytes,2,opt,name=logical_id,json=logicalId,proto3" json:"logical_id,omitempty"`
-	MergeJson     []byte                 `protobuf:"bytes,3,opt,name=merge_json,json=mergeJson,proto3" json:"merge_json,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Stack     string                 `protobuf:"bytes,1,opt,name=stack,proto3" json:"stack,omitempty"`
+	LogicalId string                 `protobuf:"bytes,2,opt,name=logical_id,json=logicalId,proto3" json:"logical_id,omitempty"`
+	MergeJson []byte                 `protobuf:"bytes,3,opt,name=merge_json,json=mergeJson,proto3" json:"merge_json,omitempty"`
+	// An RFC 6902 JSON Patch document (an array of operations).
+	OperationsJson []byte `protobuf:"bytes,4,opt,name=operations_json,json=operationsJson,proto3" json:"operations_json,omitempty"`
+	// The contributing plugin; filled by kube-aws when merging (as for every
+	// construct's plugin field below).
+	Plugin        string `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +2016,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +2029,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Patch) GetStack() string {
@@ -1593,19 +2053,34 @@ func (x *Patch) GetMergeJson() []byte {
 	return nil
 }
 
+func (x *Patch) GetOperationsJson() []byte {
+	if x != nil {
+		return x.OperationsJson
+	}
+	return nil
+}
+
+func (x *Patch) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type Protected struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stack         string                 `protobuf:"bytes,1,opt,name=stack,proto3" json:"stack,omitempty"`
 	LogicalId     string                 `protobuf:"bytes,2,opt,name=logical_id,json=logicalId,proto3" json:"logical_id,omitempty"`
 	Pointer       string                 `protobuf:"bytes,3,opt,name=pointer,proto3" json:"pointer,omitempty"`
 	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Plugin        string                 `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Protected) Reset() {
 	*x = Protected{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +2092,7 @@ func (x *Protected) String() string {
 func (*Protected) ProtoMessage() {}
 
 func (x *Protected) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +2105,7 @@ func (x *Protected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Protected.ProtoReflect.Descriptor instead.
 func (*Protected) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Protected) GetStack() string {
@@ -1661,6 +2136,13 @@ func (x *Protected) GetReason() string {
 	return ""
 }
 
+func (x *Protected) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type Unit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
@@ -1668,13 +2150,14 @@ type Unit struct {
 	Content       string                 `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
 	Enable        bool                   `protobuf:"varint,4,opt,name=enable,proto3" json:"enable,omitempty"`
 	DropIns       []*DropIn              `protobuf:"bytes,5,rep,name=drop_ins,json=dropIns,proto3" json:"drop_ins,omitempty"`
+	Plugin        string                 `protobuf:"bytes,6,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Unit) Reset() {
 	*x = Unit{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +2169,7 @@ func (x *Unit) String() string {
 func (*Unit) ProtoMessage() {}
 
 func (x *Unit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +2182,7 @@ func (x *Unit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unit.ProtoReflect.Descriptor instead.
 func (*Unit) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Unit) GetTarget() *Target {
@@ -1737,17 +2220,25 @@ func (x *Unit) GetDropIns() []*DropIn {
 	return nil
 }
 
+func (x *Unit) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type DropIn struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Content       string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	Plugin        string                 `protobuf:"bytes,3,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DropIn) Reset() {
 	*x = DropIn{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +2250,7 @@ func (x *DropIn) String() string {
 func (*DropIn) ProtoMessage() {}
 
 func (x *DropIn) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +2263,7 @@ func (x *DropIn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropIn.ProtoReflect.Descriptor instead.
 func (*DropIn) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DropIn) GetName() string {
@@ -1789,6 +2280,13 @@ func (x *DropIn) GetContent() string {
 	return ""
 }
 
+func (x *DropIn) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type FileConstruct struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
@@ -1797,13 +2295,14 @@ type FileConstruct struct {
 	Owner         string                 `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
 	Content       string                 `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
 	Sensitive     bool                   `protobuf:"varint,6,opt,name=sensitive,proto3" json:"sensitive,omitempty"`
+	Plugin        string                 `protobuf:"bytes,7,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FileConstruct) Reset() {
 	*x = FileConstruct{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +2314,7 @@ func (x *FileConstruct) String() string {
 func (*FileConstruct) ProtoMessage() {}
 
 func (x *FileConstruct) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +2327,7 @@ func (x *FileConstruct) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileConstruct.ProtoReflect.Descriptor instead.
 func (*FileConstruct) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FileConstruct) GetTarget() *Target {
@@ -1873,17 +2372,25 @@ func (x *FileConstruct) GetSensitive() bool {
 	return false
 }
 
+func (x *FileConstruct) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type Flag struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Plugin        string                 `protobuf:"bytes,3,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Flag) Reset() {
 	*x = Flag{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2402,7 @@ func (x *Flag) String() string {
 func (*Flag) ProtoMessage() {}
 
 func (x *Flag) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2415,7 @@ func (x *Flag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flag.ProtoReflect.Descriptor instead.
 func (*Flag) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Flag) GetName() string {
@@ -1925,6 +2432,13 @@ func (x *Flag) GetValue() string {
 	return ""
 }
 
+func (x *Flag) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type TargetedFlag struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
@@ -1935,7 +2449,7 @@ type TargetedFlag struct {
 
 func (x *TargetedFlag) Reset() {
 	*x = TargetedFlag{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2461,7 @@ func (x *TargetedFlag) String() string {
 func (*TargetedFlag) ProtoMessage() {}
 
 func (x *TargetedFlag) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2474,7 @@ func (x *TargetedFlag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetedFlag.ProtoReflect.Descriptor instead.
 func (*TargetedFlag) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TargetedFlag) GetTarget() *Target {
@@ -1987,7 +2501,7 @@ type APIServer struct {
 
 func (x *APIServer) Reset() {
 	*x = APIServer{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2513,7 @@ func (x *APIServer) String() string {
 func (*APIServer) ProtoMessage() {}
 
 func (x *APIServer) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2526,7 @@ func (x *APIServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIServer.ProtoReflect.Descriptor instead.
 func (*APIServer) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *APIServer) GetFlags() []*Flag {
@@ -2041,7 +2555,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2567,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2580,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Volume) GetName() string {
@@ -2102,13 +2616,14 @@ type NodeLabel struct {
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
 	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	Value         string                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Plugin        string                 `protobuf:"bytes,4,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeLabel) Reset() {
 	*x = NodeLabel{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2635,7 @@ func (x *NodeLabel) String() string {
 func (*NodeLabel) ProtoMessage() {}
 
 func (x *NodeLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2648,7 @@ func (x *NodeLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLabel.ProtoReflect.Descriptor instead.
 func (*NodeLabel) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodeLabel) GetTarget() *Target {
@@ -2157,19 +2672,27 @@ func (x *NodeLabel) GetValue() string {
 	return ""
 }
 
+func (x *NodeLabel) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type NodeTaint struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
 	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	Value         string                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	Effect        string                 `protobuf:"bytes,4,opt,name=effect,proto3" json:"effect,omitempty"`
+	Plugin        string                 `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeTaint) Reset() {
 	*x = NodeTaint{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2704,7 @@ func (x *NodeTaint) String() string {
 func (*NodeTaint) ProtoMessage() {}
 
 func (x *NodeTaint) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +2717,7 @@ func (x *NodeTaint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTaint.ProtoReflect.Descriptor instead.
 func (*NodeTaint) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NodeTaint) GetTarget() *Target {
@@ -2225,6 +2748,13 @@ func (x *NodeTaint) GetEffect() string {
 	return ""
 }
 
+func (x *NodeTaint) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type IAMStatement struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
@@ -2233,13 +2763,14 @@ type IAMStatement struct {
 	Actions       []string               `protobuf:"bytes,4,rep,name=actions,proto3" json:"actions,omitempty"`
 	Resources     []string               `protobuf:"bytes,5,rep,name=resources,proto3" json:"resources,omitempty"`
 	ConditionJson []byte                 `protobuf:"bytes,6,opt,name=condition_json,json=conditionJson,proto3" json:"condition_json,omitempty"`
+	Plugin        string                 `protobuf:"bytes,7,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IAMStatement) Reset() {
 	*x = IAMStatement{}
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2782,7 @@ func (x *IAMStatement) String() string {
 func (*IAMStatement) ProtoMessage() {}
 
 func (x *IAMStatement) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2795,7 @@ func (x *IAMStatement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IAMStatement.ProtoReflect.Descriptor instead.
 func (*IAMStatement) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{30}
+	return file_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *IAMStatement) GetTarget() *Target {
@@ -2309,6 +2840,13 @@ func (x *IAMStatement) GetConditionJson() []byte {
 	return nil
 }
 
+func (x *IAMStatement) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type HelmRelease struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2317,14 +2855,18 @@ type HelmRelease struct {
 	ValuesJson []byte                 `protobuf:"bytes,4,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
 	// The contributing plugin: filled by kube-aws when merging; a plugin need
 	// not set it.
-	Plugin        string `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	Plugin string `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// The config path the values came from (plugins.NAME.values.chart), when
+	// the plugin passed cluster.yaml's values on: a chart's schema failure
+	// then points at cluster.yaml.
+	ValuesFrom    string `protobuf:"bytes,6,opt,name=values_from,json=valuesFrom,proto3" json:"values_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HelmRelease) Reset() {
 	*x = HelmRelease{}
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2878,7 @@ func (x *HelmRelease) String() string {
 func (*HelmRelease) ProtoMessage() {}
 
 func (x *HelmRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2891,7 @@ func (x *HelmRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelmRelease.ProtoReflect.Descriptor instead.
 func (*HelmRelease) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{31}
+	return file_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *HelmRelease) GetName() string {
@@ -2387,6 +2929,13 @@ func (x *HelmRelease) GetPlugin() string {
 	return ""
 }
 
+func (x *HelmRelease) GetValuesFrom() string {
+	if x != nil {
+		return x.ValuesFrom
+	}
+	return ""
+}
+
 type Chart struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -2399,7 +2948,7 @@ type Chart struct {
 
 func (x *Chart) Reset() {
 	*x = Chart{}
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2960,7 @@ func (x *Chart) String() string {
 func (*Chart) ProtoMessage() {}
 
 func (x *Chart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2973,7 @@ func (x *Chart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chart.ProtoReflect.Descriptor instead.
 func (*Chart) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{32}
+	return file_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Chart) GetPath() string {
@@ -2459,13 +3008,14 @@ type Manifest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Content       string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	Plugin        string                 `protobuf:"bytes,3,opt,name=plugin,proto3" json:"plugin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +3027,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,7 +3040,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{33}
+	return file_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Manifest) GetName() string {
@@ -2507,6 +3057,13 @@ func (x *Manifest) GetContent() string {
 	return ""
 }
 
+func (x *Manifest) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type StoreKey struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -2516,7 +3073,7 @@ type StoreKey struct {
 
 func (x *StoreKey) Reset() {
 	*x = StoreKey{}
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +3085,7 @@ func (x *StoreKey) String() string {
 func (*StoreKey) ProtoMessage() {}
 
 func (x *StoreKey) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +3098,7 @@ func (x *StoreKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreKey.ProtoReflect.Descriptor instead.
 func (*StoreKey) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{34}
+	return file_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StoreKey) GetKey() string {
@@ -2561,7 +3118,7 @@ type StoreValue struct {
 
 func (x *StoreValue) Reset() {
 	*x = StoreValue{}
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +3130,7 @@ func (x *StoreValue) String() string {
 func (*StoreValue) ProtoMessage() {}
 
 func (x *StoreValue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +3143,7 @@ func (x *StoreValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreValue.ProtoReflect.Descriptor instead.
 func (*StoreValue) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{35}
+	return file_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StoreValue) GetFound() bool {
@@ -2613,7 +3170,7 @@ type StoreEntry struct {
 
 func (x *StoreEntry) Reset() {
 	*x = StoreEntry{}
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2625,7 +3182,7 @@ func (x *StoreEntry) String() string {
 func (*StoreEntry) ProtoMessage() {}
 
 func (x *StoreEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2638,7 +3195,7 @@ func (x *StoreEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreEntry.ProtoReflect.Descriptor instead.
 func (*StoreEntry) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{36}
+	return file_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StoreEntry) GetKey() string {
@@ -2664,7 +3221,7 @@ type StoreListRequest struct {
 
 func (x *StoreListRequest) Reset() {
 	*x = StoreListRequest{}
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +3233,7 @@ func (x *StoreListRequest) String() string {
 func (*StoreListRequest) ProtoMessage() {}
 
 func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +3246,7 @@ func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListRequest.ProtoReflect.Descriptor instead.
 func (*StoreListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{37}
+	return file_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StoreListRequest) GetPrefix() string {
@@ -2708,7 +3265,7 @@ type StoreListResponse struct {
 
 func (x *StoreListResponse) Reset() {
 	*x = StoreListResponse{}
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +3277,7 @@ func (x *StoreListResponse) String() string {
 func (*StoreListResponse) ProtoMessage() {}
 
 func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +3290,7 @@ func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListResponse.ProtoReflect.Descriptor instead.
 func (*StoreListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{38}
+	return file_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StoreListResponse) GetKeys() []string {
@@ -2748,10 +3305,11 @@ var File_plugin_proto protoreflect.FileDescriptor
 const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\fplugin.proto\x12\x11kubeaws.plugin.v1\"\x05\n" +
-	"\x03Ack\"^\n" +
+	"\x03Ack\"\x0f\n" +
+	"\rCancelRequest\"^\n" +
 	"\x0eGetInfoRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\x12!\n" +
-	"\fhost_version\x18\x02 \x01(\tR\vhostVersion\"\xf3\x01\n" +
+	"\fhost_version\x18\x02 \x01(\tR\vhostVersion\"\xb5\x02\n" +
 	"\n" +
 	"PluginInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2760,10 +3318,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x11protocol_versions\x18\x04 \x03(\x05R\x10protocolVersions\x12\x16\n" +
 	"\x06stages\x18\x05 \x03(\tR\x06stages\x12,\n" +
 	"\x12values_schema_json\x18\x06 \x01(\fR\x10valuesSchemaJson\x12\"\n" +
-	"\fcapabilities\x18\a \x03(\tR\fcapabilities\"H\n" +
+	"\fcapabilities\x18\a \x03(\tR\fcapabilities\x12\x1f\n" +
+	"\vlate_stacks\x18\b \x03(\tR\n" +
+	"lateStacks\x12\x1f\n" +
+	"\vreaches_aws\x18\t \x01(\bR\n" +
+	"reachesAws\"H\n" +
 	"\x12RegistrationStatus\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf8\x05\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xaa\x06\n" +
 	"\fStageRequest\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x1f\n" +
 	"\vconfig_json\x18\x02 \x01(\fR\n" +
@@ -2778,7 +3340,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\asecrets\x18\b \x03(\v2,.kubeaws.plugin.v1.StageRequest.SecretsEntryR\asecrets\x12\x19\n" +
 	"\bwork_dir\x18\t \x01(\tR\aworkDir\x12&\n" +
 	"\x0fhost_service_id\x18\n" +
-	" \x01(\rR\rhostServiceId\x1aZ\n" +
+	" \x01(\rR\rhostServiceId\x120\n" +
+	"\x03aws\x18\v \x01(\v2\x1e.kubeaws.plugin.v1.AWSSettingsR\x03aws\x1aZ\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
 	"\x05value\x18\x02 \x01(\v2\x1f.kubeaws.plugin.v1.PluginValuesR\x05value:\x028\x01\x1a?\n" +
@@ -2787,7 +3350,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcd\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\vAWSSettings\x12\x18\n" +
+	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x16\n" +
+	"\x06region\x18\x02 \x01(\tR\x06region\x12!\n" +
+	"\fendpoint_url\x18\x03 \x01(\tR\vendpointUrl\x12%\n" +
+	"\x0etimeout_millis\x18\x04 \x01(\x03R\rtimeoutMillis\x12\x10\n" +
+	"\x03yes\x18\x05 \x01(\bR\x03yes\x12!\n" +
+	"\fforce_unlock\x18\x06 \x01(\bR\vforceUnlock\"\xcd\x01\n" +
 	"\fPluginValues\x12\x1f\n" +
 	"\vvalues_json\x18\x01 \x01(\fR\n" +
 	"valuesJson\x12Z\n" +
@@ -2808,7 +3378,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05total\x18\x05 \x01(\x03R\x05total\x12=\n" +
 	"\n" +
 	"diagnostic\x18\x06 \x01(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\n" +
-	"diagnostic\"\xce\x02\n" +
+	"diagnostic\"\xbd\x03\n" +
 	"\vStageResult\x12\x1f\n" +
 	"\vvalues_json\x18\x01 \x01(\fR\n" +
 	"valuesJson\x12?\n" +
@@ -2818,7 +3388,33 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05files\x18\x03 \x03(\v2\x17.kubeaws.plugin.v1.FileR\x05files\x124\n" +
 	"\x06stacks\x18\x04 \x03(\v2\x1c.kubeaws.plugin.v1.StackSpecR\x06stacks\x127\n" +
 	"\x06deploy\x18\x05 \x01(\v2\x1f.kubeaws.plugin.v1.DeployResultR\x06deploy\x12?\n" +
-	"\vdiagnostics\x18\x06 \x03(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\vdiagnostics\"\xec\x01\n" +
+	"\vdiagnostics\x18\x06 \x03(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\vdiagnostics\x121\n" +
+	"\x04diff\x18\a \x01(\v2\x1d.kubeaws.plugin.v1.DiffResultR\x04diff\x12:\n" +
+	"\adestroy\x18\b \x01(\v2 .kubeaws.plugin.v1.DestroyResultR\adestroy\"v\n" +
+	"\n" +
+	"DiffResult\x124\n" +
+	"\x06stacks\x18\x01 \x03(\v2\x1c.kubeaws.plugin.v1.StackDiffR\x06stacks\x12\x18\n" +
+	"\aorphans\x18\x02 \x03(\tR\aorphans\x12\x18\n" +
+	"\achanged\x18\x03 \x01(\bR\achanged\"\xad\x01\n" +
+	"\tStackDiff\x12\x14\n" +
+	"\x05stack\x18\x01 \x01(\tR\x05stack\x12\x1d\n" +
+	"\n" +
+	"stack_name\x18\x02 \x01(\tR\tstackName\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x12;\n" +
+	"\achanges\x18\x05 \x03(\v2!.kubeaws.plugin.v1.ResourceChangeR\achanges\"\xaf\x01\n" +
+	"\x0eResourceChange\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12\x1d\n" +
+	"\n" +
+	"logical_id\x18\x02 \x01(\tR\tlogicalId\x12\x1f\n" +
+	"\vphysical_id\x18\x03 \x01(\tR\n" +
+	"physicalId\x12#\n" +
+	"\rresource_type\x18\x04 \x01(\tR\fresourceType\x12 \n" +
+	"\vreplacement\x18\x05 \x01(\tR\vreplacement\"[\n" +
+	"\rDestroyResult\x12\x18\n" +
+	"\adeleted\x18\x01 \x03(\tR\adeleted\x12\x16\n" +
+	"\x06absent\x18\x02 \x03(\tR\x06absent\x12\x18\n" +
+	"\aorphans\x18\x03 \x03(\tR\aorphans\"\x8d\x02\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x16\n" +
@@ -2831,7 +3427,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\amessage\x18\b \x01(\tR\amessage\x12\x12\n" +
 	"\x04hint\x18\t \x01(\tR\x04hint\x12\x12\n" +
 	"\x04code\x18\n" +
-	" \x01(\tR\x04code\"`\n" +
+	" \x01(\tR\x04code\x12\x1f\n" +
+	"\vreported_by\x18\v \x01(\tR\n" +
+	"reportedBy\"`\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x12\n" +
@@ -2929,38 +3527,45 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aC\n" +
 	"\x15ParameterSourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"[\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9c\x01\n" +
 	"\x05Patch\x12\x14\n" +
 	"\x05stack\x18\x01 \x01(\tR\x05stack\x12\x1d\n" +
 	"\n" +
 	"logical_id\x18\x02 \x01(\tR\tlogicalId\x12\x1d\n" +
 	"\n" +
-	"merge_json\x18\x03 \x01(\fR\tmergeJson\"r\n" +
+	"merge_json\x18\x03 \x01(\fR\tmergeJson\x12'\n" +
+	"\x0foperations_json\x18\x04 \x01(\fR\x0eoperationsJson\x12\x16\n" +
+	"\x06plugin\x18\x05 \x01(\tR\x06plugin\"\x8a\x01\n" +
 	"\tProtected\x12\x14\n" +
 	"\x05stack\x18\x01 \x01(\tR\x05stack\x12\x1d\n" +
 	"\n" +
 	"logical_id\x18\x02 \x01(\tR\tlogicalId\x12\x18\n" +
 	"\apointer\x18\x03 \x01(\tR\apointer\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xb5\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06plugin\x18\x05 \x01(\tR\x06plugin\"\xcd\x01\n" +
 	"\x04Unit\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
 	"\acontent\x18\x03 \x01(\tR\acontent\x12\x16\n" +
 	"\x06enable\x18\x04 \x01(\bR\x06enable\x124\n" +
-	"\bdrop_ins\x18\x05 \x03(\v2\x19.kubeaws.plugin.v1.DropInR\adropIns\"6\n" +
+	"\bdrop_ins\x18\x05 \x03(\v2\x19.kubeaws.plugin.v1.DropInR\adropIns\x12\x16\n" +
+	"\x06plugin\x18\x06 \x01(\tR\x06plugin\"N\n" +
 	"\x06DropIn\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\xb8\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x16\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\xd0\x01\n" +
 	"\rFileConstruct\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x14\n" +
 	"\x05owner\x18\x04 \x01(\tR\x05owner\x12\x18\n" +
 	"\acontent\x18\x05 \x01(\tR\acontent\x12\x1c\n" +
-	"\tsensitive\x18\x06 \x01(\bR\tsensitive\"0\n" +
+	"\tsensitive\x18\x06 \x01(\bR\tsensitive\x12\x16\n" +
+	"\x06plugin\x18\a \x01(\tR\x06plugin\"H\n" +
 	"\x04Flag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"n\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"n\n" +
 	"\fTargetedFlag\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12+\n" +
 	"\x04flag\x18\x02 \x01(\v2\x17.kubeaws.plugin.v1.FlagR\x04flag\"o\n" +
@@ -2972,40 +3577,46 @@ const file_plugin_proto_rawDesc = "" +
 	"\thost_path\x18\x02 \x01(\tR\bhostPath\x12\x1d\n" +
 	"\n" +
 	"mount_path\x18\x03 \x01(\tR\tmountPath\x12\x1b\n" +
-	"\tread_only\x18\x04 \x01(\bR\breadOnly\"f\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\"~\n" +
 	"\tNodeLabel\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\tR\x05value\"~\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
+	"\x06plugin\x18\x04 \x01(\tR\x06plugin\"\x96\x01\n" +
 	"\tNodeTaint\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xca\x01\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\x12\x16\n" +
+	"\x06plugin\x18\x05 \x01(\tR\x06plugin\"\xe2\x01\n" +
 	"\fIAMStatement\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x10\n" +
 	"\x03sid\x18\x02 \x01(\tR\x03sid\x12\x16\n" +
 	"\x06effect\x18\x03 \x01(\tR\x06effect\x12\x18\n" +
 	"\aactions\x18\x04 \x03(\tR\aactions\x12\x1c\n" +
 	"\tresources\x18\x05 \x03(\tR\tresources\x12%\n" +
-	"\x0econdition_json\x18\x06 \x01(\fR\rconditionJson\"\xa8\x01\n" +
+	"\x0econdition_json\x18\x06 \x01(\fR\rconditionJson\x12\x16\n" +
+	"\x06plugin\x18\a \x01(\tR\x06plugin\"\xc9\x01\n" +
 	"\vHelmRelease\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12.\n" +
 	"\x05chart\x18\x03 \x01(\v2\x18.kubeaws.plugin.v1.ChartR\x05chart\x12\x1f\n" +
 	"\vvalues_json\x18\x04 \x01(\fR\n" +
 	"valuesJson\x12\x16\n" +
-	"\x06plugin\x18\x05 \x01(\tR\x06plugin\"i\n" +
+	"\x06plugin\x18\x05 \x01(\tR\x06plugin\x12\x1f\n" +
+	"\vvalues_from\x18\x06 \x01(\tR\n" +
+	"valuesFrom\"i\n" +
 	"\x05Chart\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1e\n" +
 	"\n" +
 	"repository\x18\x02 \x01(\tR\n" +
 	"repository\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"8\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"P\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\x1c\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x16\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\x1c\n" +
 	"\bStoreKey\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\"8\n" +
 	"\n" +
@@ -3019,7 +3630,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x10StoreListRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"'\n" +
 	"\x11StoreListResponse\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\tR\x04keys2\xe6\x03\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys2\xc1\x05\n" +
 	"\x06Plugin\x12K\n" +
 	"\aGetInfo\x12!.kubeaws.plugin.v1.GetInfoRequest\x1a\x1d.kubeaws.plugin.v1.PluginInfo\x12Y\n" +
 	"\x18NotifyRegistrationStatus\x12%.kubeaws.plugin.v1.RegistrationStatus\x1a\x16.kubeaws.plugin.v1.Ack\x12N\n" +
@@ -3027,7 +3638,10 @@ const file_plugin_proto_rawDesc = "" +
 	"Initialise\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12J\n" +
 	"\x06Render\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12J\n" +
 	"\x06Deploy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12L\n" +
-	"\bValidate\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x012\xe7\x02\n" +
+	"\bValidate\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12H\n" +
+	"\x04Diff\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12K\n" +
+	"\aDestroy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12B\n" +
+	"\x06Cancel\x12 .kubeaws.plugin.v1.CancelRequest\x1a\x16.kubeaws.plugin.v1.Ack2\xe7\x02\n" +
 	"\x04Host\x128\n" +
 	"\x04Emit\x12\x18.kubeaws.plugin.v1.Event\x1a\x16.kubeaws.plugin.v1.Ack\x12F\n" +
 	"\bStoreGet\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x1d.kubeaws.plugin.v1.StoreValue\x12A\n" +
@@ -3047,144 +3661,161 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_plugin_proto_goTypes = []any{
 	(*Ack)(nil),                // 0: kubeaws.plugin.v1.Ack
-	(*GetInfoRequest)(nil),     // 1: kubeaws.plugin.v1.GetInfoRequest
-	(*PluginInfo)(nil),         // 2: kubeaws.plugin.v1.PluginInfo
-	(*RegistrationStatus)(nil), // 3: kubeaws.plugin.v1.RegistrationStatus
-	(*StageRequest)(nil),       // 4: kubeaws.plugin.v1.StageRequest
-	(*PluginValues)(nil),       // 5: kubeaws.plugin.v1.PluginValues
-	(*StageEvent)(nil),         // 6: kubeaws.plugin.v1.StageEvent
-	(*Event)(nil),              // 7: kubeaws.plugin.v1.Event
-	(*StageResult)(nil),        // 8: kubeaws.plugin.v1.StageResult
-	(*Diagnostic)(nil),         // 9: kubeaws.plugin.v1.Diagnostic
-	(*File)(nil),               // 10: kubeaws.plugin.v1.File
-	(*StackSpec)(nil),          // 11: kubeaws.plugin.v1.StackSpec
-	(*Rendered)(nil),           // 12: kubeaws.plugin.v1.Rendered
-	(*ManifestFile)(nil),       // 13: kubeaws.plugin.v1.ManifestFile
-	(*DeployResult)(nil),       // 14: kubeaws.plugin.v1.DeployResult
-	(*StackStatus)(nil),        // 15: kubeaws.plugin.v1.StackStatus
-	(*Target)(nil),             // 16: kubeaws.plugin.v1.Target
-	(*ConstructSet)(nil),       // 17: kubeaws.plugin.v1.ConstructSet
-	(*Stack)(nil),              // 18: kubeaws.plugin.v1.Stack
-	(*Patch)(nil),              // 19: kubeaws.plugin.v1.Patch
-	(*Protected)(nil),          // 20: kubeaws.plugin.v1.Protected
-	(*Unit)(nil),               // 21: kubeaws.plugin.v1.Unit
-	(*DropIn)(nil),             // 22: kubeaws.plugin.v1.DropIn
-	(*FileConstruct)(nil),      // 23: kubeaws.plugin.v1.FileConstruct
-	(*Flag)(nil),               // 24: kubeaws.plugin.v1.Flag
-	(*TargetedFlag)(nil),       // 25: kubeaws.plugin.v1.TargetedFlag
-	(*APIServer)(nil),          // 26: kubeaws.plugin.v1.APIServer
-	(*Volume)(nil),             // 27: kubeaws.plugin.v1.Volume
-	(*NodeLabel)(nil),          // 28: kubeaws.plugin.v1.NodeLabel
-	(*NodeTaint)(nil),          // 29: kubeaws.plugin.v1.NodeTaint
-	(*IAMStatement)(nil),       // 30: kubeaws.plugin.v1.IAMStatement
-	(*HelmRelease)(nil),        // 31: kubeaws.plugin.v1.HelmRelease
-	(*Chart)(nil),              // 32: kubeaws.plugin.v1.Chart
-	(*Manifest)(nil),           // 33: kubeaws.plugin.v1.Manifest
-	(*StoreKey)(nil),           // 34: kubeaws.plugin.v1.StoreKey
-	(*StoreValue)(nil),         // 35: kubeaws.plugin.v1.StoreValue
-	(*StoreEntry)(nil),         // 36: kubeaws.plugin.v1.StoreEntry
-	(*StoreListRequest)(nil),   // 37: kubeaws.plugin.v1.StoreListRequest
-	(*StoreListResponse)(nil),  // 38: kubeaws.plugin.v1.StoreListResponse
-	nil,                        // 39: kubeaws.plugin.v1.StageRequest.ValuesEntry
-	nil,                        // 40: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	nil,                        // 41: kubeaws.plugin.v1.StageRequest.SecretsEntry
-	nil,                        // 42: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
-	nil,                        // 43: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	nil,                        // 44: kubeaws.plugin.v1.StackSpec.TagsEntry
-	nil,                        // 45: kubeaws.plugin.v1.DeployResult.OutputsEntry
-	nil,                        // 46: kubeaws.plugin.v1.StackStatus.OutputsEntry
-	nil,                        // 47: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	nil,                        // 48: kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	nil,                        // 49: kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	nil,                        // 50: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	nil,                        // 51: kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	nil,                        // 52: kubeaws.plugin.v1.Stack.TagsEntry
-	nil,                        // 53: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	(*CancelRequest)(nil),      // 1: kubeaws.plugin.v1.CancelRequest
+	(*GetInfoRequest)(nil),     // 2: kubeaws.plugin.v1.GetInfoRequest
+	(*PluginInfo)(nil),         // 3: kubeaws.plugin.v1.PluginInfo
+	(*RegistrationStatus)(nil), // 4: kubeaws.plugin.v1.RegistrationStatus
+	(*StageRequest)(nil),       // 5: kubeaws.plugin.v1.StageRequest
+	(*AWSSettings)(nil),        // 6: kubeaws.plugin.v1.AWSSettings
+	(*PluginValues)(nil),       // 7: kubeaws.plugin.v1.PluginValues
+	(*StageEvent)(nil),         // 8: kubeaws.plugin.v1.StageEvent
+	(*Event)(nil),              // 9: kubeaws.plugin.v1.Event
+	(*StageResult)(nil),        // 10: kubeaws.plugin.v1.StageResult
+	(*DiffResult)(nil),         // 11: kubeaws.plugin.v1.DiffResult
+	(*StackDiff)(nil),          // 12: kubeaws.plugin.v1.StackDiff
+	(*ResourceChange)(nil),     // 13: kubeaws.plugin.v1.ResourceChange
+	(*DestroyResult)(nil),      // 14: kubeaws.plugin.v1.DestroyResult
+	(*Diagnostic)(nil),         // 15: kubeaws.plugin.v1.Diagnostic
+	(*File)(nil),               // 16: kubeaws.plugin.v1.File
+	(*StackSpec)(nil),          // 17: kubeaws.plugin.v1.StackSpec
+	(*Rendered)(nil),           // 18: kubeaws.plugin.v1.Rendered
+	(*ManifestFile)(nil),       // 19: kubeaws.plugin.v1.ManifestFile
+	(*DeployResult)(nil),       // 20: kubeaws.plugin.v1.DeployResult
+	(*StackStatus)(nil),        // 21: kubeaws.plugin.v1.StackStatus
+	(*Target)(nil),             // 22: kubeaws.plugin.v1.Target
+	(*ConstructSet)(nil),       // 23: kubeaws.plugin.v1.ConstructSet
+	(*Stack)(nil),              // 24: kubeaws.plugin.v1.Stack
+	(*Patch)(nil),              // 25: kubeaws.plugin.v1.Patch
+	(*Protected)(nil),          // 26: kubeaws.plugin.v1.Protected
+	(*Unit)(nil),               // 27: kubeaws.plugin.v1.Unit
+	(*DropIn)(nil),             // 28: kubeaws.plugin.v1.DropIn
+	(*FileConstruct)(nil),      // 29: kubeaws.plugin.v1.FileConstruct
+	(*Flag)(nil),               // 30: kubeaws.plugin.v1.Flag
+	(*TargetedFlag)(nil),       // 31: kubeaws.plugin.v1.TargetedFlag
+	(*APIServer)(nil),          // 32: kubeaws.plugin.v1.APIServer
+	(*Volume)(nil),             // 33: kubeaws.plugin.v1.Volume
+	(*NodeLabel)(nil),          // 34: kubeaws.plugin.v1.NodeLabel
+	(*NodeTaint)(nil),          // 35: kubeaws.plugin.v1.NodeTaint
+	(*IAMStatement)(nil),       // 36: kubeaws.plugin.v1.IAMStatement
+	(*HelmRelease)(nil),        // 37: kubeaws.plugin.v1.HelmRelease
+	(*Chart)(nil),              // 38: kubeaws.plugin.v1.Chart
+	(*Manifest)(nil),           // 39: kubeaws.plugin.v1.Manifest
+	(*StoreKey)(nil),           // 40: kubeaws.plugin.v1.StoreKey
+	(*StoreValue)(nil),         // 41: kubeaws.plugin.v1.StoreValue
+	(*StoreEntry)(nil),         // 42: kubeaws.plugin.v1.StoreEntry
+	(*StoreListRequest)(nil),   // 43: kubeaws.plugin.v1.StoreListRequest
+	(*StoreListResponse)(nil),  // 44: kubeaws.plugin.v1.StoreListResponse
+	nil,                        // 45: kubeaws.plugin.v1.StageRequest.ValuesEntry
+	nil,                        // 46: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	nil,                        // 47: kubeaws.plugin.v1.StageRequest.SecretsEntry
+	nil,                        // 48: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	nil,                        // 49: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	nil,                        // 50: kubeaws.plugin.v1.StackSpec.TagsEntry
+	nil,                        // 51: kubeaws.plugin.v1.DeployResult.OutputsEntry
+	nil,                        // 52: kubeaws.plugin.v1.StackStatus.OutputsEntry
+	nil,                        // 53: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	nil,                        // 54: kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	nil,                        // 55: kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	nil,                        // 56: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	nil,                        // 57: kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	nil,                        // 58: kubeaws.plugin.v1.Stack.TagsEntry
+	nil,                        // 59: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	39, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
-	40, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	17, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
-	12, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
-	14, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	41, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
-	42, // 6: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
-	7,  // 7: kubeaws.plugin.v1.StageEvent.event:type_name -> kubeaws.plugin.v1.Event
-	8,  // 8: kubeaws.plugin.v1.StageEvent.result:type_name -> kubeaws.plugin.v1.StageResult
-	9,  // 9: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
-	17, // 10: kubeaws.plugin.v1.StageResult.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
-	10, // 11: kubeaws.plugin.v1.StageResult.files:type_name -> kubeaws.plugin.v1.File
-	11, // 12: kubeaws.plugin.v1.StageResult.stacks:type_name -> kubeaws.plugin.v1.StackSpec
-	14, // 13: kubeaws.plugin.v1.StageResult.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	9,  // 14: kubeaws.plugin.v1.StageResult.diagnostics:type_name -> kubeaws.plugin.v1.Diagnostic
-	43, // 15: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	44, // 16: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
-	13, // 17: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
-	11, // 18: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
-	15, // 19: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
-	45, // 20: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
-	46, // 21: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
-	18, // 22: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
-	19, // 23: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
-	20, // 24: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
-	21, // 25: kubeaws.plugin.v1.ConstructSet.units:type_name -> kubeaws.plugin.v1.Unit
-	23, // 26: kubeaws.plugin.v1.ConstructSet.files:type_name -> kubeaws.plugin.v1.FileConstruct
-	26, // 27: kubeaws.plugin.v1.ConstructSet.api_server:type_name -> kubeaws.plugin.v1.APIServer
-	25, // 28: kubeaws.plugin.v1.ConstructSet.kubelet_flags:type_name -> kubeaws.plugin.v1.TargetedFlag
-	28, // 29: kubeaws.plugin.v1.ConstructSet.node_labels:type_name -> kubeaws.plugin.v1.NodeLabel
-	29, // 30: kubeaws.plugin.v1.ConstructSet.node_taints:type_name -> kubeaws.plugin.v1.NodeTaint
-	30, // 31: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
-	31, // 32: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
-	33, // 33: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
-	47, // 34: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	48, // 35: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	49, // 36: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	50, // 37: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	51, // 38: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	52, // 39: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
-	53, // 40: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	16, // 41: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
-	22, // 42: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
-	16, // 43: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
-	16, // 44: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
-	24, // 45: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
-	24, // 46: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
-	27, // 47: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
-	16, // 48: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
-	16, // 49: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
-	16, // 50: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
-	32, // 51: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
-	5,  // 52: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
-	1,  // 53: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
-	3,  // 54: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
-	4,  // 55: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
-	4,  // 56: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
-	4,  // 57: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
-	4,  // 58: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
-	7,  // 59: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
-	34, // 60: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
-	36, // 61: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
-	34, // 62: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
-	37, // 63: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
-	2,  // 64: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
-	0,  // 65: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
-	6,  // 66: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
-	6,  // 67: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
-	6,  // 68: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
-	6,  // 69: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
-	0,  // 70: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
-	35, // 71: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
-	0,  // 72: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 73: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
-	38, // 74: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
-	64, // [64:75] is the sub-list for method output_type
-	53, // [53:64] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	45, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
+	46, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	23, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
+	18, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
+	20, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
+	47, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
+	6,  // 6: kubeaws.plugin.v1.StageRequest.aws:type_name -> kubeaws.plugin.v1.AWSSettings
+	48, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	9,  // 8: kubeaws.plugin.v1.StageEvent.event:type_name -> kubeaws.plugin.v1.Event
+	10, // 9: kubeaws.plugin.v1.StageEvent.result:type_name -> kubeaws.plugin.v1.StageResult
+	15, // 10: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
+	23, // 11: kubeaws.plugin.v1.StageResult.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
+	16, // 12: kubeaws.plugin.v1.StageResult.files:type_name -> kubeaws.plugin.v1.File
+	17, // 13: kubeaws.plugin.v1.StageResult.stacks:type_name -> kubeaws.plugin.v1.StackSpec
+	20, // 14: kubeaws.plugin.v1.StageResult.deploy:type_name -> kubeaws.plugin.v1.DeployResult
+	15, // 15: kubeaws.plugin.v1.StageResult.diagnostics:type_name -> kubeaws.plugin.v1.Diagnostic
+	11, // 16: kubeaws.plugin.v1.StageResult.diff:type_name -> kubeaws.plugin.v1.DiffResult
+	14, // 17: kubeaws.plugin.v1.StageResult.destroy:type_name -> kubeaws.plugin.v1.DestroyResult
+	12, // 18: kubeaws.plugin.v1.DiffResult.stacks:type_name -> kubeaws.plugin.v1.StackDiff
+	13, // 19: kubeaws.plugin.v1.StackDiff.changes:type_name -> kubeaws.plugin.v1.ResourceChange
+	49, // 20: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	50, // 21: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
+	19, // 22: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
+	17, // 23: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
+	21, // 24: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
+	51, // 25: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
+	52, // 26: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
+	24, // 27: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
+	25, // 28: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
+	26, // 29: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
+	27, // 30: kubeaws.plugin.v1.ConstructSet.units:type_name -> kubeaws.plugin.v1.Unit
+	29, // 31: kubeaws.plugin.v1.ConstructSet.files:type_name -> kubeaws.plugin.v1.FileConstruct
+	32, // 32: kubeaws.plugin.v1.ConstructSet.api_server:type_name -> kubeaws.plugin.v1.APIServer
+	31, // 33: kubeaws.plugin.v1.ConstructSet.kubelet_flags:type_name -> kubeaws.plugin.v1.TargetedFlag
+	34, // 34: kubeaws.plugin.v1.ConstructSet.node_labels:type_name -> kubeaws.plugin.v1.NodeLabel
+	35, // 35: kubeaws.plugin.v1.ConstructSet.node_taints:type_name -> kubeaws.plugin.v1.NodeTaint
+	36, // 36: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
+	37, // 37: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
+	39, // 38: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
+	53, // 39: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	54, // 40: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	55, // 41: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	56, // 42: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	57, // 43: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	58, // 44: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
+	59, // 45: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	22, // 46: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
+	28, // 47: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
+	22, // 48: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
+	22, // 49: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
+	30, // 50: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
+	30, // 51: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
+	33, // 52: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
+	22, // 53: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
+	22, // 54: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
+	22, // 55: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
+	38, // 56: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
+	7,  // 57: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
+	2,  // 58: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
+	4,  // 59: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
+	5,  // 60: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 61: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 62: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 63: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 64: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 65: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
+	1,  // 66: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
+	9,  // 67: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
+	40, // 68: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
+	42, // 69: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
+	40, // 70: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
+	43, // 71: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
+	3,  // 72: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
+	0,  // 73: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
+	8,  // 74: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 75: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 76: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 77: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 78: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 79: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
+	0,  // 80: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 81: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
+	41, // 82: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
+	0,  // 83: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 84: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
+	44, // 85: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
+	72, // [72:86] is the sub-list for method output_type
+	58, // [58:72] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -3192,7 +3823,7 @@ func file_plugin_proto_init() {
 	if File_plugin_proto != nil {
 		return
 	}
-	file_plugin_proto_msgTypes[6].OneofWrappers = []any{
+	file_plugin_proto_msgTypes[8].OneofWrappers = []any{
 		(*StageEvent_Event)(nil),
 		(*StageEvent_Result)(nil),
 	}
@@ -3202,7 +3833,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

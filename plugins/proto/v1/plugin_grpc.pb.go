@@ -8,7 +8,10 @@
 // the user's values against values_schema) -> NotifyRegistrationStatus ->
 // one call per stage the plugin implements, in order initialise, render,
 // deploy, validate. A stage call streams events and ends with exactly one
-// StageEvent carrying the result.
+// StageEvent carrying the result. Diff and Destroy are operations called
+// like a stage (after initialise and render) by kube-aws diff and destroy.
+// Cancel asks the plugin to stop the calls it is serving and return what it
+// has (kube-aws was interrupted); the calls still end with their result.
 //
 // Fields named *_json carry JSON documents: free-form data such as
 // CloudFormation bodies, Helm values and plugin values.
@@ -40,6 +43,9 @@ const (
 	Plugin_Render_FullMethodName                   = "/kubeaws.plugin.v1.Plugin/Render"
 	Plugin_Deploy_FullMethodName                   = "/kubeaws.plugin.v1.Plugin/Deploy"
 	Plugin_Validate_FullMethodName                 = "/kubeaws.plugin.v1.Plugin/Validate"
+	Plugin_Diff_FullMethodName                     = "/kubeaws.plugin.v1.Plugin/Diff"
+	Plugin_Destroy_FullMethodName                  = "/kubeaws.plugin.v1.Plugin/Destroy"
+	Plugin_Cancel_FullMethodName                   = "/kubeaws.plugin.v1.Plugin/Cancel"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -52,6 +58,9 @@ type PluginClient interface {
 	Render(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
 	Deploy(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
 	Validate(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
+	Diff(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
+	Destroy(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
+	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*Ack, error)
 }
 
 type pluginClient struct {
@@ -158,6 +167,54 @@ func (c *pluginClient) Validate(ctx context.Context, in *StageRequest, opts ...g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Plugin_ValidateClient = grpc.ServerStreamingClient[StageEvent]
 
+func (c *pluginClient) Diff(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Plugin_ServiceDesc.Streams[4], Plugin_Diff_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StageRequest, StageEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_DiffClient = grpc.ServerStreamingClient[StageEvent]
+
+func (c *pluginClient) Destroy(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Plugin_ServiceDesc.Streams[5], Plugin_Destroy_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StageRequest, StageEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_DestroyClient = grpc.ServerStreamingClient[StageEvent]
+
+func (c *pluginClient) Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*Ack, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Ack)
+	err := c.cc.Invoke(ctx, Plugin_Cancel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServer is the server API for Plugin service.
 // All implementations must embed UnimplementedPluginServer
 // for forward compatibility.
@@ -168,6 +225,9 @@ type PluginServer interface {
 	Render(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
 	Deploy(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
 	Validate(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
+	Diff(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
+	Destroy(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
+	Cancel(context.Context, *CancelRequest) (*Ack, error)
 	mustEmbedUnimplementedPluginServer()
 }
 
@@ -195,6 +255,15 @@ func (UnimplementedPluginServer) Deploy(*StageRequest, grpc.ServerStreamingServe
 }
 func (UnimplementedPluginServer) Validate(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error {
 	return status.Error(codes.Unimplemented, "method Validate not implemented")
+}
+func (UnimplementedPluginServer) Diff(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error {
+	return status.Error(codes.Unimplemented, "method Diff not implemented")
+}
+func (UnimplementedPluginServer) Destroy(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error {
+	return status.Error(codes.Unimplemented, "method Destroy not implemented")
+}
+func (UnimplementedPluginServer) Cancel(context.Context, *CancelRequest) (*Ack, error) {
+	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
 }
 func (UnimplementedPluginServer) mustEmbedUnimplementedPluginServer() {}
 func (UnimplementedPluginServer) testEmbeddedByValue()                {}
@@ -297,6 +366,46 @@ func _Plugin_Validate_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Plugin_ValidateServer = grpc.ServerStreamingServer[StageEvent]
 
+func _Plugin_Diff_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StageRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PluginServer).Diff(m, &grpc.GenericServerStream[StageRequest, StageEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_DiffServer = grpc.ServerStreamingServer[StageEvent]
+
+func _Plugin_Destroy_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StageRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PluginServer).Destroy(m, &grpc.GenericServerStream[StageRequest, StageEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_DestroyServer = grpc.ServerStreamingServer[StageEvent]
+
+func _Plugin_Cancel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).Cancel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_Cancel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).Cancel(ctx, req.(*CancelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Plugin_ServiceDesc is the grpc.ServiceDesc for Plugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -311,6 +420,10 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "NotifyRegistrationStatus",
 			Handler:    _Plugin_NotifyRegistrationStatus_Handler,
+		},
+		{
+			MethodName: "Cancel",
+			Handler:    _Plugin_Cancel_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -332,6 +445,16 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Validate",
 			Handler:       _Plugin_Validate_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Diff",
+			Handler:       _Plugin_Diff_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Destroy",
+			Handler:       _Plugin_Destroy_Handler,
 			ServerStreams: true,
 		},
 	},
