@@ -9,6 +9,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -55,12 +56,6 @@ type LaunchOptions struct {
 	HostVersion string
 	// Env is added to every plugin's environment (Options.PluginEnv).
 	Env []string
-}
-
-// Contribution is one plugin's constructs, for Deps.Merge.
-type Contribution struct {
-	Plugin string
-	Set    *construct.Set
 }
 
 // Loaded is cluster.yaml loaded, defaulted and validated. Which values are
@@ -116,7 +111,8 @@ type Deps struct {
 	// (capability -> plugin names in plugin order) and the preferences in
 	// cluster.yaml.
 	ChooseProviders func(pref map[string]string, providers map[string][]string) (map[string]string, diag.List)
-	Merge           func([]Contribution) (*construct.Set, diag.List)
+	// Merge merges the constructs of initialise (core/merge.MergeWith).
+	Merge func([]merge.Contribution, merge.Options) (*construct.Set, diag.List)
 	// Redact replaces every plain secret in s by its marker.
 	Redact func(s string, secrets map[string]string) string
 	// Lock and Verify implement `plugins lock` and `plugins verify`.

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -223,7 +224,7 @@ func (h *harness) deps() *Deps {
 
 // fakeMerge concatenates units in contribution order and fails on a unit
 // name seen twice: enough to observe merge order and merge diagnostics.
-func fakeMerge(cs []Contribution) (*construct.Set, diag.List) {
+func fakeMerge(cs []merge.Contribution, _ merge.Options) (*construct.Set, diag.List) {
 	out := &construct.Set{}
 	seen := map[string]string{}
 	var diags diag.List

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -15,7 +16,13 @@ import (
 // takes each plugin's initialised values as its values from now on.
 func (s *Session) mergeInitialise(parts []Plugin, calls []call, c *carry, res *StageResult) diag.List {
 	var diags diag.List
-	var contribs []Contribution
+	var contribs []merge.Contribution
+	var late []merge.LateStacks
+	for _, p := range s.Plugins {
+		if ls := p.Info().LateStacks; len(ls) > 0 {
+			late = append(late, merge.LateStacks{Plugin: p.Candidate().Name, Stacks: ls})
+		}
+	}
 	values := make(map[string]stage.PluginValues, len(c.values))
 	for k, v := range c.values {
 		values[k] = v
@@ -27,7 +34,7 @@ func (s *Session) mergeInitialise(parts []Plugin, calls []call, c *carry, res *S
 		}
 		name := p.Candidate().Name
 		if r.Constructs != nil {
-			contribs = append(contribs, Contribution{Plugin: name, Set: r.Constructs})
+			contribs = append(contribs, merge.Contribution{Plugin: name, Set: r.Constructs})
 		}
 		if len(r.Values) > 0 {
 			if !json.Valid(r.Values) {
@@ -40,7 +47,7 @@ func (s *Session) mergeInitialise(parts []Plugin, calls []call, c *carry, res *S
 			values[name] = pv
 		}
 	}
-	merged, md := s.Plan.Deps.Merge(contribs)
+	merged, md := s.Plan.Deps.Merge(contribs, merge.Options{Late: late})
 	diags = append(diags, md.WithDefaults("", string(stage.Initialise))...)
 	res.Constructs = merged
 	res.Values = values

@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/kube-aws/kube-aws/core/config"
-	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -28,14 +27,8 @@ func DefaultDeps() Deps {
 		ResolveSecrets:  resolveSecrets,
 		ValidateValues:  validateValues,
 		ChooseProviders: config.ChooseProviders,
-		Merge: func(cs []Contribution) (*construct.Set, diag.List) {
-			mc := make([]merge.Contribution, len(cs))
-			for i, c := range cs {
-				mc[i] = merge.Contribution{Plugin: c.Plugin, Set: c.Set}
-			}
-			return merge.Merge(mc)
-		},
-		Redact: func(s string, secrets map[string]string) string { return config.Redact(s, config.Secrets(secrets)) },
+		Merge:           merge.MergeWith,
+		Redact:          func(s string, secrets map[string]string) string { return config.Redact(s, config.Secrets(secrets)) },
 		Lock: func(cands []Candidate, path string) error {
 			l, err := host.LockCandidates(toHost(cands))
 			if err != nil {

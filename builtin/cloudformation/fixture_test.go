@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
@@ -94,14 +95,19 @@ func otherPlugins() *construct.Set {
 	}
 }
 
-// merged appends b's contributions to a's, as the host's merge would for
-// contributions that do not conflict.
-func merged(a, b *construct.Set) *construct.Set {
-	out := *a
-	out.Stacks = append(append([]construct.Stack(nil), a.Stacks...), b.Stacks...)
-	out.Patches = append(append([]construct.Patch(nil), a.Patches...), b.Patches...)
-	out.Protected = append(append([]construct.Protected(nil), a.Protected...), b.Protected...)
-	return &out
+// merged merges the plugin's constructs with other plugins' as the host
+// does (core/merge), with the iam stack rendered late by the iam plugin.
+func merged(t *testing.T, sets ...*construct.Set) *construct.Set {
+	t.Helper()
+	var contribs []merge.Contribution
+	for i, set := range sets {
+		contribs = append(contribs, merge.Contribution{Plugin: []string{"cloudformation", "others"}[i], Set: set})
+	}
+	out, diags := merge.MergeWith(contribs, merge.Options{Late: []merge.LateStacks{{Plugin: "iam", Stacks: []string{names.StackIAM}}}})
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	return out
 }
 
 // renderFixture runs the plugin's initialise and render on a fixture exactly
@@ -117,9 +123,9 @@ func renderFixture(t *testing.T, name string) *stage.Result {
 	if init.Diagnostics.HasFatal() {
 		t.Fatalf("%s: initialise: %v", name, init.Diagnostics)
 	}
-	set := init.Constructs
+	set := merged(t, init.Constructs)
 	if name == "full" {
-		set = merged(set, otherPlugins())
+		set = merged(t, init.Constructs, otherPlugins())
 	}
 	res, err := sdk.Call(ctx, served, request(t, cfg, c, stage.Render, set))
 	if err != nil {

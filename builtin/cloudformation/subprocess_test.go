@@ -24,13 +24,17 @@ func TestBinaryThroughProtocol(t *testing.T) {
 	if diags.HasFatal() {
 		t.Fatal(diags)
 	}
-	out := plugintest.Run(t, bin, &stage.Input{Config: cfg, Values: values})
+	out := plugintest.Run(t, bin, &stage.Input{Config: cfg, Values: values}, stage.Initialise)
 	if got := out.Plugin.Info.Stages; len(got) != 2 || got[0] != stage.Initialise || got[1] != stage.Render {
 		t.Errorf("stages %v", got)
 	}
+	// Render gets the merged constructs, with the iam plugin's late stack,
+	// as kube-aws passes them on.
+	set := merged(t, out.Results[stage.Initialise].Constructs)
+	out = plugintest.Run(t, bin, &stage.Input{Config: cfg, Values: values, Constructs: set}, stage.Render)
 	res := out.Results[stage.Render]
 	if res == nil || res.Diagnostics.HasFatal() {
-		t.Fatalf("render: %+v", res)
+		t.Fatalf("render: %v", res.Diagnostics)
 	}
 	if len(res.Files) != 4 || len(res.Stacks) != 4 {
 		t.Fatalf("%d files, %d stacks", len(res.Files), len(res.Stacks))

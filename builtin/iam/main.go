@@ -2,7 +2,9 @@
 // initialise contributes the statements kube-aws's own machines need, and
 // its render writes stacks/iam.json with a role, inline policy and instance
 // profile per role (controller, etcd, each node pool) merging every plugin's
-// statements. The logic lives in internal/policy.
+// statements. It renders the iam stack late (Info().LateStacks): other
+// plugins' additions and patches to the stack reach it in render, and it
+// folds them in with core/merge.Late. The logic lives in internal/policy.
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/iam/internal/policy"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
@@ -23,10 +26,11 @@ type plugin struct{}
 
 func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
-		Name:         "iam",
+		Name:         policy.Plugin,
 		Version:      version.Version,
 		Description:  "IAM roles, policies and instance profiles of the controllers, etcd and each node pool",
 		ValuesSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
+		LateStacks:   []string{names.StackIAM},
 	}
 }
 

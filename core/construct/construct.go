@@ -88,6 +88,15 @@ type Stack struct {
 	// ParameterSources wires a parameter of this stack to an output of
 	// another, filled in by deploy (written "<stack>.<output>" in JSON).
 	ParameterSources map[string]names.Source `json:"parameterSources,omitempty"`
+	// Plugin is the plugin that contributed the stack; in the merged set,
+	// the first of the plugins that did.
+	Plugin string `json:"plugin,omitempty"`
+	// Renderer is set by the merge on a stack a plugin renders late
+	// (stage.PluginInfo.LateStacks): that plugin. Such a stack stays in
+	// the merged set as one entry per contributing plugin, which the
+	// renderer folds into the stack it builds with merge.Late; no other
+	// plugin renders it.
+	Renderer string `json:"renderer,omitempty"`
 }
 
 // Patch changes a resource that another plugin made: a JSON merge patch

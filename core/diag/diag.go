@@ -206,6 +206,17 @@ func Warningf(format string, args ...any) Diagnostic {
 // At sets the config path.
 func (d Diagnostic) At(path string) Diagnostic { d.Path = path; return d }
 
+// About names the plugin whose contribution the diagnostic is about (a
+// construct's Plugin): a plugin that finds another's construct wrong says
+// whose it is, and kube-aws records the reporter in ReportedBy. An empty
+// plugin (a construct built without the merge) leaves the field alone.
+func (d Diagnostic) About(plugin string) Diagnostic {
+	if plugin != "" {
+		d.Plugin = plugin
+	}
+	return d
+}
+
 // WithHint sets the hint.
 func (d Diagnostic) WithHint(hint string) Diagnostic { d.Hint = hint; return d }
 

@@ -24,7 +24,7 @@ type flagAcc struct {
 	name   string
 	list   bool
 
-	// single-valued
+	// single-valued; owner is also the first plugin of a list-valued flag
 	value, owner string
 
 	// list-valued: items in first-seen order, and per item key who set which
@@ -39,9 +39,9 @@ type listItem struct {
 
 func (f *flagAcc) flag() construct.Flag {
 	if f.list {
-		return construct.Flag{Name: f.name, Value: strings.Join(f.items, ",")}
+		return construct.Flag{Name: f.name, Value: strings.Join(f.items, ","), Plugin: f.owner}
 	}
-	return construct.Flag{Name: f.name, Value: f.value}
+	return construct.Flag{Name: f.name, Value: f.value, Plugin: f.owner}
 }
 
 func (s *flagSet) flags() []construct.Flag {
@@ -78,11 +78,11 @@ func (m *merger) addFlag(s *flagSet, plugin string, t construct.Target, in const
 	key := targetName{t, name}
 	f := s.byKey[key]
 	if f == nil {
-		f = &flagAcc{target: t, name: name, list: s.listValued[name]}
+		f = &flagAcc{target: t, name: name, list: s.listValued[name], owner: plugin}
 		s.byKey[key] = f
 		s.order = append(s.order, f)
 		if !f.list {
-			f.value, f.owner = in.Value, plugin
+			f.value = in.Value
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 type unitAcc struct {
 	target       construct.Target
 	name         string
+	first        string // the first plugin with an entry for the unit
 	content      string
 	contentOwner string // "" while no plugin has defined the unit itself
 	enable       bool   // Enable of the plugin that defined the unit
@@ -35,7 +36,7 @@ func (m *merger) addUnit(plugin string, in *construct.Unit) {
 	key := targetName{in.Target, in.Name}
 	u := m.unitByKey[key]
 	if u == nil {
-		u = &unitAcc{target: in.Target, name: in.Name}
+		u = &unitAcc{target: in.Target, name: in.Name, first: plugin}
 		m.unitByKey[key] = u
 		m.units = append(m.units, u)
 	}
@@ -82,21 +83,40 @@ func (m *merger) addUnit(plugin string, in *construct.Unit) {
 }
 
 // unit builds the merged unit; drop-ins are in name order, the order systemd
-// applies them in.
+// applies them in. The unit names the plugin that defined it, else the
+// first that added drop-ins; each drop-in names its own.
 func (u *unitAcc) unit() construct.Unit {
-	out := construct.Unit{Target: u.target, Name: u.name, Content: u.content, Enable: u.enable || u.enableByDropIn}
+	owner := u.contentOwner
+	if owner == "" {
+		owner = u.first
+	}
+	out := construct.Unit{Target: u.target, Name: u.name, Content: u.content, Enable: u.enable || u.enableByDropIn, Plugin: owner}
 	if len(u.dropIns) > 0 {
 		out.DropIns = make([]construct.DropIn, 0, len(u.dropIns))
 		for _, n := range sortedKeys(u.dropIns) {
-			out.DropIns = append(out.DropIns, construct.DropIn{Name: n, Content: u.dropIns[n].content})
+			out.DropIns = append(out.DropIns, construct.DropIn{Name: n, Content: u.dropIns[n].content, Plugin: u.dropIns[n].owner})
 		}
 	}
 	return out
 }
 
+// dropped reports whether a pool's unit entry was left with nothing of its
+// own: it repeated the unit for every worker (checkOverlaps).
+func (u *unitAcc) dropped() bool {
+	return u.content == "" && len(u.dropIns) == 0 && !u.enableByDropIn && !u.enable
+}
+
 type fileAcc struct {
 	f     construct.File
 	owner string
+	// dropped: a pool's file identical to the one for every worker.
+	dropped bool
+}
+
+func (f *fileAcc) file() construct.File {
+	out := f.f
+	out.Plugin = f.owner
+	return out
 }
 
 func (m *merger) addFile(plugin string, in *construct.File) {
@@ -108,8 +128,18 @@ func (m *merger) addFile(plugin string, in *construct.File) {
 		m.files = append(m.files, f)
 		return
 	}
-	p := prev.f
 	first := prev.owner
+	diffs := fileDiffs(first, &prev.f, plugin, in)
+	if len(diffs) == 0 {
+		return
+	}
+	m.fatal(plugin, fmt.Sprintf("constructs.files[%s:%s]", in.Target, in.Path),
+		fmt.Sprintf("file %s on %s is defined differently by %s: %s", in.Path, in.Target, by(first, plugin), strings.Join(diffs, "; ")),
+		resolveHint(first, plugin, "the file"))
+}
+
+// fileDiffs says how two definitions of one file differ, or nothing.
+func fileDiffs(first string, p *construct.File, plugin string, in *construct.File) []string {
 	var diffs []string
 	if p.Content != in.Content {
 		if p.Sensitive || in.Sensitive {
@@ -128,12 +158,7 @@ func (m *merger) addFile(plugin string, in *construct.File) {
 	if p.Sensitive != in.Sensitive {
 		diffs = append(diffs, fmt.Sprintf("sensitive: %q sets %t, %q sets %t", first, p.Sensitive, plugin, in.Sensitive))
 	}
-	if len(diffs) == 0 {
-		return
-	}
-	m.fatal(plugin, fmt.Sprintf("constructs.files[%s:%s]", in.Target, in.Path),
-		fmt.Sprintf("file %s on %s is defined differently by %s: %s", in.Path, in.Target, by(first, plugin), strings.Join(diffs, "; ")),
-		resolveHint(first, plugin, "the file"))
+	return diffs
 }
 
 // sameMode compares octal modes by value, so "644" and "0644" agree.

@@ -28,13 +28,27 @@
 //     must agree on content and Enable.
 //   - IAM statements are concatenated in plugin order with exact duplicates
 //     dropped.
+//   - A unit, drop-in, file or IAM statement Sid for every worker and the
+//     same one for a single pool overlap on that pool: identical is fine (the
+//     pool's copy is dropped), different is a conflict, as for one target.
+//     Kubelet flags, node labels and taints are the exception: there the
+//     more specific target wins on its pool, by design (docs/design.md).
 //   - Patches (JSON merge patches, RFC 7386, applied with json-patch's
 //     MergePatch) apply after everything else has merged, in plugin order; a
 //     patch may not change a protected path (the pointer, anything under it,
 //     or an object above it) or a resource's Type, and must name a resource
-//     that exists. A refused patch is not applied. Patches to resources of
-//     a stack built in render (DeferredStacks: the iam stack's roles) are
-//     carried in the merged set for the plugin that builds it.
+//     that exists. A refused patch is not applied.
+//   - A plugin may render a stack late (Options.Late: the iam plugin builds
+//     the iam stack's roles in render, from the merged IAM statements).
+//     Contributions to such a stack stay in the merged set, one entry per
+//     contributing plugin (construct.Stack.Renderer names the renderer),
+//     and patches to resources no plugin contributed are carried in the
+//     set's Patches; the renderer folds both into the stack it builds with
+//     Late, which applies the same rules. No plugin or stack name is known
+//     to this package.
+//   - Every merged construct names the plugin that contributed it (its
+//     Plugin field), whatever the plugin itself put there, so that a later
+//     stage can name the owner of what it finds wrong.
 //
 // Every conflict is reported, not just the first, so one run shows the user
 // every problem. Each is a fatal of the initialise stage, blamed on the later
@@ -67,23 +81,70 @@ type Contribution struct {
 	Set    *construct.Set
 }
 
-// Merge merges contributions in order and returns the merged set plus every
-// conflict found (all of them, not the first). The merged set carries the
-// accumulated protected paths, and of the patches only those aimed at a
-// stack built in render (DeferredStacks), in plugin order: every other patch
-// has been applied to the resource it targets.
+// Options are what a merge needs to know besides the contributions.
+type Options struct {
+	// Late lists the stacks plugins render late (stage.PluginInfo.LateStacks),
+	// in plugin order.
+	Late []LateStacks
+}
+
+// LateStacks are the stacks one plugin renders late.
+type LateStacks struct {
+	Plugin string
+	Stacks []string
+}
+
+// Merge is MergeWith without late stacks.
 func Merge(contribs []Contribution) (*construct.Set, diag.List) {
+	return MergeWith(contribs, Options{})
+}
+
+// MergeWith merges contributions in order and returns the merged set plus
+// every conflict found (all of them, not the first). The merged set carries
+// the accumulated protected paths, and of the patches only those aimed at
+// a resource of a late stack that no plugin contributed, in plugin order:
+// every other patch has been applied to the resource it targets.
+func MergeWith(contribs []Contribution, opts Options) (*construct.Set, diag.List) {
 	m := newMerger(contribs)
 	for i, c := range contribs {
-		if c.Set == nil {
-			continue
-		}
 		m.pluginIndex[c.Plugin] = i
-		m.add(c.Plugin, c.Set)
+	}
+	m.setLate(opts.Late)
+	for _, c := range contribs {
+		if c.Set != nil {
+			m.add(c.Plugin, c.Set)
+		}
 	}
 	m.checkAdmissionPlugins()
 	m.applyPatches()
+	m.checkOverlaps()
 	return m.result(), m.diags
+}
+
+// setLate records which plugin renders which stack late; two plugins
+// claiming one stack is a conflict like any other.
+func (m *merger) setLate(late []LateStacks) {
+	m.late = map[string]string{}
+	for _, l := range late {
+		for _, st := range l.Stacks {
+			if prev, ok := m.late[st]; ok && prev != l.Plugin {
+				m.fatal(m.later(prev, l.Plugin), "lateStacks",
+					fmt.Sprintf("stack %q is rendered late by %s: only one plugin can build a stack", st, by(prev, l.Plugin)),
+					fmt.Sprintf("disable one of %q and %q", prev, l.Plugin))
+				continue
+			}
+			m.late[st] = l.Plugin
+		}
+	}
+}
+
+// later is the one of two plugins that comes later in plugin order: the one
+// a conflict is blamed on.
+func (m *merger) later(a, b string) string {
+	if m.pluginIndex[a] > m.pluginIndex[b] {
+		return a
+	}
+	return b
 }
 
 type merger struct {
@@ -94,8 +155,10 @@ type merger struct {
 	stacks      []*stackAcc
 	stackByName map[string]*stackAcc
 
+	late map[string]string // late stack -> the plugin that renders it
+
 	patches       []pendingPatch
-	deferred      []construct.Patch // for DeferredStacks, carried to render
+	deferred      []construct.Patch // to resources of late stacks not yet made, carried to render
 	protected     []protectedAcc
 	protectedSeen map[protectedKey]bool
 
@@ -215,17 +278,38 @@ func (m *merger) add(plugin string, s *construct.Set) {
 func (m *merger) result() *construct.Set {
 	out := &construct.Set{}
 	for _, st := range m.stacks {
+		if r := m.late[st.s.Name]; r != "" {
+			entries := st.byOwner(r, m.pluginIndex)
+			if len(entries) == 0 {
+				entries = []construct.Stack{{Name: st.s.Name, Plugin: r, Renderer: r}}
+			}
+			out.Stacks = append(out.Stacks, entries...)
+			continue
+		}
 		out.Stacks = append(out.Stacks, st.s)
+	}
+	// A late stack nobody contributed to is still there, so that a later
+	// stage knows it exists (a parameter source may name it) and who makes it.
+	for _, st := range sortedKeys(m.late) {
+		if m.stackByName[st] == nil {
+			out.Stacks = append(out.Stacks, construct.Stack{Name: st, Plugin: m.late[st], Renderer: m.late[st]})
+		}
 	}
 	out.Patches = m.deferred
 	for _, p := range m.protected {
-		out.Protected = append(out.Protected, p.p)
+		pr := p.p
+		pr.Plugin = p.owner
+		out.Protected = append(out.Protected, pr)
 	}
 	for _, u := range m.units {
-		out.Units = append(out.Units, u.unit())
+		if !u.dropped() {
+			out.Units = append(out.Units, u.unit())
+		}
 	}
 	for _, f := range m.files {
-		out.Files = append(out.Files, f.f)
+		if !f.dropped {
+			out.Files = append(out.Files, f.file())
+		}
 	}
 	out.APIServer.Flags = m.apiFlags.flags()
 	for _, v := range m.volumes {
@@ -235,19 +319,27 @@ func (m *merger) result() *construct.Set {
 		out.KubeletFlags = append(out.KubeletFlags, construct.TargetedFlag{Target: f.target, Flag: f.flag()})
 	}
 	for _, l := range m.labels {
-		out.NodeLabels = append(out.NodeLabels, l.l)
+		nl := l.l
+		nl.Plugin = l.owner
+		out.NodeLabels = append(out.NodeLabels, nl)
 	}
 	for _, t := range m.taints {
-		out.NodeTaints = append(out.NodeTaints, t.t)
+		nt := t.t
+		nt.Plugin = t.owner
+		out.NodeTaints = append(out.NodeTaints, nt)
 	}
 	for _, s := range m.iam {
-		out.IAM = append(out.IAM, s.s)
+		st := s.s
+		st.Plugin = s.owner
+		out.IAM = append(out.IAM, st)
 	}
 	for _, h := range m.helm {
 		out.HelmReleases = append(out.HelmReleases, h.h)
 	}
 	for _, x := range m.manifests {
-		out.Manifests = append(out.Manifests, x.m)
+		mf := x.m
+		mf.Plugin = x.owner
+		out.Manifests = append(out.Manifests, mf)
 	}
 	return out
 }

@@ -366,7 +366,7 @@ func TestAdmissionPluginsMergeAsOrderedSet(t *testing.T) {
 	}
 	a, b, c := f("NodeRestriction,PodSecurity"), f("PodSecurity, ResourceQuota,NodeRestriction,"), f("AlwaysPullImages")
 	out := mustMerge(t, []Contribution{{"a", &a}, {"b", &b}, {"c", &c}})
-	want := []construct.Flag{{Name: "enable-admission-plugins", Value: "NodeRestriction,PodSecurity,ResourceQuota,AlwaysPullImages"}}
+	want := []construct.Flag{{Name: "enable-admission-plugins", Value: "NodeRestriction,PodSecurity,ResourceQuota,AlwaysPullImages", Plugin: "a"}}
 	if !reflect.DeepEqual(out.APIServer.Flags, want) {
 		t.Errorf("flags = %+v, want %+v", out.APIServer.Flags, want)
 	}
@@ -405,10 +405,11 @@ func TestUnitDropInsMergeIntoUnit(t *testing.T) {
 		{Target: controller, Name: "kubelet.service", DropIns: []construct.DropIn{{Name: "30-c.conf", Content: "c"}}},
 	}}
 	out := mustMerge(t, []Contribution{{"a", &a}, {"b", &b}, {"c", &c}})
+	// Each unit and drop-in names the plugin that contributed it.
 	want := []construct.Unit{
-		{Target: worker, Name: "kubelet.service", Content: "[Service]", Enable: true,
-			DropIns: []construct.DropIn{{Name: "10-a.conf", Content: "a"}, {Name: "20-b.conf", Content: "b"}}},
-		{Target: controller, Name: "kubelet.service", DropIns: []construct.DropIn{{Name: "30-c.conf", Content: "c"}}},
+		{Target: worker, Name: "kubelet.service", Content: "[Service]", Enable: true, Plugin: "b",
+			DropIns: []construct.DropIn{{Name: "10-a.conf", Content: "a", Plugin: "b"}, {Name: "20-b.conf", Content: "b", Plugin: "a"}}},
+		{Target: controller, Name: "kubelet.service", Plugin: "c", DropIns: []construct.DropIn{{Name: "30-c.conf", Content: "c", Plugin: "c"}}},
 	}
 	if !reflect.DeepEqual(out.Units, want) {
 		t.Errorf("units = %+v\nwant %+v", out.Units, want)
@@ -561,7 +562,7 @@ func TestDeterministicAndInputsUntouched(t *testing.T) {
 	if want := []string{"a", "z", "a.service", "z.service", "/a", "/z"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("order = %v, want %v", names, want)
 	}
-	if want := []construct.Flag{{Name: "feature-gates", Value: "B=true,A=true,C=true"}, {Name: "z", Value: "1"}}; !reflect.DeepEqual(out1.APIServer.Flags, want) {
+	if want := []construct.Flag{{Name: "feature-gates", Value: "B=true,A=true,C=true", Plugin: "alpha"}, {Name: "z", Value: "1", Plugin: "alpha"}}; !reflect.DeepEqual(out1.APIServer.Flags, want) {
 		t.Errorf("flags = %v, want %v", out1.APIServer.Flags, want)
 	}
 	if out1.Patches != nil {

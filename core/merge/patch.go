@@ -14,15 +14,6 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 )
 
-// DeferredStacks are the stacks whose resources are made in the render
-// stage, not contributed in initialise: the iam plugin builds the iam stack's
-// roles and instance profiles from the merged IAM statements. A patch to a
-// resource of such a stack that no plugin contributed cannot be checked or
-// applied here; the merged set carries it (construct.Set.Patches) to the
-// plugin that renders the stack, which applies it and reports a missing
-// resource or a protected path then.
-var DeferredStacks = map[string]bool{"iam": true}
-
 type pendingPatch struct {
 	plugin string
 	index  int // in the plugin's own Patches, for the diagnostic's path
@@ -70,13 +61,17 @@ func (m *merger) applyPatches() {
 			}
 			byKey[k] = g
 		}
-		if !g.exists && DeferredStacks[k[0]] {
+		// A resource of a late stack that no plugin contributed is made in
+		// render: the merged set carries the patch to the plugin that
+		// renders the stack, which applies it with Late.
+		if !g.exists && m.late[k[0]] != "" {
 			if !isJSONObject(pp.patch.Merge) {
 				outcomes[i] = diag.List{notObjectPatch(pp)}
 				continue
 			}
 			p := pp.patch
 			p.Merge = cloneRaw(p.Merge)
+			p.Plugin = pp.plugin
 			m.deferred = append(m.deferred, p)
 			continue
 		}

@@ -215,9 +215,12 @@ func TestPatchesToStacksBuiltInRenderAreCarried(t *testing.T) {
 		{Stack: "iam", LogicalID: "ExtraPolicy", Merge: raw(`{"Properties":{"Path":"/kube-aws/"}}`)},
 		{Stack: "iam", LogicalID: "ControllerRole", Merge: raw(`"not an object"`)},
 	}}
-	out, diags := Merge([]Contribution{{"cloudformation", &b}, {"addon", &iam}, {"tweak", &p}})
+	out, diags := MergeWith([]Contribution{{"cloudformation", &b}, {"addon", &iam}, {"tweak", &p}},
+		Options{Late: []LateStacks{{Plugin: "iam", Stacks: []string{"iam"}}}})
 	checkConflict(t, diags, "tweak", "constructs.patches[2]", "not a JSON object")
-	if want := p.Patches[:1]; !reflect.DeepEqual(out.Patches, want) {
+	want := append([]construct.Patch(nil), p.Patches[:1]...)
+	want[0].Plugin = "tweak" // a carried patch names its plugin
+	if !reflect.DeepEqual(out.Patches, want) {
 		t.Errorf("carried patches = %+v, want %+v", out.Patches, want)
 	}
 	if got := resourceJSON(t, out, "iam", "ExtraPolicy")["Properties"].(map[string]any)["Path"]; got != "/kube-aws/" {

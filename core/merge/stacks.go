@@ -3,6 +3,7 @@ package merge
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/names"
@@ -19,6 +20,8 @@ const (
 	secMappings
 	secTags
 	secParameterSources
+	secDescription // owner only
+	secDependsOn   // owner only
 )
 
 // sectionInfo names a section in paths (as in the JSON form of a Stack) and
@@ -31,6 +34,8 @@ var sectionInfo = [...]struct{ path, noun string }{
 	secMappings:         {"mappings", "mapping"},
 	secTags:             {"tags", "tag"},
 	secParameterSources: {"parameterSources", "parameter source"},
+	secDescription:      {"description", "description"},
+	secDependsOn:        {"dependsOn", "dependency"},
 }
 
 type ownerKey struct {
@@ -54,7 +59,7 @@ func (m *merger) addStack(plugin string, in *construct.Stack) {
 	st := m.stackByName[in.Name]
 	if st == nil {
 		st = &stackAcc{
-			s:         construct.Stack{Name: in.Name},
+			s:         construct.Stack{Name: in.Name, Plugin: plugin},
 			owner:     make(map[ownerKey]string, len(in.Resources)+len(in.Outputs)+len(in.Parameters)),
 			dependsOn: map[string]bool{},
 		}
@@ -63,13 +68,15 @@ func (m *merger) addStack(plugin string, in *construct.Stack) {
 	}
 	// Description is prose, not configuration: the first plugin that gives
 	// one describes the stack, as the rule says.
-	if st.s.Description == "" {
+	if st.s.Description == "" && in.Description != "" {
 		st.s.Description = in.Description
+		st.owner[ownerKey{secDescription, ""}] = plugin
 	}
 	for _, d := range in.DependsOn {
 		if !st.dependsOn[d] {
 			st.dependsOn[d] = true
 			st.s.DependsOn = append(st.s.DependsOn, d)
+			st.owner[ownerKey{secDependsOn, d}] = plugin
 		}
 	}
 	m.mergeRaw(plugin, st, secResources, &st.s.Resources, in.Resources)
@@ -180,4 +187,71 @@ func mergeValues[V comparable](m *merger, plugin string, st *stackAcc, sec secti
 				noun, k, st.s.Name, by(first, plugin), first, fmt.Sprint(prev), plugin, fmt.Sprint(v)),
 			resolveHint(first, plugin, "the "+noun))
 	}
+}
+
+// byOwner splits a merged late stack into one entry per plugin that
+// contributed to it, in plugin order, each holding what that plugin set (the
+// first plugin to set an entry owns it; an identical later one adds
+// nothing). The renderer folds them into the stack it builds (Late) and can
+// name the owner of each entry in a conflict. Patches applied at merge are
+// in the bodies already.
+func (st *stackAcc) byOwner(renderer string, order map[string]int) []construct.Stack {
+	entries := map[string]*construct.Stack{}
+	get := func(plugin string) *construct.Stack {
+		e := entries[plugin]
+		if e == nil {
+			e = &construct.Stack{Name: st.s.Name, Plugin: plugin, Renderer: renderer}
+			entries[plugin] = e
+		}
+		return e
+	}
+	raw := func(dst *map[string]json.RawMessage, k string, v json.RawMessage) {
+		if *dst == nil {
+			*dst = map[string]json.RawMessage{}
+		}
+		(*dst)[k] = v
+	}
+	for k, owner := range st.owner {
+		e := get(owner)
+		switch k.sec {
+		case secResources:
+			raw(&e.Resources, k.key, st.s.Resources[k.key])
+		case secOutputs:
+			raw(&e.Outputs, k.key, st.s.Outputs[k.key])
+		case secParameters:
+			raw(&e.Parameters, k.key, st.s.Parameters[k.key])
+		case secConditions:
+			raw(&e.Conditions, k.key, st.s.Conditions[k.key])
+		case secMappings:
+			raw(&e.Mappings, k.key, st.s.Mappings[k.key])
+		case secTags:
+			if e.Tags == nil {
+				e.Tags = map[string]string{}
+			}
+			e.Tags[k.key] = st.s.Tags[k.key]
+		case secParameterSources:
+			if e.ParameterSources == nil {
+				e.ParameterSources = map[string]names.Source{}
+			}
+			e.ParameterSources[k.key] = st.s.ParameterSources[k.key]
+		case secDescription:
+			e.Description = st.s.Description
+		}
+	}
+	// DependsOn keeps its merged order within each entry.
+	for _, d := range st.s.DependsOn {
+		e := get(st.owner[ownerKey{secDependsOn, d}])
+		e.DependsOn = append(e.DependsOn, d)
+	}
+	out := make([]construct.Stack, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, *e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if order[out[i].Plugin] != order[out[j].Plugin] {
+			return order[out[i].Plugin] < order[out[j].Plugin]
+		}
+		return out[i].Plugin < out[j].Plugin
+	})
+	return out
 }

@@ -470,6 +470,8 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 				MappingsJson:     rawMapToPB(st.Mappings),
 				Tags:             strMap(st.Tags),
 				ParameterSources: sourcesToPB(st.ParameterSources),
+				Plugin:           st.Plugin,
+				Renderer:         st.Renderer,
 			}
 		}),
 		Patches: convSlice(s.Patches, func(p construct.Patch) *pb.Patch {
@@ -562,6 +564,8 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 				Mappings:         rawMapFromPB(st.GetMappingsJson()),
 				Tags:             strMap(st.GetTags()),
 				ParameterSources: sourcesFromPB(st.GetParameterSources()),
+				Plugin:           st.GetPlugin(),
+				Renderer:         st.GetRenderer(),
 			}
 		}),
 		Patches: convSlice(s.GetPatches(), func(p *pb.Patch) construct.Patch {

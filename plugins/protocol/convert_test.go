@@ -34,6 +34,8 @@ func fullSet() *construct.Set {
 			ParameterSources: map[string]names.Source{
 				"RoleName": names.From("iam", "ControllerRole"),
 			},
+			Plugin:   "cloudformation",
+			Renderer: "network-renderer",
 		}},
 		Patches: []construct.Patch{{Stack: "network", LogicalID: "VPC", Merge: json.RawMessage(`{"Properties":{"EnableDnsSupport":true}}`),
 			Operations: json.RawMessage(`[{"op":"add","path":"/Properties/Tags/-","value":{"Key":"a","Value":"b"}}]`), Plugin: "customise"}},

@@ -72,35 +72,3 @@ func TestMarshalIsDeterministic(t *testing.T) {
 		t.Errorf("got\n%s", a)
 	}
 }
-
-func TestTouches(t *testing.T) {
-	ptr := "/Properties/LaunchTemplateData/UserData"
-	cases := map[string]bool{
-		`{"Properties":{"LaunchTemplateData":{"UserData":"x"}}}`:       true,
-		`{"Properties":{"LaunchTemplateData":{"UserData":null}}}`:      true,
-		`{"Properties":{"LaunchTemplateData":null}}`:                   true,
-		`{"Properties":"gone"}`:                                        true,
-		`{"Properties":{"LaunchTemplateData":{"InstanceType":"x"}}}`:   false,
-		`{"Metadata":{"a":1}}`:                                         false,
-		`{"Properties":{"LaunchTemplateData":{"UserData":{"a":"b"}}}}`: true,
-	}
-	for patch, want := range cases {
-		p, _ := Decode([]byte(patch))
-		if got := touches(p, ptr); got != want {
-			t.Errorf("%s: touches %v, want %v", patch, got, want)
-		}
-	}
-}
-
-func TestMergePatch(t *testing.T) {
-	doc, _ := Decode([]byte(`{"a":{"b":1,"c":2},"d":[1]}`))
-	patch, _ := Decode([]byte(`{"a":{"b":null,"e":3},"d":[2]}`))
-	out, _ := Marshal(MergePatch(doc, patch), false)
-	if string(out) != `{"a":{"c":2,"e":3},"d":[2]}` {
-		t.Errorf("merge patch: %s", out)
-	}
-	again, _ := Marshal(MergePatch(MergePatch(doc, patch), patch), false)
-	if string(again) != string(out) {
-		t.Error("merge patch is not idempotent")
-	}
-}

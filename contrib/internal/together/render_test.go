@@ -50,7 +50,7 @@ func TestRenderWithEveryContribPlugin(t *testing.T) {
 		contribs = append(contribs, merge.Contribution{Plugin: n, Set: res.Constructs})
 	}
 	contribs = append(contribs, r.contributions(t)...)
-	merged, diags := merge.Merge(contribs)
+	merged, diags := mergeAll(contribs)
 	if diags.HasFatal() {
 		t.Fatalf("merge: %v", diags)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/merge"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
@@ -186,7 +187,7 @@ func TestEveryContribPluginInitialisesOverTheProtocol(t *testing.T) {
 // output: enabling them all is not a conflict.
 func TestAllContribPluginsTogether(t *testing.T) {
 	r := initialiseAll(t)
-	merged, diags := merge.Merge(r.contributions(t))
+	merged, diags := mergeAll(r.contributions(t))
 	// customise patches the API rule of the network stack, which only the
 	// cloudformation built-in makes (TestContribWithBuiltins merges with
 	// it, and there the merge must be clean); without it that patch has
@@ -232,7 +233,7 @@ func stackByName(set *construct.Set, name string) *construct.Stack {
 func TestContribWithBuiltins(t *testing.T) {
 	r := initialiseAll(t)
 	contribs := append(r.builtins(t), r.contributions(t)...)
-	merged, diags := merge.Merge(contribs)
+	merged, diags := mergeAll(contribs)
 	if len(diags) > 0 {
 		t.Fatalf("merge: %v", diags)
 	}
@@ -297,7 +298,7 @@ func TestProtectedPathRefusedWithRealStacks(t *testing.T) {
 		`{"patches": [{"stack": "nodepool-general", "logicalId": "LaunchTemplate", "merge": {"Properties": {"LaunchTemplateData": {"UserData": "IyEvYmluL3NoCg=="}}}}]}`)}}
 	bin := plugintest.Build(t, filepath.Join("..", "..", "plugins", "customise"))
 	res := plugintest.Run(t, bin, &in, stage.Initialise).Results[stage.Initialise]
-	_, diags := merge.Merge(append(base, merge.Contribution{Plugin: "customise", Set: res.Constructs}))
+	_, diags := mergeAll(append(base, merge.Contribution{Plugin: "customise", Set: res.Constructs}))
 	var refused bool
 	for _, d := range diags {
 		if d.Severity == diag.Fatal && d.Plugin == "customise" && strings.Contains(d.Message, "protected path /Properties/LaunchTemplateData/UserData") &&
@@ -308,4 +309,10 @@ func TestProtectedPathRefusedWithRealStacks(t *testing.T) {
 	if !refused || len(diags) != 1 {
 		t.Errorf("want exactly one fatal refusing the protected path, got %v", diags)
 	}
+}
+
+// mergeAll merges as kube-aws does, which knows from the iam built-in's
+// PluginInfo that it renders the iam stack late.
+func mergeAll(c []merge.Contribution) (*construct.Set, diag.List) {
+	return merge.MergeWith(c, merge.Options{Late: []merge.LateStacks{{Plugin: "iam", Stacks: []string{names.StackIAM}}}})
 }

@@ -1882,8 +1882,13 @@ type Stack struct {
 	MappingsJson     map[string][]byte `protobuf:"bytes,8,rep,name=mappings_json,json=mappingsJson,proto3" json:"mappings_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Tags             map[string]string `protobuf:"bytes,9,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ParameterSources map[string]string `protobuf:"bytes,10,rep,name=parameter_sources,json=parameterSources,proto3" json:"parameter_sources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The plugin that contributed the stack (the first, when several did).
+	Plugin string `protobuf:"bytes,11,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// The plugin that renders the stack late (PluginInfo.late_stacks); empty
+	// for a stack rendered from its constructs.
+	Renderer      string `protobuf:"bytes,12,opt,name=renderer,proto3" json:"renderer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Stack) Reset() {
@@ -1984,6 +1989,20 @@ func (x *Stack) GetParameterSources() map[string]string {
 		return x.ParameterSources
 	}
 	return nil
+}
+
+func (x *Stack) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *Stack) GetRenderer() string {
+	if x != nil {
+		return x.Renderer
+	}
+	return ""
 }
 
 // A change to another plugin's resource: a JSON merge patch (RFC 7386)
@@ -3493,7 +3512,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x03iam\x18\n" +
 	" \x03(\v2\x1f.kubeaws.plugin.v1.IAMStatementR\x03iam\x12C\n" +
 	"\rhelm_releases\x18\v \x03(\v2\x1e.kubeaws.plugin.v1.HelmReleaseR\fhelmReleases\x129\n" +
-	"\tmanifests\x18\f \x03(\v2\x1b.kubeaws.plugin.v1.ManifestR\tmanifests\"\xd9\b\n" +
+	"\tmanifests\x18\f \x03(\v2\x1b.kubeaws.plugin.v1.ManifestR\tmanifests\"\x8d\t\n" +
 	"\x05Stack\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -3506,7 +3525,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\rmappings_json\x18\b \x03(\v2*.kubeaws.plugin.v1.Stack.MappingsJsonEntryR\fmappingsJson\x126\n" +
 	"\x04tags\x18\t \x03(\v2\".kubeaws.plugin.v1.Stack.TagsEntryR\x04tags\x12[\n" +
 	"\x11parameter_sources\x18\n" +
-	" \x03(\v2..kubeaws.plugin.v1.Stack.ParameterSourcesEntryR\x10parameterSources\x1a@\n" +
+	" \x03(\v2..kubeaws.plugin.v1.Stack.ParameterSourcesEntryR\x10parameterSources\x12\x16\n" +
+	"\x06plugin\x18\v \x01(\tR\x06plugin\x12\x1a\n" +
+	"\brenderer\x18\f \x01(\tR\brenderer\x1a@\n" +
 	"\x12ResourcesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a>\n" +

@@ -245,6 +245,8 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 		seen[name] = true
 		path := fmt.Sprintf("constructs.apiServer.flags[%s]", name)
 		s, ok := known[name]
+		// Each diagnostic is about the plugin that set the flag.
+		n := len(diags)
 		switch {
 		case strings.HasPrefix(name, "-") || name == "":
 			diags = append(diags, diag.Fatalf("kube-apiserver flag %q: write flag names without leading dashes", name).At(path))
@@ -265,6 +267,9 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 		case s.Deprecated != 0 && minor >= s.Deprecated:
 			diags = append(diags, diag.Warningf("kube-apiserver flag --%s is deprecated since Kubernetes 1.%d", name, s.Deprecated).
 				At(path).WithHint("use "+s.Replacement+" instead"))
+		}
+		for i := n; i < len(diags); i++ {
+			diags[i] = diags[i].About(f.Plugin)
 		}
 	}
 	return diags

@@ -43,31 +43,33 @@ const ValuesSchema = `{
 }`
 
 // Render writes stacks/<name>.json for every Stack construct in the merged
-// set except iam (the iam plugin renders that one), after applying the
-// patches aimed at them, and returns the files and the StackSpecs in stack
-// name order. pools holds each node pool's values (the pool's overrides
-// already merged over v); a pool's stack takes its tags from there.
+// set that no plugin renders late (construct.Stack.Renderer: the iam
+// plugin's iam stack), and returns the files and the StackSpecs in stack
+// name order. The merge has applied every patch aimed at them already. pools
+// holds each node pool's values (the pool's overrides already merged over
+// v); a pool's stack takes its tags from there.
 func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct.Set) ([]stage.File, []stage.StackSpec, diag.List) {
 	if set == nil {
 		set = &construct.Set{}
 	}
-	stacks, order, diags := cfn.CollectStacks(set.Stacks, func(name string) bool { return name != names.StackIAM })
-	diags = append(diags, cfn.ApplyPatches(stacks, set.Patches, set.Protected)...)
-	for i, p := range set.Patches {
-		if _, ok := stacks[p.Stack]; !ok && p.Stack != names.StackIAM {
-			diags = append(diags, diag.Fatalf("patch %d is for stack %s, which no plugin contributes", i, p.Stack))
+	var diags diag.List
+	exists := map[string]bool{}
+	stacks := map[string]construct.Stack{}
+	for _, st := range set.Stacks {
+		exists[st.Name] = true
+		if st.Renderer == "" {
+			stacks[st.Name] = st
 		}
 	}
-	sort.Strings(order)
+	order := sortedKeys(stacks)
 	// A source in a stack nobody renders would only fail at deploy time,
 	// after other stacks were already created; say so now.
 	for _, n := range order {
 		st := stacks[n]
 		for _, p := range sortedKeys(st.ParameterSources) {
-			from := st.ParameterSources[p].Stack
-			if _, ok := stacks[from]; !ok && from != names.StackIAM {
+			if from := st.ParameterSources[p].Stack; !exists[from] {
 				diags = append(diags, diag.Fatalf("stack %s: parameter %s comes from stack %s, which no plugin contributes", n, p, from).
-					WithHint("enable the plugin that makes stack "+from+", or drop the parameter source"))
+					WithHint("enable the plugin that makes stack "+from+", or drop the parameter source").About(st.Plugin))
 			}
 		}
 	}
@@ -80,7 +82,7 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 				tags = pv.Tags
 			}
 		}
-		r, d := cfn.RenderStack(*stacks[n], c.Tags, tags)
+		r, d := cfn.RenderStack(stacks[n], c.Tags, tags)
 		diags = append(diags, d...)
 		if r == nil {
 			continue

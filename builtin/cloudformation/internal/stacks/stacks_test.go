@@ -11,6 +11,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/merge"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 func minimal() *config.Cluster {
@@ -278,12 +280,24 @@ func has(l diag.List, sev diag.Severity, msg, path string) bool {
 	return false
 }
 
+// merged merges the plugin's initialise output with patches from another
+// plugin the way kube-aws does (core/merge), with the iam stack rendered
+// late by the iam plugin.
+func merged(set *construct.Set, patches ...construct.Patch) (*construct.Set, diag.List) {
+	return merge.MergeWith([]merge.Contribution{
+		{Plugin: "cloudformation", Set: set},
+		{Plugin: "tweak", Set: &construct.Set{Patches: patches}},
+	}, merge.Options{Late: []merge.LateStacks{{Plugin: "iam", Stacks: []string{names.StackIAM}}}})
+}
+
+// Patches reach the rendered templates through the merge, which refuses
+// the ones that touch a protected path; render applies none itself.
 func TestRenderAppliesPatchesAndRefusesProtected(t *testing.T) {
 	set := initialise(t, minimal())
-	set.Patches = []construct.Patch{{Stack: "nodepool-workers", LogicalID: "AutoScalingGroup",
-		Merge: json.RawMessage(`{"Properties":{"HealthCheckGracePeriod":600}}`)}}
-	files, _, diags := Render(minimal(), Values{}, nil, set)
-	if diags.HasFatal() {
+	m, diags := merged(set, construct.Patch{Stack: "nodepool-workers", LogicalID: "AutoScalingGroup",
+		Merge: json.RawMessage(`{"Properties":{"HealthCheckGracePeriod":600}}`)})
+	files, _, rdiags := Render(minimal(), Values{}, nil, m)
+	if diags = append(diags, rdiags...); diags.HasFatal() {
 		t.Fatal(diags)
 	}
 	var pool []byte
@@ -299,21 +313,18 @@ func TestRenderAppliesPatchesAndRefusesProtected(t *testing.T) {
 		t.Error("render modified its input")
 	}
 
-	set.Patches = []construct.Patch{{Stack: "etcd", LogicalID: "LaunchTemplate",
-		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":{"UserData":"evil"}}}`)}}
-	_, _, diags = Render(minimal(), Values{}, nil, set)
-	if !has(diags, diag.Fatal, "/Properties/LaunchTemplateData/UserData of etcd/LaunchTemplate, which is protected", "") {
+	_, diags = merged(set, construct.Patch{Stack: "etcd", LogicalID: "LaunchTemplate",
+		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":{"UserData":"evil"}}}`)})
+	if !has(diags, diag.Fatal, `may not change protected path /Properties/LaunchTemplateData/UserData of resource "LaunchTemplate" in stack "etcd"`, "constructs.patches[0]") {
 		t.Errorf("protected patch: %v", diags)
 	}
-	set.Patches = []construct.Patch{{Stack: "etcd", LogicalID: "LaunchTemplate",
-		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":null}}`)}}
-	_, _, diags = Render(minimal(), Values{}, nil, set)
+	_, diags = merged(set, construct.Patch{Stack: "etcd", LogicalID: "LaunchTemplate",
+		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":null}}`)})
 	if !diags.HasFatal() {
 		t.Error("removing an ancestor of a protected path must be fatal")
 	}
-	set.Patches = []construct.Patch{{Stack: "ghost", LogicalID: "X", Merge: json.RawMessage(`{}`)}}
-	_, _, diags = Render(minimal(), Values{}, nil, set)
-	if !has(diags, diag.Fatal, "stack ghost", "") {
+	_, diags = merged(set, construct.Patch{Stack: "ghost", LogicalID: "X", Merge: json.RawMessage(`{}`)})
+	if !has(diags, diag.Fatal, `no plugin defines stack "ghost"`, "constructs.patches[0]") {
 		t.Errorf("patch to a missing stack: %v", diags)
 	}
 }
@@ -322,7 +333,7 @@ func TestRenderSkipsIAMAndBuildsSpecs(t *testing.T) {
 	c := minimal()
 	c.Tags = map[string]string{"team": "a", "env": "prod"}
 	set := initialise(t, c)
-	set.Stacks = append(set.Stacks, construct.Stack{Name: "iam", Resources: map[string]json.RawMessage{
+	set.Stacks = append(set.Stacks, construct.Stack{Name: "iam", Renderer: "iam", Resources: map[string]json.RawMessage{
 		"R": json.RawMessage(`{"Type":"AWS::IAM::Role","Properties":{}}`)}})
 	files, specs, diags := Render(c, Values{Tags: map[string]string{"env": "staging"}},
 		map[string]Values{"workers": {Tags: map[string]string{"env": "staging", "pool": "w"}}}, set)

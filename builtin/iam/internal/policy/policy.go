@@ -20,9 +20,13 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
+
+// Plugin is the iam plugin's name; it renders names.StackIAM late.
+const Plugin = "iam"
 
 // MaxInlinePolicyBytes is IAM's limit on the inline policies of one role,
 // counted without whitespace.
@@ -127,13 +131,13 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	for i, st := range set.IAM {
 		targets, d := targetsOf(st.Target, roles, pools)
 		if d != nil {
-			diags = append(diags, d.At(fmt.Sprintf("iam[%d]", i)))
+			diags = append(diags, d.At(fmt.Sprintf("iam[%d]", i)).About(st.Plugin))
 			continue
 		}
 		body, d2 := statement(st)
 		if len(d2) > 0 {
 			for _, d := range d2 {
-				diags = append(diags, d.At(fmt.Sprintf("iam[%d]", i)))
+				diags = append(diags, d.At(fmt.Sprintf("iam[%d]", i)).About(st.Plugin))
 			}
 			if d2.HasFatal() {
 				continue
@@ -145,7 +149,7 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 				if prev, ok := r.sids[st.Sid]; ok {
 					if prev != string(key) {
 						diags = append(diags, diag.Fatalf("two different IAM statements with Sid %s for the %s role", st.Sid, r.label).
-							At(fmt.Sprintf("iam[%d]", i)).WithHint("Sids must be unique within a role's policy; rename one"))
+							At(fmt.Sprintf("iam[%d]", i)).WithHint("Sids must be unique within a role's policy; rename one").About(st.Plugin))
 					}
 					continue
 				}
@@ -201,14 +205,9 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	}
 
 	// Other plugins may add to the iam stack (a managed policy, say) and
-	// patch its roles; fold those in like any stack.
-	stacks, _, d := cfn.CollectStacks(set.Stacks, func(name string) bool { return name == names.StackIAM })
+	// patch its roles: core/merge folds them in with the merge's own rules.
+	s, d := merge.Late(s, Plugin, set)
 	diags = append(diags, d...)
-	if extra, ok := stacks[names.StackIAM]; ok {
-		extra.Description = ""
-		diags = append(diags, cfn.MergeStack(&s, *extra)...)
-	}
-	diags = append(diags, cfn.ApplyPatches(map[string]*construct.Stack{names.StackIAM: &s}, set.Patches, set.Protected)...)
 
 	r, d := cfn.RenderStack(s, c.Tags, nil)
 	diags = append(diags, d...)

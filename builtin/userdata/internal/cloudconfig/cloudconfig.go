@@ -130,12 +130,16 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, err
 func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, diag.List, error) {
 	var diags diag.List
 	var entries []writeFile
-	// origin remembers what wrote each path, for the duplicate-path fatal.
+	// origin remembers what wrote each path, for the duplicate-path fatal;
+	// plugin is the construct's owner ("" for what userdata adds itself).
 	origin := map[string]string{}
-	add := func(f writeFile, what string) {
+	add := func(f writeFile, what, plugin string) {
+		if plugin != "" {
+			what += fmt.Sprintf(" of plugin %q", plugin)
+		}
 		if prev, ok := origin[f.Path]; ok {
 			diags = append(diags, diag.Fatalf("%s and %s both write %s on %s", prev, what, f.Path, m).
-				WithHint("two plugins may not write the same file; drop one or use a systemd drop-in"))
+				WithHint("two plugins may not write the same file; drop one or use a systemd drop-in").About(plugin))
 			return
 		}
 		origin[f.Path] = what
@@ -148,7 +152,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 		}
 		where := fmt.Sprintf("constructs.files[%s:%s]", f.Target, f.Path)
 		if !path.IsAbs(f.Path) {
-			diags = append(diags, diag.Fatalf("file %q for %s: path must be absolute", f.Path, f.Target).At(where))
+			diags = append(diags, diag.Fatalf("file %q for %s: path must be absolute", f.Path, f.Target).At(where).About(f.Plugin))
 			continue
 		}
 		mode := f.Mode
@@ -162,11 +166,11 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 			if rest := strings.TrimSpace(Marker.ReplaceAllString(f.Content, "")); rest != "" || !Marker.MatchString(f.Content) {
 				// The content is never quoted here: it may be the secret.
 				diags = append(diags, diag.Fatalf("sensitive file %s for %s holds plain text; userdata never carries sensitive content in plain text", f.Path, f.Target).
-					At(where).WithHint("give the secret in cluster.yaml (valueFrom, or a property marked x-kube-aws-sensitive) and write its ((secret:...)) marker as the file's content"))
+					At(where).WithHint("give the secret in cluster.yaml (valueFrom, or a property marked x-kube-aws-sensitive) and write its ((secret:...)) marker as the file's content").About(f.Plugin))
 				continue
 			}
 		}
-		add(writeFile{Path: path.Clean(f.Path), Permissions: mode, Owner: owner(f.Owner), Content: f.Content}, "file "+where)
+		add(writeFile{Path: path.Clean(f.Path), Permissions: mode, Owner: owner(f.Owner), Content: f.Content}, "file "+where, f.Plugin)
 	}
 
 	var enable, restart []string
@@ -178,10 +182,10 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 		hasUnits = true
 		where := fmt.Sprintf("unit %s (%s)", u.Name, unitPath(u))
 		if u.Content != "" {
-			add(writeFile{Path: SystemdDir + "/" + u.Name, Permissions: "0644", Owner: owner(""), Content: u.Content}, where)
+			add(writeFile{Path: SystemdDir + "/" + u.Name, Permissions: "0644", Owner: owner(""), Content: u.Content}, where, u.Plugin)
 		}
 		for _, d := range u.DropIns {
-			add(writeFile{Path: DropInPath(u.Name, d.Name), Permissions: "0644", Owner: owner(""), Content: d.Content}, where)
+			add(writeFile{Path: DropInPath(u.Name, d.Name), Permissions: "0644", Owner: owner(""), Content: d.Content}, where, d.Plugin)
 		}
 		switch {
 		case u.Enable:
@@ -196,7 +200,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 	if m.Role != construct.Etcd || targetsKubelet(set, m) {
 		env, d := kubeletEnv(set, m, len(set.APIServer.Flags) > 0)
 		diags = append(diags, d...)
-		add(writeFile{Path: KubeletEnvPath, Permissions: "0644", Owner: owner(""), Content: env}, "the kubelet's flags")
+		add(writeFile{Path: KubeletEnvPath, Permissions: "0644", Owner: owner(""), Content: env}, "the kubelet's flags", "")
 	}
 
 	if m.Role == construct.Controller {
@@ -205,17 +209,17 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 			if err != nil {
 				diags = append(diags, diag.Fatalf("kube-apiserver static pod: %v", err).At("constructs.apiServer"))
 			} else {
-				add(writeFile{Path: podspec.ManifestPath, Permissions: "0600", Owner: owner(""), Content: string(pod)}, "the API server static pod")
+				add(writeFile{Path: podspec.ManifestPath, Permissions: "0600", Owner: owner(""), Content: string(pod)}, "the API server static pod", "")
 			}
 		}
 		for _, mf := range set.Manifests {
 			where := fmt.Sprintf("constructs.manifests[%s]", mf.Name)
 			name, err := manifestFile(mf.Name)
 			if err != nil {
-				diags = append(diags, diag.Fatalf("manifest %q: %v", mf.Name, err).At(where))
+				diags = append(diags, diag.Fatalf("manifest %q: %v", mf.Name, err).At(where).About(mf.Plugin))
 				continue
 			}
-			add(writeFile{Path: AddonsDir + "/" + name, Permissions: "0644", Owner: owner(""), Content: mf.Content}, "manifest "+where)
+			add(writeFile{Path: AddonsDir + "/" + name, Permissions: "0644", Owner: owner(""), Content: mf.Content}, "manifest "+where, mf.Plugin)
 		}
 	}
 
@@ -231,7 +235,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 	// would fail runcmd on a file not there yet.
 	sort.Strings(secretPaths)
 	if len(secretPaths) > 0 {
-		add(writeFile{Path: SecretsList, Permissions: "0600", Owner: owner(""), Content: strings.Join(secretPaths, "\n") + "\n"}, "the secrets list")
+		add(writeFile{Path: SecretsList, Permissions: "0600", Owner: owner(""), Content: strings.Join(secretPaths, "\n") + "\n"}, "the secrets list", "")
 	}
 
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
@@ -313,7 +317,13 @@ func checkTargets(c *config.Cluster, set *construct.Set) diag.List {
 		pools[p.Name] = true
 	}
 	var diags diag.List
-	check := func(t construct.Target, what, where string) {
+	check := func(t construct.Target, what, where, plugin string) {
+		n := len(diags)
+		defer func() {
+			for i := n; i < len(diags); i++ {
+				diags[i] = diags[i].About(plugin)
+			}
+		}()
 		switch {
 		case t.Role != construct.Controller && t.Role != construct.Etcd && t.Role != construct.Worker:
 			diags = append(diags, diag.Fatalf("%s targets role %q", what, t.Role).At(where).
@@ -327,19 +337,19 @@ func checkTargets(c *config.Cluster, set *construct.Set) diag.List {
 		}
 	}
 	for _, f := range set.Files {
-		check(f.Target, "file "+f.Path, fmt.Sprintf("constructs.files[%s:%s]", f.Target, f.Path))
+		check(f.Target, "file "+f.Path, fmt.Sprintf("constructs.files[%s:%s]", f.Target, f.Path), f.Plugin)
 	}
 	for _, u := range set.Units {
-		check(u.Target, "unit "+u.Name, unitPath(u))
+		check(u.Target, "unit "+u.Name, unitPath(u), u.Plugin)
 	}
 	for _, f := range set.KubeletFlags {
-		check(f.Target, "kubelet flag --"+f.Name, fmt.Sprintf("constructs.kubeletFlags[%s:%s]", f.Target, f.Name))
+		check(f.Target, "kubelet flag --"+f.Name, fmt.Sprintf("constructs.kubeletFlags[%s:%s]", f.Target, f.Name), f.Plugin)
 	}
 	for _, l := range set.NodeLabels {
-		check(l.Target, "node label "+l.Key, fmt.Sprintf("constructs.nodeLabels[%s:%s]", l.Target, l.Key))
+		check(l.Target, "node label "+l.Key, fmt.Sprintf("constructs.nodeLabels[%s:%s]", l.Target, l.Key), l.Plugin)
 	}
 	for _, t := range set.NodeTaints {
-		check(t.Target, "node taint "+t.Key, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", t.Target, t.Key, t.Effect))
+		check(t.Target, "node taint "+t.Key, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", t.Target, t.Key, t.Effect), t.Plugin)
 	}
 	return diags
 }

@@ -22,22 +22,22 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 	type taintKey struct{ key, effect string }
 	taints := map[taintKey]string{}
 
-	addLabel := func(kv, where string) {
+	addLabel := func(kv, where, plugin string) {
 		k, v, _ := strings.Cut(kv, "=")
 		if k == "" || strings.ContainsAny(k+v, ", \t\n\"") {
-			diags = append(diags, diag.Fatalf("node label %q on %s is not key=value", kv, m).At(where))
+			diags = append(diags, diag.Fatalf("node label %q on %s is not key=value", kv, m).At(where).About(plugin))
 			return
 		}
 		if !kubeletMaySet(k) {
 			diags = append(diags, diag.Fatalf("node label %s on %s is in a kubernetes.io or k8s.io namespace the kubelet may not set; the kubelet would refuse to start", k, m).At(where).
-				WithHint("use a label under node.kubernetes.io/ or node-restriction.kubernetes.io/ (set by an admin, not the kubelet), or your own domain"))
+				WithHint("use a label under node.kubernetes.io/ or node-restriction.kubernetes.io/ (set by an admin, not the kubelet), or your own domain").About(plugin))
 			return
 		}
 		labels[k] = v
 	}
-	addTaint := func(key, value, effect, where string) {
+	addTaint := func(key, value, effect, where, plugin string) {
 		if key == "" || strings.ContainsAny(key+value, ",=: \t\n\"") || !taintEffects[effect] {
-			diags = append(diags, diag.Fatalf("node taint %s=%s:%s on %s: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute", key, value, effect, m).At(where))
+			diags = append(diags, diag.Fatalf("node taint %s=%s:%s on %s: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute", key, value, effect, m).At(where).About(plugin))
 			return
 		}
 		taints[taintKey{key, effect}] = value
@@ -53,13 +53,13 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 			switch {
 			case name == "node-labels":
 				for _, kv := range splitList(f.Value) {
-					addLabel(kv, where)
+					addLabel(kv, where, f.Plugin)
 				}
 			case name == "register-with-taints":
 				for _, t := range splitList(f.Value) {
 					kv, effect, _ := strings.Cut(t, ":")
 					k, v, _ := strings.Cut(kv, "=")
-					addTaint(k, v, effect, where)
+					addTaint(k, v, effect, where, f.Plugin)
 				}
 			case construct.ListValuedKubeletFlags[name]:
 				values[name] = strings.Join(orderedUnion(splitList(values[name]), splitList(f.Value)), ",")
@@ -69,21 +69,21 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 		}
 		for _, l := range set.NodeLabels {
 			if m.matches(l.Target) && (l.Target.NodePool != "") == specific {
-				addLabel(l.Key+"="+l.Value, fmt.Sprintf("constructs.nodeLabels[%s:%s]", l.Target, l.Key))
+				addLabel(l.Key+"="+l.Value, fmt.Sprintf("constructs.nodeLabels[%s:%s]", l.Target, l.Key), l.Plugin)
 			}
 		}
 		for _, t := range set.NodeTaints {
 			if m.matches(t.Target) && (t.Target.NodePool != "") == specific {
-				addTaint(t.Key, t.Value, t.Effect, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", t.Target, t.Key, t.Effect))
+				addTaint(t.Key, t.Value, t.Effect, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", t.Target, t.Key, t.Effect), t.Plugin)
 			}
 		}
 	}
 	if m.Pool != nil {
 		for _, k := range sortedKeys(m.Pool.Labels) {
-			addLabel(k+"="+m.Pool.Labels[k], fmt.Sprintf("nodePools[%d].labels.%s", m.PoolIndex, k))
+			addLabel(k+"="+m.Pool.Labels[k], fmt.Sprintf("nodePools[%d].labels.%s", m.PoolIndex, k), "")
 		}
 		for i, t := range m.Pool.Taints {
-			addTaint(t.Key, t.Value, t.Effect, fmt.Sprintf("nodePools[%d].taints[%d]", m.PoolIndex, i))
+			addTaint(t.Key, t.Value, t.Effect, fmt.Sprintf("nodePools[%d].taints[%d]", m.PoolIndex, i), "")
 		}
 	}
 	if m.Role == construct.Controller && staticPod {

@@ -1,0 +1,61 @@
+package merge
+
+import (
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+// Late is how a plugin that renders a stack late (stage.PluginInfo.LateStacks)
+// finishes it in render: built is the stack the plugin made (the iam
+// plugin's roles, policies and instance profiles), renderer the plugin's
+// name, set the merged constructs it received. Late folds in every other
+// plugin's contribution to the stack (set.Stacks entries with Renderer set)
+// and applies the patches the merge carried for it, with the same rules and
+// the same diagnostics as the merge of initialise: a resource defined
+// differently names both plugins, a patch to a missing resource or a
+// protected path is refused. The diagnostics are the render stage's.
+func Late(built construct.Stack, renderer string, set *construct.Set) (construct.Stack, diag.List) {
+	if set == nil {
+		set = &construct.Set{}
+	}
+	m := newMerger(nil)
+	m.pluginIndex[renderer] = 0
+	m.addStack(renderer, &built)
+	for i := range set.Stacks {
+		st := &set.Stacks[i]
+		if st.Name != built.Name || st.Renderer == "" {
+			continue
+		}
+		owner := ownerOr(st.Plugin, renderer)
+		if _, seen := m.pluginIndex[owner]; !seen {
+			m.pluginIndex[owner] = len(m.pluginIndex)
+		}
+		m.addStack(owner, st)
+	}
+	for i, p := range set.Protected {
+		if p.Stack == built.Name {
+			m.addProtected(ownerOr(p.Plugin, renderer), i, p)
+		}
+	}
+	for i, p := range set.Patches {
+		if p.Stack == built.Name {
+			m.patches = append(m.patches, pendingPatch{plugin: ownerOr(p.Plugin, renderer), index: i, patch: p})
+		}
+	}
+	m.applyPatches()
+	out := m.stackByName[built.Name].s
+	out.Plugin, out.Renderer = renderer, ""
+	diags := m.diags
+	for i := range diags {
+		diags[i].Stage = string(stage.Render)
+	}
+	return out, diags
+}
+
+func ownerOr(plugin, fallback string) string {
+	if plugin == "" {
+		return fallback
+	}
+	return plugin
+}
