@@ -26,7 +26,8 @@ func benchContributions(nodePools, plugins int) []Contribution {
 	}
 	base := &construct.Set{}
 	network := construct.Stack{Name: "network", Description: "network", Resources: map[string]json.RawMessage{}, Outputs: map[string]json.RawMessage{}}
-	network.Resources["VPC"] = j(map[string]any{"Type": "AWS::EC2::VPC", "Properties": map[string]any{"CidrBlock": "10.0.0.0/16", "EnableDnsSupport": true, "EnableDnsHostnames": true}})
+	network.Resources["VPC"] = j(map[string]any{"Type": "AWS::EC2::VPC", "Properties": map[string]any{"CidrBlock": "10.0.0.0/16", "EnableDnsSupport": true, "EnableDnsHostnames": true,
+		"Tags": []any{map[string]any{"Key": "Name", "Value": "c-vpc"}}}})
 	for i := 0; i < 6; i++ {
 		id := fmt.Sprintf("Subnet%d", i)
 		network.Resources[id] = j(map[string]any{"Type": "AWS::EC2::Subnet", "Properties": map[string]any{
@@ -54,8 +55,9 @@ func benchContributions(nodePools, plugins int) []Contribution {
 						"SecurityGroupIds":   []any{map[string]any{"Ref": "SecurityGroup"}},
 						"BlockDeviceMappings": []any{map[string]any{"DeviceName": "/dev/xvda",
 							"Ebs": map[string]any{"VolumeSize": 50, "VolumeType": "gp3", "Encrypted": true}}},
-						"MetadataOptions": map[string]any{"HttpTokens": "required", "HttpPutResponseHopLimit": 2},
-						"UserData":        map[string]any{"Fn::Base64": map[string]any{"Fn::Sub": "#!/bin/bash\nexec /opt/bin/fetch s3://${Bucket}/${Key}\n"}},
+						"MetadataOptions":   map[string]any{"HttpTokens": "required", "HttpPutResponseHopLimit": 2},
+						"TagSpecifications": []any{map[string]any{"ResourceType": "instance", "Tags": []any{map[string]any{"Key": "Name", "Value": name}}}},
+						"UserData":          map[string]any{"Fn::Base64": map[string]any{"Fn::Sub": "#!/bin/bash\nexec /opt/bin/fetch s3://${Bucket}/${Key}\n"}},
 					}}}),
 				"ASG": j(map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
 					"MinSize": "1", "MaxSize": "10", "DesiredCapacity": "3",
@@ -130,13 +132,19 @@ func benchContributions(nodePools, plugins int) []Contribution {
 		s.HelmReleases = []construct.HelmRelease{{Name: name, Namespace: "kube-system", Chart: construct.Chart{Repository: "https://charts.example.com", Name: name, Version: "1.2.3"},
 			Values: j(map[string]any{"replicas": 2, "image": map[string]any{"tag": "v1"}, "resources": map[string]any{"limits": map[string]any{"cpu": "100m"}}})}}
 		s.Manifests = []construct.Manifest{{Name: name, Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n"}}
+		// Every plugin tags the same resources: each appends its tag to the
+		// list (replacing another plugin's list would be a conflict), and
+		// sets a key of its own with a merge patch.
 		for k := 0; k < 10; k++ {
 			pool := fmt.Sprintf("nodepool-pool%d", (i*7+k)%nodePools)
 			s.Patches = append(s.Patches,
-				construct.Patch{Stack: pool, LogicalID: "LaunchTemplate", Merge: j(map[string]any{"Properties": map[string]any{"LaunchTemplateData": map[string]any{
-					"TagSpecifications": []any{map[string]any{"ResourceType": "instance", "Tags": []any{map[string]any{"Key": name, "Value": "true"}}}}}}})})
+				construct.Patch{Stack: pool, LogicalID: "LaunchTemplate",
+					Merge: j(map[string]any{"Metadata": map[string]any{name: map[string]any{"managed": true}}}),
+					Operations: j([]any{map[string]any{"op": "add", "path": "/Properties/LaunchTemplateData/TagSpecifications/0/Tags/-",
+						"value": map[string]any{"Key": name, "Value": "true"}}})})
 		}
-		s.Patches = append(s.Patches, construct.Patch{Stack: "network", LogicalID: "VPC", Merge: j(map[string]any{"Properties": map[string]any{"Tags": []any{map[string]any{"Key": "p", "Value": name}}}})})
+		s.Patches = append(s.Patches, construct.Patch{Stack: "network", LogicalID: "VPC",
+			Operations: j([]any{map[string]any{"op": "add", "path": "/Properties/Tags/-", "value": map[string]any{"Key": "p", "Value": name}}})})
 		contribs = append(contribs, Contribution{Plugin: name, Set: s})
 	}
 	return contribs

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 )
@@ -18,6 +20,91 @@ type pendingPatch struct {
 	plugin string
 	index  int // in the plugin's own Patches, for the diagnostic's path
 	patch  construct.Patch
+
+	// Set by prepare: the merge patch decoded, the RFC 6902 operations,
+	// and what the patch writes (both parts, in the order they apply).
+	mergeObj map[string]any
+	ops      jsonpatch.Patch
+	opWrites []write
+	writes   []write
+}
+
+// prepare checks a patch's form and decodes it, or says what is wrong.
+func (pp *pendingPatch) prepare() *diag.Diagnostic {
+	p := pp.patch
+	path := fmt.Sprintf("constructs.patches[%d]", pp.index)
+	what := fmt.Sprintf("resource %q in stack %q", p.LogicalID, p.Stack)
+	if isBlank(p.Merge) && isBlank(p.Operations) {
+		d := fatalDiag(pp.plugin, path, fmt.Sprintf("plugin %q patches %s with neither a merge patch nor operations", pp.plugin, what),
+			"a patch has a JSON merge patch (merge), RFC 6902 operations (operations), or both")
+		return &d
+	}
+	if !isBlank(p.Merge) {
+		// A merge patch that is not an object would replace the whole
+		// resource, which is defining it, not patching it.
+		if !isJSONObject(p.Merge) {
+			d := notObjectPatch(*pp)
+			return &d
+		}
+		doc, err := decodeJSON(p.Merge)
+		if err != nil {
+			d := fatalDiag(pp.plugin, path, fmt.Sprintf("plugin %q patches %s with invalid JSON: %v", pp.plugin, what, err), "fix the patch's JSON")
+			return &d
+		}
+		pp.mergeObj = doc.(map[string]any)
+		pp.writes = mergeWrites(pp.mergeObj, nil, nil)
+	}
+	if !isBlank(p.Operations) {
+		ops, writes, err := decodeOperations(p.Operations)
+		if err != nil {
+			d := fatalDiag(pp.plugin, path, fmt.Sprintf("plugin %q patches %s: %v", pp.plugin, what, err),
+				`operations are an RFC 6902 array such as [{"op": "add", "path": "/Properties/Tags/-", "value": {"Key": "team", "Value": "a"}}]`)
+			return &d
+		}
+		pp.ops, pp.opWrites = ops, writes
+		pp.writes = append(pp.writes, writes...)
+	}
+	return nil
+}
+
+// clashes reports, for each pair of patches from two plugins to one
+// resource whose writes overlap (clash), a fatal naming both plugins, the
+// stack, the resource and the path, blamed on the later plugin, whose patch
+// is then not applied. Two plugins setting a path to the same value, or both
+// appending to a list, do not clash: plugin order then decides nothing but
+// the order of the list.
+func (m *merger) clashes(refused []bool, outcomes []diag.List) {
+	byKey := map[[2]string][]int{}
+	for i, pp := range m.patches {
+		if !refused[i] {
+			k := [2]string{pp.patch.Stack, pp.patch.LogicalID}
+			byKey[k] = append(byKey[k], i)
+		}
+	}
+	for _, idx := range byKey {
+		for a := 0; a < len(idx); a++ {
+			for b := a + 1; b < len(idx); b++ {
+				x, y := &m.patches[idx[a]], &m.patches[idx[b]]
+				if x.plugin == y.plugin || refused[idx[a]] || refused[idx[b]] {
+					continue
+				}
+				wx, wy, ok := firstClash(x.writes, y.writes)
+				if !ok {
+					continue
+				}
+				where := wx.pointer()
+				if wy.pointer() != where {
+					where += " and " + wy.pointer()
+				}
+				// m.patches is in plugin order: y is the later plugin's.
+				outcomes[idx[b]] = append(outcomes[idx[b]], fatalDiag(y.plugin, fmt.Sprintf("constructs.patches[%d]", y.index),
+					fmt.Sprintf("plugins %q and %q both patch %s of resource %q in stack %q, so plugin order would decide the result: %q %s (%s), %q %s (%s)",
+						x.plugin, y.plugin, where, y.patch.LogicalID, y.patch.Stack, x.plugin, wx.describe(), wx.op, y.plugin, wy.describe(), wy.op),
+					"patch paths that do not overlap, or set the same value; to add to a list another plugin makes, append with an RFC 6902 operation {\"op\": \"add\", \"path\": \".../-\"} instead of replacing the list"))
+				refused[idx[b]] = true
+			}
+		}
+	}
 }
 
 // parallelPatches is the number of patches from which applying them is
@@ -51,7 +138,17 @@ func (m *merger) applyPatches() {
 	var groups []*group
 	byKey := map[[2]string]*group{}
 	outcomes := make([]diag.List, len(m.patches))
+	refused := make([]bool, len(m.patches))
+	for i := range m.patches {
+		if d := m.patches[i].prepare(); d != nil {
+			outcomes[i], refused[i] = diag.List{*d}, true
+		}
+	}
+	m.clashes(refused, outcomes)
 	for i, pp := range m.patches {
+		if refused[i] {
+			continue
+		}
 		k := [2]string{pp.patch.Stack, pp.patch.LogicalID}
 		g := byKey[k]
 		if g == nil {
@@ -65,12 +162,8 @@ func (m *merger) applyPatches() {
 		// render: the merged set carries the patch to the plugin that
 		// renders the stack, which applies it with Late.
 		if !g.exists && m.late[k[0]] != "" {
-			if !isJSONObject(pp.patch.Merge) {
-				outcomes[i] = diag.List{notObjectPatch(pp)}
-				continue
-			}
 			p := pp.patch
-			p.Merge = cloneRaw(p.Merge)
+			p.Merge, p.Operations = cloneRaw(p.Merge), cloneRaw(p.Operations)
 			p.Plugin = pp.plugin
 			m.deferred = append(m.deferred, p)
 			continue
@@ -153,18 +246,9 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 		}
 		return fatal(msg, "check the logical ID in the patch; if the plugin that makes the resource is disabled, enable it or drop the patch")
 	}
-	// A merge patch that is not an object would replace the whole resource,
-	// which is defining it, not patching it.
-	if !isJSONObject(p.Merge) {
-		return nil, diag.List{notObjectPatch(pp)}
-	}
-	patchDoc, err := decodeJSON(p.Merge)
-	if err != nil {
-		return fatal(fmt.Sprintf("plugin %q patches %s with invalid JSON: %v", pp.plugin, what, err), "fix the patch's JSON")
-	}
-	patchObj := patchDoc.(map[string]any)
+	patchObj := pp.mergeObj
 
-	// A merge patch changes only what it names, so which protected paths and
+	// A patch changes only what it names, so which protected paths and
 	// whether Type can change is known from the patch alone; the resource is
 	// only decoded when that is in question.
 	type hit struct {
@@ -173,19 +257,43 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 	}
 	var hits []hit
 	for _, pr := range protected {
-		if reason, ok := touches(patchObj, pr.tokens); ok {
-			hits = append(hits, hit{pr, reason})
+		if patchObj != nil {
+			if reason, ok := touches(patchObj, pr.tokens); ok {
+				hits = append(hits, hit{pr, reason})
+				continue
+			}
+		}
+		for _, w := range pp.opWrites {
+			if w.kind != wRead && near(w, pr.tokens) {
+				hits = append(hits, hit{pr, "'s " + w.op + " " + w.describe()})
+				break
+			}
 		}
 	}
 	_, typeTouched := patchObj["Type"]
-
-	patched, err := focusMergePatch(body, patchObj, p.Merge)
-	if err != nil {
-		return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
+	for _, w := range pp.opWrites {
+		typeTouched = typeTouched || writesType(w)
 	}
-	// MergePatch adds the new keys of one object in map order; sort them so
-	// the same input always gives the same bytes.
-	if addsSeveralKeys(patchObj) {
+
+	patched := []byte(body)
+	if patchObj != nil {
+		var err error
+		if patched, err = focusMergePatch(body, patchObj, p.Merge); err != nil {
+			return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
+		}
+	}
+	if pp.ops != nil {
+		var err error
+		if patched, err = pp.ops.ApplyWithOptions(patched, applyOptions()); err != nil {
+			return fatal(fmt.Sprintf("plugin %q could not apply its operations to %s: %v", pp.plugin, what, err),
+				fmt.Sprintf("check each operation's path against the resource in rendered/stacks/%s.json (kube-aws render without the patch shows it); \"add\" to \".../-\" needs the list to exist", p.Stack))
+		}
+	}
+	// MergePatch adds the new keys of one object in map order, and
+	// json-patch re-encodes what it touched; sort keys so the same input
+	// always gives the same bytes.
+	if addsSeveralKeys(patchObj) || pp.ops != nil {
+		var err error
 		if patched, err = canonicalObject(patched); err != nil {
 			return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
 		}
@@ -237,6 +345,14 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 		return nil, out
 	}
 	return patched, nil
+}
+
+// applyOptions are json-patch's defaults, except that HTML characters stay
+// as they are (a userdata script keeps its && and <).
+func applyOptions() *jsonpatch.ApplyOptions {
+	o := jsonpatch.NewApplyOptions()
+	o.EscapeHTML = false
+	return o
 }
 
 // addsSeveralKeys reports whether some object the patch merges into has two

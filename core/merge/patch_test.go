@@ -31,36 +31,114 @@ func patchSet(stackName, id, merge string) construct.Set {
 	return construct.Set{Patches: []construct.Patch{{Stack: stackName, LogicalID: id, Merge: raw(merge)}}}
 }
 
-func TestPatchesApplyInPluginOrder(t *testing.T) {
+// Patches from two plugins that do not overlap both apply; patches that
+// overlap are a conflict naming both plugins, the stack, the resource and
+// the path, in either plugin order (the old rule, "the later plugin's patch
+// applies last", let plugin order decide silently: issue 10, point 1).
+func TestPatchesFromTwoPlugins(t *testing.T) {
 	b := base()
 	p1 := construct.Set{Patches: []construct.Patch{
 		{Stack: "nodepool-a", LogicalID: "LaunchTemplate", Merge: raw(`{"Properties":{"LaunchTemplateData":{"InstanceType":"m5.large","Monitoring":{"Enabled":true}}}}`)},
 		{Stack: "nodepool-a", LogicalID: "ASG", Merge: raw(`{"Properties":{"MaxSize":"3"}}`)},
 	}}
-	p2 := patchSet("nodepool-a", "LaunchTemplate", `{"Properties":{"LaunchTemplateData":{"InstanceType":"c5.xlarge","Monitoring":null}}}`)
+	p2 := patchSet("nodepool-a", "LaunchTemplate", `{"Properties":{"LaunchTemplateData":{"ImageId":"ami-1"}}}`)
 	out := mustMerge(t, []Contribution{{"cloudformation", &b}, {"p1", &p1}, {"p2", &p2}})
-	lt := resourceJSON(t, out, "nodepool-a", "LaunchTemplate")
-	data := lt["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
-	if data["InstanceType"] != "c5.xlarge" {
-		t.Errorf("InstanceType = %v: the later plugin's patch must apply last", data["InstanceType"])
-	}
-	if _, ok := data["Monitoring"]; ok {
-		t.Error("p2's null did not remove what p1 added")
-	}
-	if data["UserData"] == nil {
-		t.Error("unrelated protected value lost")
+	data := resourceJSON(t, out, "nodepool-a", "LaunchTemplate")["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
+	if data["InstanceType"] != "m5.large" || data["ImageId"] != "ami-1" || data["Monitoring"] == nil || data["UserData"] == nil {
+		t.Errorf("launch template data %v", data)
 	}
 	asg := resourceJSON(t, out, "nodepool-a", "ASG")
 	if got := asg["Properties"].(map[string]any); got["MaxSize"] != "3" || got["MinSize"] != "1" {
 		t.Errorf("ASG properties = %v", got)
 	}
 
-	// The other order gives the other result: order decides patches, which
-	// by design apply in sequence, and never conflicts.
-	out = mustMerge(t, []Contribution{{"cloudformation", &b}, {"p2", &p2}, {"p1", &p1}})
-	data = resourceJSON(t, out, "nodepool-a", "LaunchTemplate")["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
-	if data["InstanceType"] != "m5.large" || data["Monitoring"] == nil {
-		t.Errorf("reversed order: %v", data)
+	clashes := []struct {
+		name     string
+		a, b     construct.Patch
+		contains []string
+	}{
+		{"same path, different values",
+			construct.Patch{Merge: raw(`{"Properties":{"LaunchTemplateData":{"InstanceType":"m5.large"}}}`)},
+			construct.Patch{Merge: raw(`{"Properties":{"LaunchTemplateData":{"InstanceType":"c5.xlarge"}}}`)},
+			[]string{"/Properties/LaunchTemplateData/InstanceType", `"m5.large"`, `"c5.xlarge"`}},
+		{"one removes what the other sets",
+			construct.Patch{Merge: raw(`{"Properties":{"LaunchTemplateData":{"Monitoring":{"Enabled":true}}}}`)},
+			construct.Patch{Merge: raw(`{"Properties":{"LaunchTemplateData":{"Monitoring":null}}}`)},
+			[]string{"/Properties/LaunchTemplateData/Monitoring/Enabled", "removes /Properties/LaunchTemplateData/Monitoring"}},
+		{"a list replaced whole by both",
+			construct.Patch{Merge: raw(`{"Properties":{"TagSpecifications":[{"ResourceType":"volume"}]}}`)},
+			construct.Patch{Merge: raw(`{"Properties":{"TagSpecifications":[{"ResourceType":"instance"}]}}`)},
+			[]string{"/Properties/TagSpecifications"}},
+		{"an operation and a merge patch",
+			construct.Patch{Operations: raw(`[{"op":"replace","path":"/Properties/LaunchTemplateData/InstanceType","value":"m5.large"}]`)},
+			construct.Patch{Merge: raw(`{"Properties":{"LaunchTemplateData":{"InstanceType":"c5.xlarge"}}}`)},
+			[]string{"operation 0 (replace)", "the merge patch"}},
+		{"an append and a replacement of the list",
+			construct.Patch{Operations: raw(`[{"op":"add","path":"/Properties/TagSpecifications/-","value":{"ResourceType":"volume"}}]`)},
+			construct.Patch{Merge: raw(`{"Properties":{"TagSpecifications":[]}}`)},
+			[]string{"appends", "/Properties/TagSpecifications"}},
+	}
+	for _, tc := range clashes {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, order := range [][2]string{{"p1", "p2"}, {"p2", "p1"}} {
+				pa, pb := tc.a, tc.b
+				pa.Stack, pa.LogicalID, pb.Stack, pb.LogicalID = "nodepool-a", "LaunchTemplate", "nodepool-a", "LaunchTemplate"
+				sets := map[string]*construct.Set{"p1": {Patches: []construct.Patch{pa}}, "p2": {Patches: []construct.Patch{pb}}}
+				b := base()
+				_, diags := Merge([]Contribution{{"cloudformation", &b}, {order[0], sets[order[0]]}, {order[1], sets[order[1]]}})
+				checkConflict(t, diags, order[1], "constructs.patches[0]",
+					append(tc.contains, `plugins "`+order[0]+`" and "`+order[1]+`"`, `resource "LaunchTemplate"`, `stack "nodepool-a"`)...)
+			}
+		})
+	}
+
+	// The same value from both, or appends from both, decide nothing.
+	same := patchSet("nodepool-a", "LaunchTemplate", `{"Properties":{"LaunchTemplateData":{"InstanceType":"m5.large"}}}`)
+	same2 := construct.Set{Patches: []construct.Patch{{Stack: "nodepool-a", LogicalID: "LaunchTemplate",
+		Operations: raw(`[{"op":"replace","path":"/Properties/LaunchTemplateData/InstanceType","value":"m5.large"}]`)}}}
+	mustMerge(t, []Contribution{{"cloudformation", &b}, {"p1", &same}, {"p2", &same2}})
+}
+
+// The case of issue 10: the built-in makes the API load balancer with two
+// tags; two plugins each add one with an RFC 6902 append, and all four
+// come out, whatever the plugin order, while a protected list is refused.
+func TestOperationsAppendToAList(t *testing.T) {
+	lb := construct.Set{Stacks: []construct.Stack{stack("control-plane", map[string]string{
+		"LoadBalancer": `{"Type":"AWS::ElasticLoadBalancingV2::LoadBalancer","Properties":{"Tags":[{"Key":"Name","Value":"demo-api"},{"Key":"kubernetes.io/cluster/demo","Value":"owned"}]}}`,
+	})}}
+	tag := func(k string) construct.Set {
+		return construct.Set{Patches: []construct.Patch{{Stack: "control-plane", LogicalID: "LoadBalancer",
+			Operations: raw(`[{"op":"add","path":"/Properties/Tags/-","value":{"Key":"` + k + `","Value":"1"}}]`)}}}
+	}
+	a, b := tag("team"), tag("cost-center")
+	for _, c := range [][]Contribution{
+		{{"cloudformation", &lb}, {"a", &a}, {"b", &b}},
+		{{"cloudformation", &lb}, {"b", &b}, {"a", &a}},
+	} {
+		out := mustMerge(t, c)
+		var keys []string
+		for _, tg := range resourceJSON(t, out, "control-plane", "LoadBalancer")["Properties"].(map[string]any)["Tags"].([]any) {
+			keys = append(keys, tg.(map[string]any)["Key"].(string))
+		}
+		if len(keys) != 4 || keys[0] != "Name" || keys[1] != "kubernetes.io/cluster/demo" {
+			t.Errorf("tags %v, want the built-in's two then both plugins'", keys)
+		}
+	}
+
+	prot := lb
+	prot.Protected = []construct.Protected{{Stack: "control-plane", LogicalID: "LoadBalancer", Pointer: "/Properties/Tags", Reason: "owned tags"}}
+	_, diags := Merge([]Contribution{{"cloudformation", &prot}, {"a", &a}})
+	checkConflict(t, diags, "a", "constructs.patches[0]", "may not change protected path /Properties/Tags", "operation 0 (add) appends", "owned tags")
+
+	bad := construct.Set{Patches: []construct.Patch{{Stack: "control-plane", LogicalID: "LoadBalancer",
+		Operations: raw(`[{"op":"test","path":"/Properties/Scheme","value":"internal"}]`)}}}
+	_, diags = Merge([]Contribution{{"cloudformation", &lb}, {"a", &bad}})
+	checkConflict(t, diags, "a", "constructs.patches[0]", "could not apply its operations", "/Properties/Scheme")
+
+	for _, ops := range []string{`{"op":"add"}`, `[{"op":"frobnicate","path":"/a"}]`, `[{"op":"add","path":"a","value":1}]`, `[{"op":"replace","path":"/a"}]`, `[]`} {
+		bad := construct.Set{Patches: []construct.Patch{{Stack: "control-plane", LogicalID: "LoadBalancer", Operations: raw(ops)}}}
+		_, diags = Merge([]Contribution{{"cloudformation", &lb}, {"a", &bad}})
+		checkConflict(t, diags, "a", "constructs.patches[0]", `plugin "a" patches resource "LoadBalancer"`)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/stage"
 )
 
 func minimal() *config.Cluster {
@@ -464,5 +465,64 @@ func TestRenderRefusesSourceFromMissingStack(t *testing.T) {
 	_, _, diags := Render(minimal(), Values{}, nil, set)
 	if !has(diags, diag.Fatal, "stack etcd: parameter SecurityGroupId comes from stack network, which no plugin contributes", "") {
 		t.Errorf("want a fatal for the missing network stack: %v", diags)
+	}
+}
+
+// Issue 10, points 1 and 2, on the real control-plane stack: two plugins
+// replacing the API load balancer's Tags is a conflict naming both, in
+// either order; appending with RFC 6902 operations keeps the built-in's
+// Name and cluster tags and both plugins' tags in the rendered template.
+func TestTwoPluginsTagTheAPILoadBalancer(t *testing.T) {
+	c := minimal()
+	set := initialise(t, c)
+	mergeTags := func(key string) *construct.Set {
+		return &construct.Set{Patches: []construct.Patch{{Stack: names.StackControlPlane, LogicalID: names.APILoadBalancer,
+			Merge: json.RawMessage(`{"Properties":{"Tags":[{"Key":"` + key + `","Value":"1"}]}}`)}}}
+	}
+	appendTag := func(key string) *construct.Set {
+		return &construct.Set{Patches: []construct.Patch{{Stack: names.StackControlPlane, LogicalID: names.APILoadBalancer,
+			Operations: json.RawMessage(`[{"op":"add","path":"/Properties/Tags/-","value":{"Key":"` + key + `","Value":"1"}}]`)}}}
+	}
+	run := func(a, b string, patch func(string) *construct.Set) ([]stage.File, diag.List) {
+		m, diags := merge.MergeWith([]merge.Contribution{
+			{Plugin: "cloudformation", Set: set}, {Plugin: a, Set: patch(a)}, {Plugin: b, Set: patch(b)},
+		}, merge.Options{Late: []merge.LateStacks{{Plugin: "iam", Stacks: []string{names.StackIAM}}}})
+		if diags.HasFatal() {
+			return nil, diags
+		}
+		files, _, rd := Render(c, Values{}, nil, m)
+		return files, rd
+	}
+	for _, order := range [][2]string{{"team", "cost"}, {"cost", "team"}} {
+		_, diags := run(order[0], order[1], mergeTags)
+		if len(diags) != 1 || diags[0].Plugin != order[1] || diags[0].Path != "constructs.patches[0]" ||
+			!strings.Contains(diags[0].Message, `plugins "`+order[0]+`" and "`+order[1]+`" both patch /Properties/Tags of resource "LoadBalancer" in stack "control-plane"`) {
+			t.Errorf("two plugins replacing the tags (%v): %v", order, diags)
+		}
+
+		files, diags := run(order[0], order[1], appendTag)
+		if diags.HasFatal() {
+			t.Fatal(diags)
+		}
+		var tmpl struct {
+			Resources map[string]struct {
+				Properties struct{ Tags []struct{ Key string } }
+			}
+		}
+		for _, f := range files {
+			if f.Path == "stacks/control-plane.json" {
+				if err := json.Unmarshal(f.Content, &tmpl); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var keys []string
+		for _, tg := range tmpl.Resources["LoadBalancer"].Properties.Tags {
+			keys = append(keys, tg.Key)
+		}
+		want := "Name kubernetes.io/cluster/" + c.ClusterName + " " + order[0] + " " + order[1]
+		if strings.Join(keys, " ") != want {
+			t.Errorf("tags %v, want %s", keys, want)
+		}
 	}
 }
