@@ -152,11 +152,11 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 			continue
 		}
 		if calls[i].res != nil {
-			diags = append(diags, calls[i].res.Diagnostics.WithDefaults(pname, string(name))...)
+			diags = append(diags, calls[i].res.Diagnostics.Reported(pname, string(name))...)
 		}
 		// Diagnostics a plugin streamed as events count too, once.
-		for _, d := range calls[i].streamed.WithDefaults(pname, string(name)) {
-			if calls[i].res == nil || !containsDiag(calls[i].res.Diagnostics.WithDefaults(pname, string(name)), d) {
+		for _, d := range calls[i].streamed.Reported(pname, string(name)) {
+			if calls[i].res == nil || !containsDiag(calls[i].res.Diagnostics.Reported(pname, string(name)), d) {
 				diags = append(diags, d)
 			}
 		}
@@ -171,6 +171,11 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 	}
 	if s.Plan.Options.WarningsAsErrors {
 		diags = diags.PromoteWarnings()
+	}
+	// A plugin points at cluster.yaml by config path; the user wants the
+	// line (docs/plugins.md, Diagnostics).
+	if cfg := s.Plan.Config; cfg != nil && cfg.Cluster != nil {
+		diags = cfg.Cluster.Locate(diags)
 	}
 	if cfg := s.Plan.Config; cfg != nil && s.Plan.Deps.Redact != nil && len(cfg.Secrets) > 0 {
 		for i := range diags {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -596,4 +597,45 @@ func TestBrokenPluginsAndLayouts(t *testing.T) {
 			l.assertNoPluginLeft()
 		})
 	}
+}
+
+// A plugin's diagnostic with a config path gets its place in cluster.yaml,
+// in the text and the JSON output (issue 10, point 3).
+func TestPluginDiagnosticsPointAtTheirLine(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: shout}`)
+	b, err := os.ReadFile(filepath.Join(l.cluster, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, col := 0, 0
+	for i, s := range strings.Split(string(b), "\n") {
+		if c := strings.Index(s, "shout"); c >= 0 {
+			line, col = i+1, c+1
+		}
+	}
+	file := filepath.Join(l.cluster, "cluster.yaml")
+
+	_, errOut, code := l.run("render")
+	want := fmt.Sprintf("warning [hello/initialise] %s:%d:%d plugins.hello.values.greeting: hello: do not shout", file, line, col)
+	if code != 0 || !strings.Contains(errOut, want) {
+		t.Fatalf("render: exit %d, want %q in\n%s", code, want, errOut)
+	}
+	out, _, code := l.run("render", "--output", "json")
+	var doc struct {
+		Diagnostics []diag.Diagnostic `json:"diagnostics"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 {
+		t.Fatalf("render --output json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, d := range doc.Diagnostics {
+		if d.Message == "hello: do not shout" {
+			if d.File != file || d.Line != line || d.Column != col || d.Path != "plugins.hello.values.greeting" {
+				t.Errorf("JSON diagnostic %+v, want %s:%d:%d", d, file, line, col)
+			}
+			return
+		}
+	}
+	t.Errorf("no diagnostic from hello in %s", out)
 }

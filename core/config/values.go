@@ -288,6 +288,15 @@ func (c *Cluster) ValuesPath(plugin, pool, pointer string) string {
 	return c.pathFor(JoinPath("plugins", plugin)+".values", segs)
 }
 
+// PointerPath is the config path of the value at a JSON pointer under the
+// config path base: PointerPath("plugins.app.values.chart", "/server/port")
+// is plugins.app.values.chart.server.port. A plugin that passes part of its
+// values on (a Helm release's values, say) names where they came from, and a
+// problem found in them later still points at cluster.yaml.
+func (c *Cluster) PointerPath(base, pointer string) string {
+	return c.pathFor(base, pointerSegments(pointer))
+}
+
 // pathFor turns pointer segments into a config path, choosing between a map
 // key and a list index for numeric segments by what the file holds.
 func (c *Cluster) pathFor(base string, segs []string) string {
@@ -323,13 +332,23 @@ func escapePointer(s string) string {
 }
 
 // Locate fills in file:line:column on every diagnostic that has a config
-// path but no file, from where that path sits in cluster.yaml. Use it on
-// diagnostics made without the cluster at hand (ChooseProviders, say).
+// path but no file, from where that path (or, for a defaulted value, its
+// closest written ancestor) sits in cluster.yaml. Use it on diagnostics
+// made without the cluster at hand: plugins' diagnostics, ChooseProviders'.
+// A path that is not in the file at all (a construct path such as
+// constructs.units[worker:a.service]) is left without a position.
 func (c *Cluster) Locate(diags diag.List) diag.List {
 	out := make(diag.List, len(diags))
 	for i, d := range diags {
-		if d.File == "" && d.Path != "" {
-			d = posDiag(c, d)
+		if d.File == "" && d.Path != "" && c != nil && c.src != nil {
+			// The path or a written ancestor, but not the document itself:
+			// a path that is not cluster.yaml's gets no position.
+			for p := d.Path; p != ""; p = parentPath(p) {
+				if pos, ok := c.src.value[p]; ok {
+					d = d.InFile(c.src.file, pos.Line, pos.Column)
+					break
+				}
+			}
 		}
 		out[i] = d
 	}

@@ -80,6 +80,10 @@ func (d Diagnostic) String() string {
 			}
 			b.WriteString(d.Stage)
 		}
+		if d.ReportedBy != "" {
+			b.WriteString(", reported by ")
+			b.WriteString(d.ReportedBy)
+		}
 		b.WriteString("]")
 	}
 	if loc := d.Location(); loc != "" {
@@ -146,6 +150,22 @@ func (l List) WithDefaults(plugin, stage string) List {
 			d.Stage = stage
 		}
 		out[i] = d
+	}
+	return out
+}
+
+// Reported stamps the diagnostics one plugin reported in a stage: Plugin
+// and Stage default to the reporter and the stage, and ReportedBy names the
+// reporter exactly when Plugin names another plugin (the one whose
+// contribution the diagnostic is about). What a plugin put in ReportedBy
+// itself is not trusted.
+func (l List) Reported(reporter, stage string) List {
+	out := l.WithDefaults(reporter, stage)
+	for i := range out {
+		out[i].ReportedBy = ""
+		if out[i].Plugin != reporter {
+			out[i].ReportedBy = reporter
+		}
 	}
 	return out
 }

@@ -397,7 +397,7 @@ func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Ev
 
 	emit := func(ev stage.Event) error {
 		if ev.Diagnostic != nil {
-			d := diag.List{*ev.Diagnostic}.WithDefaults(p.Name, string(in.Stage))[0]
+			d := diag.List{*ev.Diagnostic}.Reported(p.Name, string(in.Stage))[0]
 			ev.Diagnostic = &d
 		}
 		if onEvent != nil {
@@ -410,7 +410,7 @@ func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Ev
 
 	res, err := p.rpc.RunStage(sctx, in, p.services, emit)
 	if err == nil {
-		res.Diagnostics = res.Diagnostics.WithDefaults(p.Name, string(in.Stage))
+		res.Diagnostics = res.Diagnostics.Reported(p.Name, string(in.Stage))
 		if len(res.Diagnostics) == 0 {
 			res.Diagnostics = nil
 		}

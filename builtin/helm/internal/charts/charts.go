@@ -9,15 +9,18 @@
 package charts
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -81,8 +84,9 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 	list := make([]Release, 0, len(releases))
 	for _, r := range releases {
 		where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
+		// What is wrong with a release is the plugin's that contributed it.
 		fatal := func(format string, args ...any) {
-			diags = append(diags, diag.Fatalf("%s: %s", describe(r), fmt.Sprintf(format, args...)).At(where))
+			diags = append(diags, diag.Fatalf("%s: %s", describe(r), fmt.Sprintf(format, args...)).At(where).About(r.Plugin))
 		}
 		if err := chartutil.ValidateReleaseName(r.Name); err != nil {
 			fatal("%v", err)
@@ -136,9 +140,12 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 				fatal("packaging chart %s: %v", r.Chart.Path, err)
 				continue
 			}
-			if ds := check(ch, r, values, caps); len(ds) > 0 {
+			if ds := check(c, ch, r, values, caps); len(ds) > 0 {
 				for _, d := range ds {
-					diags = append(diags, d.At(where))
+					if d.Path == "" {
+						d = d.At(where)
+					}
+					diags = append(diags, d.About(r.Plugin))
 				}
 				continue
 			}
@@ -158,7 +165,7 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 			}
 			if r.Chart.Version == "" {
 				diags = append(diags, diag.Warningf("%s: chart %s from %s has no version; each boot installs whatever is newest",
-					describe(r), r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version"))
+					describe(r), r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version").About(r.Plugin))
 			}
 			entry.Repository, entry.Chart, entry.Version = r.Chart.Repository, r.Chart.Name, r.Chart.Version
 		default:
@@ -212,7 +219,7 @@ func capabilities(version string) (*chartutil.Capabilities, error) {
 // chart's Kubernetes version range, its dependencies, its values schema,
 // every template rendered with the release's values, and every rendered
 // manifest and CRD file parsed as Helm parses them (checkManifests).
-func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps *chartutil.Capabilities) []diag.Diagnostic {
+func check(c *config.Cluster, ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps *chartutil.Capabilities) []diag.Diagnostic {
 	fatal := func(format string, args ...any) []diag.Diagnostic {
 		return []diag.Diagnostic{diag.Fatalf("%s: chart %s %s: %s", describe(r), ch.Name(), ch.Metadata.Version, fmt.Sprintf(format, args...))}
 	}
@@ -231,8 +238,19 @@ func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps
 	if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
 		return fatal("processing dependencies: %v", err)
 	}
+	// The values against the charts' values.schema.json, as helm install
+	// checks them, but here, so that a failure can point at cluster.yaml.
+	coalesced, err := chartutil.CoalesceValues(ch, values)
+	if err != nil {
+		return fatal("values: %v", err)
+	}
+	if err := chartutil.ValidateAgainstSchema(ch, coalesced); err != nil {
+		d := fatal("values do not match the chart's values.schema.json: %s", strings.TrimSpace(err.Error()))
+		d[0] = d[0].WithHint(schemaHint(c, ch, r, coalesced, &d[0]))
+		return d
+	}
 	opts := chartutil.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}
-	top, err := chartutil.ToRenderValues(ch, values, opts, caps)
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, values, opts, caps, true)
 	if err != nil {
 		return fatal("values: %v", err)
 	}
@@ -260,6 +278,54 @@ func check(ch *chart.Chart, r construct.HelmRelease, values map[string]any, caps
 		out = append(out, d[0].InFile(p.file, p.line, 0).WithHint(h))
 	}
 	return out
+}
+
+// schemaHint says where to fix values a chart's schema refuses, and, when
+// the contributing plugin passed them on from cluster.yaml (ValuesFrom),
+// points d at the refused value there, so kube-aws adds its file:line:col.
+func schemaHint(c *config.Cluster, ch *chart.Chart, r construct.HelmRelease, values chartutil.Values, d *diag.Diagnostic) string {
+	if r.ValuesFrom != "" {
+		d.Path = c.PointerPath(r.ValuesFrom, schemaPointer(ch, values))
+		return fmt.Sprintf("the release's values come from cluster.yaml (%s): fix them there to match the chart's values.schema.json (helm template with these values reproduces this)", d.Path)
+	}
+	if r.Plugin != "" {
+		return fmt.Sprintf("plugin %s builds these values from its own (plugins.%s.values in cluster.yaml): fix those, or the chart's values.schema.json", r.Plugin, r.Plugin)
+	}
+	return "fix the release's values or the chart's values.schema.json (helm template with these values reproduces this)"
+}
+
+// schemaPointer is the JSON pointer, within the release's values, of the
+// first value the chart's own values.schema.json refuses ("" when the
+// refusal is a subchart's). Helm reports it only as text; its own schema
+// library, asked directly, says where.
+func schemaPointer(ch *chart.Chart, values chartutil.Values) string {
+	if ch.Schema == nil {
+		return ""
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ch.Schema))
+	if err != nil {
+		return ""
+	}
+	comp := jsonschema.NewCompiler()
+	if comp.AddResource("values.schema.json", doc) != nil {
+		return ""
+	}
+	sch, err := comp.Compile("values.schema.json")
+	if err != nil {
+		return ""
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(sch.Validate(values.AsMap()), &ve) {
+		return ""
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	ptr := ""
+	for _, tok := range ve.InstanceLocation {
+		ptr += "/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
+	}
+	return ptr
 }
 
 // templateLocation finds the template in Helm's error text, which comes in

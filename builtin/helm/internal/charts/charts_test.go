@@ -227,8 +227,10 @@ func TestBrokenChartNamesItsPlugin(t *testing.T) {
 	if !strings.HasPrefix(d.Message, prefix) || !strings.Contains(d.Message, "nosuchfunction") {
 		t.Errorf("message %q, want it to start with %q", d.Message, prefix)
 	}
-	if d.Plugin != Plugin {
-		t.Errorf("diagnostic plugin %q: the helm plugin reports it", d.Plugin)
+	// The diagnostic is about dex's contribution: its plugin field names
+	// dex (issue 14, point 5); kube-aws records helm as the reporter.
+	if d.Plugin != "dex" {
+		t.Errorf("diagnostic plugin %q, want the plugin that shipped the chart", d.Plugin)
 	}
 	if !strings.HasPrefix(d.Hint, "fix the chart shipped by plugin dex or its values in cluster.yaml") {
 		t.Errorf("hint %q", d.Hint)
@@ -240,6 +242,40 @@ func TestBrokenChartNamesItsPlugin(t *testing.T) {
 	_, diags = render(t, construct.HelmRelease{Name: "gone", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "does-not-exist")}, Plugin: "extras"})
 	if len(diags) != 1 || !strings.HasPrefix(diags[0].Message, `plugin "extras": release "gone"`) {
 		t.Errorf("missing chart: %v", diags)
+	}
+}
+
+// A chart's values.schema.json refusing the values is a fatal with a hint,
+// about the plugin that contributed the release; when the plugin passed the
+// values on from cluster.yaml (ValuesFrom), it points at the refused value
+// there, so kube-aws gives its file:line:col (issue 14, point 5).
+func TestSchemaFailurePointsAtClusterYAML(t *testing.T) {
+	yaml := "clusterName: demo\nkubernetesVersion: 1.31.4\nplugins:\n  app:\n    enabled: true\n    values:\n      chart:\n        replicas: 3\n        server:\n          port: 99999\n"
+	c, diags := config.Parse("cluster.yaml", []byte(yaml))
+	if diags.HasFatal() {
+		t.Fatal(diags)
+	}
+	rel := construct.HelmRelease{Name: "app", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "schema")},
+		Values: json.RawMessage(`{"replicas":3,"server":{"port":99999}}`), Plugin: "app", ValuesFrom: "plugins.app.values.chart"}
+	_, diags, err := Render(c, []construct.HelmRelease{rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diags) != 1 {
+		t.Fatalf("want one fatal, got %v", diags)
+	}
+	d := c.Locate(diags)[0]
+	if d.Plugin != "app" || d.Path != "plugins.app.values.chart.server.port" || d.File != "cluster.yaml" || d.Line != 10 || d.Column != 17 ||
+		!strings.Contains(d.Message, "values.schema.json") || !strings.Contains(d.Hint, "come from cluster.yaml (plugins.app.values.chart.server.port)") {
+		t.Errorf("schema failure: %s (plugin %q, %s:%d:%d)", d, d.Plugin, d.File, d.Line, d.Column)
+	}
+
+	// Values the plugin built itself: no cluster.yaml position, and the
+	// hint sends the user to that plugin's values.
+	rel.ValuesFrom = ""
+	_, diags = render(t, rel)
+	if len(diags) != 1 || diags[0].Path != "constructs.helmReleases[default/app]" || !strings.Contains(diags[0].Hint, "plugin app builds these values") {
+		t.Errorf("values built by the plugin: %v", diags)
 	}
 }
 

@@ -33,6 +33,11 @@ func greeting(in *sdk.Input[values]) string {
 
 func (hello) Initialise(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
 	in.Log("info", greeting(in)+" from initialise")
+	if in.Values.Greeting == "shout" {
+		// A diagnostic with a config path: kube-aws adds file:line:col.
+		return &stage.Result{Diagnostics: diag.List{diag.Warningf("hello: do not shout").
+			At(in.Cluster.ValuesPath("hello", "", "/greeting"))}}, nil
+	}
 	return &stage.Result{}, nil
 }
 
