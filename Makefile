@@ -47,9 +47,8 @@ GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 NODE_ARCHS := amd64 arm64
 
 build:
-	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib $(PLUGIN_BIN)/libexec
+	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib
 	$(GOBUILD) -o $(BIN)/ ./cmd/kube-aws
-	$(GOBUILD) -o $(PLUGIN_BIN)/libexec/ ./cmd/kube-aws-ops
 	$(GOBUILD) -o $(PLUGIN_BIN)/builtin/ $(addprefix ./,$(BUILTIN_PLUGIN_PKGS))
 	$(GOBUILD) -o $(PLUGIN_BIN)/contrib/ $(addprefix ./,$(CONTRIB_PLUGIN_PKGS))
 	$(foreach a,$(NODE_ARCHS),GOOS=linux GOARCH=$(a) $(GOBUILD) -o $(PLUGIN_BIN)/libexec/kube-aws-node-linux-$(a) ./cmd/kube-aws-node &&) true

@@ -37,7 +37,7 @@ moto_start
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_SESSION_TOKEN=testing
 export AWS_REGION="$(awk '/^region:/ {print $2; exit}' cluster.yaml.example)"
 export AWS_DEFAULT_REGION="$AWS_REGION" AWS_EC2_METADATA_DISABLED=true
-export KUBE_AWS_ENDPOINT_URL="$endpoint" CI=1
+export CI=1
 
 moto_cluster_yaml cluster.yaml.example "$work/cluster.yaml"
 cp -r "$(dirname "$root/cluster.yaml.example")"/*-values.yaml "$work/" 2>/dev/null || true

@@ -54,8 +54,6 @@ type LaunchOptions struct {
 	Stderr      io.Writer
 	StoreDir    string
 	HostVersion string
-	// Env is added to every plugin's environment (Options.PluginEnv).
-	Env []string
 }
 
 // Loaded is cluster.yaml loaded, defaulted and validated. Which values are

@@ -3,8 +3,10 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/config"
@@ -72,5 +74,77 @@ func TestPluginDiagnosticsArePlacedAndAttributed(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s: %s", want, b)
 		}
+	}
+}
+
+// The AWS flags reach, typed in the stage input, the plugins that declare
+// they reach AWS, and no other plugin (they used to travel in every
+// plugin's environment).
+func TestAWSSettingsOnlyForPluginsThatReachAWS(t *testing.T) {
+	h := newHarness(t)
+	aws := h.add("deploy", SourceBuiltin, stage.Initialise)
+	aws.info.ReachesAWS = true
+	other := h.add("mine", SourceUser, stage.Initialise)
+	h.enable("mine", true)
+	h.opts.AWS = &stage.AWSSettings{Profile: "prod", Region: "eu-west-1", EndpointURL: "http://127.0.0.1:5000"}
+	if _, err := h.session().Run(context.Background(), stage.Initialise); err != nil {
+		t.Fatal(err)
+	}
+	var got stage.Input
+	if err := json.Unmarshal(aws.input(stage.Initialise), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.AWS == nil || *got.AWS != *h.opts.AWS {
+		t.Errorf("the plugin that reaches AWS got %+v", got.AWS)
+	}
+	if strings.Contains(string(other.input(stage.Initialise)), `"aws"`) {
+		t.Errorf("another plugin got the AWS settings: %s", other.input(stage.Initialise))
+	}
+}
+
+// diff and destroy are operations: after initialise and render, every
+// plugin that implements one is called on the render output; destroy runs
+// in reverse plugin order; the results are combined in the Outcome.
+func TestOperations(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var order []string
+	for _, name := range []string{"cloudformation", "deploy", "extra"} {
+		name := name
+		p := h.add(name, SourceBuiltin, stage.Initialise, stage.Render, stage.Diff, stage.Destroy)
+		p.run = func(_ context.Context, in *stage.Input, _ func(stage.Event)) (*stage.Result, error) {
+			switch in.Stage {
+			case stage.Render:
+				return fileResult(name+".txt", name), nil
+			case stage.Diff:
+				if in.Rendered == nil {
+					t.Errorf("%s: diff without the render output", name)
+				}
+				return &stage.Result{Diff: &stage.DiffResult{Stacks: []stage.StackDiff{{Stack: name, Action: stage.ActionNone}}, Changed: name == "extra"}}, nil
+			case stage.Destroy:
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				return &stage.Result{Destroy: &stage.DestroyResult{Deleted: []string{name}}}, nil
+			}
+			return &stage.Result{}, nil
+		}
+	}
+	out, err := h.session().Operate(context.Background(), stage.Diff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Diff == nil || len(out.Diff.Stacks) != 3 || !out.Diff.Changed || out.Rendered == nil || out.Stages[2].Stage != stage.Diff {
+		t.Errorf("diff outcome %+v", out)
+	}
+	out, err = h.session().Operate(context.Background(), stage.Destroy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "extra,deploy,cloudformation" || strings.Join(out.Destroy.Deleted, ",") != "extra,deploy,cloudformation" {
+		t.Errorf("destroy order %v, deleted %v", order, out.Destroy.Deleted)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, ".kube-aws", "state", "destroy.json")); err == nil {
+		t.Error("an operation persisted state")
 	}
 }

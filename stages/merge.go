@@ -168,6 +168,33 @@ func combineDeploy(out *stage.DeployResult, plugin string, r *stage.DeployResult
 	return diags
 }
 
+// mergeOperation combines the diff or destroy results of the plugins that
+// ran the operation, in the order they ran.
+func mergeOperation(parts []Plugin, calls []call, res *StageResult) {
+	for i := range parts {
+		r := calls[i].res
+		if calls[i].err != nil || r == nil {
+			continue
+		}
+		if d := r.Diff; d != nil {
+			if res.Diff == nil {
+				res.Diff = &stage.DiffResult{Stacks: []stage.StackDiff{}}
+			}
+			res.Diff.Stacks = append(res.Diff.Stacks, d.Stacks...)
+			res.Diff.Orphans = append(res.Diff.Orphans, d.Orphans...)
+			res.Diff.Changed = res.Diff.Changed || d.Changed
+		}
+		if d := r.Destroy; d != nil {
+			if res.Destroy == nil {
+				res.Destroy = &stage.DestroyResult{}
+			}
+			res.Destroy.Deleted = append(res.Destroy.Deleted, d.Deleted...)
+			res.Destroy.Absent = append(res.Destroy.Absent, d.Absent...)
+			res.Destroy.Orphans = append(res.Destroy.Orphans, d.Orphans...)
+		}
+	}
+}
+
 func cloneDeploy(d *stage.DeployResult) *stage.DeployResult {
 	if d == nil {
 		return nil

@@ -27,6 +27,20 @@ func (s *Session) Render(ctx context.Context) (*Outcome, error) {
 // next starts; a fatal stops the run after its stage, with every diagnostic
 // of the run in the Outcome. The Outcome is never nil.
 func (s *Session) Run(ctx context.Context, names ...stage.Name) (*Outcome, error) {
+	return s.run(ctx, names, "")
+}
+
+// Operate runs initialise and render (persisting their state and writing
+// the output folder, as kube-aws render does), then the operation op
+// (stage.Diff or stage.Destroy) in every plugin that implements it, on the
+// render output: diff concurrently, destroy one plugin after another in
+// reverse plugin order. The operation persists nothing; its result is in
+// the Outcome.
+func (s *Session) Operate(ctx context.Context, op stage.Name) (*Outcome, error) {
+	return s.run(ctx, []stage.Name{stage.Initialise, stage.Render}, op)
+}
+
+func (s *Session) run(ctx context.Context, names []stage.Name, op stage.Name) (*Outcome, error) {
 	out := &Outcome{Stages: []StageReport{}, Diagnostics: append(diag.List{}, s.Diagnostics...)}
 	if len(names) == 0 {
 		return out, nil
@@ -107,8 +121,43 @@ func (s *Session) Run(ctx context.Context, names ...stage.Name) (*Outcome, error
 			return out, err
 		}
 	}
+	if op != "" {
+		if err := s.operate(ctx, op, c, out); err != nil {
+			if err == ErrInterrupted {
+				return out, err
+			}
+			return fail(err)
+		}
+	}
 	out.Diagnostics.Sort()
 	return out, nil
+}
+
+// operate runs an operation after the stages, adding what it found and did
+// to out; an error is the run's failure.
+func (s *Session) operate(ctx context.Context, op stage.Name, c *carry, out *Outcome) *Error {
+	start := time.Now()
+	res, err := s.runStage(ctx, op, c)
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			return e
+		}
+		return &Error{Code: ExitFatal, Msg: err.Error()}
+	}
+	out.Diagnostics = append(out.Diagnostics, res.Diagnostics...)
+	rep := StageReport{Stage: op, Plugins: res.Plugins, Duration: time.Since(start)}
+	if rep.Plugins == nil {
+		rep.Plugins = []string{}
+	}
+	out.Stages = append(out.Stages, rep)
+	out.Diff, out.Destroy = res.Diff, res.Destroy
+	if len(res.Plugins) == 0 {
+		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("no enabled plugin implements %s: the deploy plugin does (plugins.deploy.enabled must not be false)", op)}
+	}
+	if res.Diagnostics.HasFatal() {
+		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("%s failed", op)}
+	}
+	return nil
 }
 
 // writeOutput writes the render output with every file's plugin version.

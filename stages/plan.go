@@ -15,6 +15,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/config/values"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
 )
 
 // Options configure a run. The zero value of every field has a sensible
@@ -39,11 +40,10 @@ type Options struct {
 	PluginStderr io.Writer
 	// HostVersion is kube-aws's version, told to plugins.
 	HostVersion string
-	// PluginEnv is added to every plugin's environment (KEY=VALUE), over
-	// kube-aws's own: how `kube-aws up` passes --region, --profile,
-	// --endpoint-url, --yes and --force-unlock to the deploy plugin, whose
-	// protocol has no field for them.
-	PluginEnv []string
+	// AWS are the AWS flags of the command (--profile, --region,
+	// --endpoint-url, --timeout, --yes, --force-unlock), given in the stage
+	// input to the plugins that declare they reach AWS and to no other.
+	AWS *stage.AWSSettings
 	// Deps default to DefaultDeps().
 	Deps *Deps
 	// ConfigOptional lets commands that only look at plugins (plugins list,

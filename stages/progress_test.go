@@ -126,17 +126,6 @@ func TestLiveReporterConcurrentEvents(t *testing.T) {
 	}
 }
 
-func TestAWSSettingsPluginEnv(t *testing.T) {
-	got := AWSSettings{Profile: "prod", Region: "eu-west-1", EndpointURL: "http://127.0.0.1:5000", Timeout: 45 * time.Minute, Yes: true, ForceUnlock: true}.PluginEnv()
-	want := []string{"AWS_PROFILE=prod", "KUBE_AWS_REGION=eu-west-1", "KUBE_AWS_ENDPOINT_URL=http://127.0.0.1:5000", "KUBE_AWS_DEPLOY_TIMEOUT=45m0s", "KUBE_AWS_YES=1", "KUBE_AWS_FORCE_UNLOCK=1"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("PluginEnv = %v, want %v", got, want)
-	}
-	if env := (AWSSettings{}).PluginEnv(); len(env) != 0 {
-		t.Fatalf("empty settings give %v: they would override the user's own AWS_PROFILE", env)
-	}
-}
-
 func TestNeedsYes(t *testing.T) {
 	msg := "deploying cluster demo: stack nodepool-spot (demo-nodepool-spot) is in ROLLBACK_COMPLETE after a failed create; it holds no usable resources and must be deleted and created again: rerun with --yes to allow that"
 	if !NeedsYes(&Outcome{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "deploy", Message: msg, Code: diag.CodeNeedsConfirmation}}}) {

@@ -111,7 +111,6 @@ func launch(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugi
 		Stderr:       opts.Stderr,
 		StoreDir:     opts.StoreDir,
 		HostVersion:  opts.HostVersion,
-		Env:          opts.Env,
 	})
 	out := make([]Plugin, 0, len(ps))
 	for _, p := range ps {

@@ -30,6 +30,10 @@ type StageResult struct {
 	Deploy *stage.DeployResult `json:"deploy,omitempty"`
 	// Diagnostics are every diagnostic of the stage (warnings, when it succeeded).
 	Diagnostics diag.List `json:"diagnostics,omitempty"`
+	// Diff and Destroy are the combined results of those operations (never
+	// persisted: an operation leaves no state).
+	Diff    *stage.DiffResult    `json:"-"`
+	Destroy *stage.DestroyResult `json:"-"`
 
 	// files are the rendered files, in memory until written to the output folder.
 	files []stage.File
@@ -52,6 +56,9 @@ type Outcome struct {
 	Diagnostics diag.List           `json:"diagnostics"`
 	Rendered    *stage.Rendered     `json:"rendered,omitempty"`
 	Deploy      *stage.DeployResult `json:"deploy,omitempty"`
+	// Diff and Destroy are what kube-aws diff and destroy found and did.
+	Diff    *stage.DiffResult    `json:"diff,omitempty"`
+	Destroy *stage.DestroyResult `json:"destroy,omitempty"`
 }
 
 // carry is what one stage hands the next: the accumulated results.
@@ -81,7 +88,8 @@ func (s *Session) input(name stage.Name, c *carry) *stage.Input {
 	if name != stage.Initialise {
 		in.Constructs = c.constructs
 	}
-	if name == stage.Deploy || name == stage.Validate {
+	if name != stage.Initialise && name != stage.Render {
+		// Deploy, validate and the operations act on the render output.
 		in.Rendered = c.rendered
 	}
 	if name == stage.Deploy || name == stage.Validate {
@@ -122,9 +130,18 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 		}
 	}
 	calls := make([]call, len(parts))
-	if name == stage.Deploy {
+	switch name {
+	case stage.Deploy:
 		s.runSequential(ctx, name, c, parts, calls)
-	} else {
+	case stage.Destroy:
+		// What deploy built in plugin order is taken down in reverse.
+		rev := make([]Plugin, len(parts))
+		for i, p := range parts {
+			rev[len(parts)-1-i] = p
+		}
+		parts = rev
+		s.runSequential(ctx, name, c, parts, calls)
+	default:
 		in := s.input(name, c)
 		var wg sync.WaitGroup
 		for i, p := range parts {
@@ -168,6 +185,8 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 		diags = append(diags, mergeRender(parts, calls, res)...)
 	case stage.Deploy:
 		diags = append(diags, mergeDeploy(parts, calls, c, res)...)
+	case stage.Diff, stage.Destroy:
+		mergeOperation(parts, calls, res)
 	}
 	if s.Plan.Options.WarningsAsErrors {
 		diags = diags.PromoteWarnings()
@@ -190,7 +209,8 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 // runSequential is deploy: each plugin, in plugin order, sees what the
 // plugins before it deployed (install order matters: stacks before charts).
 // A plugin that fails or reports a fatal stops the deploy: deploying on top
-// of a failed deploy would make things worse.
+// of a failed deploy would make things worse. Destroy runs the same way,
+// in the reverse order the caller gives.
 func (s *Session) runSequential(ctx context.Context, name stage.Name, c *carry, parts []Plugin, calls []call) {
 	soFar := &stage.DeployResult{}
 	for i, p := range parts {
@@ -202,11 +222,11 @@ func (s *Session) runSequential(ctx context.Context, name stage.Name, c *carry, 
 		calls[i] = s.call(ctx, name, p, s.input(name, &cc))
 		if calls[i].err != nil || calls[i].streamed.HasFatal() || (calls[i].res != nil && calls[i].res.Diagnostics.HasFatal()) {
 			for j := i + 1; j < len(parts); j++ {
-				calls[j] = call{skipped: true, res: &stage.Result{Diagnostics: diag.List{diag.Warningf("not run: plugin %s failed earlier in deploy", p.Candidate().Name)}}}
+				calls[j] = call{skipped: true, res: &stage.Result{Diagnostics: diag.List{diag.Warningf("not run: plugin %s failed earlier in %s", p.Candidate().Name, name)}}}
 			}
 			return
 		}
-		if r := calls[i].res; r != nil && r.Deploy != nil {
+		if r := calls[i].res; name == stage.Deploy && r != nil && r.Deploy != nil {
 			_ = combineDeploy(soFar, p.Candidate().Name, r.Deploy, map[string]string{})
 		}
 	}
@@ -221,6 +241,13 @@ func (s *Session) call(ctx context.Context, name stage.Name, p Plugin, in *stage
 			out = call{err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
+	// Only a plugin that says it reaches AWS gets the operator's AWS
+	// settings; every other plugin sees exactly the same input without them.
+	if aws := s.Plan.Options.AWS; aws != nil && p.Info().ReachesAWS {
+		withAWS := *in
+		withAWS.AWS = aws
+		in = &withAWS
+	}
 	var mu sync.Mutex
 	var streamed diag.List
 	res, err := p.Run(ctx, in, func(ev stage.Event) {

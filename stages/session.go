@@ -73,7 +73,6 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 		Stderr:       p.Options.PluginStderr,
 		StoreDir:     filepath.Join(p.ClusterDir, ".kube-aws", "store"),
 		HostVersion:  p.Options.HostVersion,
-		Env:          p.Options.PluginEnv,
 	})
 	s.all = started
 	if lerr != nil {

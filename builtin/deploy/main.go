@@ -1,18 +1,17 @@
 // Command deploy is the built-in plugin that puts a rendered cluster on AWS.
 // In deploy it uploads assets and sensitive values to S3 and creates or
 // updates the stacks as a dependency graph; in validate it checks the stacks,
-// their outputs and their auto scaling groups. The work is done by
-// builtin/deploy/engine, which the kube-aws commands share; this file only
-// adapts it to the plugin SDK. It is the only plugin that links the AWS SDK.
+// their outputs and their auto scaling groups; the diff operation previews a
+// deploy with change sets and the destroy operation deletes the stacks. The
+// work is done by builtin/deploy/engine; this file only adapts it to the
+// plugin SDK. It is the only built-in that links the AWS SDK, so kube-aws
+// itself does not pay for its package init.
 //
-// AWS settings come from the environment kube-aws passes through:
-//
-//	KUBE_AWS_REGION        the --region flag; else cluster.yaml region; else AWS_REGION or the profile's
-//	AWS_PROFILE            the --profile flag (the SDK's default credential chain reads it)
-//	KUBE_AWS_ENDPOINT_URL  the --endpoint-url flag: an AWS emulator such as moto
-//	KUBE_AWS_YES=1         --yes: a stack in ROLLBACK_COMPLETE may be deleted and created again
-//	KUBE_AWS_FORCE_UNLOCK=1 --force-unlock: remove a dead deploy's lock first
-//	KUBE_AWS_DEPLOY_TIMEOUT a Go duration bounding the whole deploy (default 60m)
+// It declares that it reaches AWS (PluginInfo.ReachesAWS), so kube-aws gives
+// it the operator's AWS settings in every call (stage.Input.AWS: the
+// --profile, --region, --endpoint-url, --timeout, --yes and --force-unlock
+// flags), and plugins.deploy.values tune it (parallelism, pollInterval,
+// timeout) in every stage and operation alike.
 package main
 
 import (
@@ -56,22 +55,30 @@ func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
 		Name:         "deploy",
 		Version:      version.Version,
-		Description:  "uploads assets to S3 and deploys the CloudFormation stacks as a dependency graph; checks them in validate",
+		Description:  "uploads assets to S3 and deploys the CloudFormation stacks as a dependency graph; checks them in validate; diff and destroy",
 		ValuesSchema: json.RawMessage(valuesSchema),
+		ReachesAWS:   true,
 	}
 }
 
-// newEngine builds the engine from the request and the environment.
+// newEngine builds the engine from the request: the operator's AWS
+// settings and the plugin's values, the same for every stage and operation.
 func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engine.Target, error) {
-	c, v, req := in.Cluster, in.Values, in.Request
+	c, v := in.Cluster, in.Values
+	aws := stage.AWSSettings{}
+	if in.AWS != nil {
+		aws = *in.AWS
+	}
 	opts := engine.Options{
-		Region:          os.Getenv("KUBE_AWS_REGION"),
-		Profile:         os.Getenv("AWS_PROFILE"),
-		EndpointURL:     os.Getenv("KUBE_AWS_ENDPOINT_URL"),
+		Region:          aws.Region,
+		Profile:         aws.Profile,
+		EndpointURL:     aws.EndpointURL,
+		Timeout:         aws.Timeout,
 		Parallelism:     v.Parallelism,
-		ConfirmRecreate: os.Getenv("KUBE_AWS_YES") == "1",
+		ConfirmRecreate: aws.Yes,
+		Who:             who(),
 		Reporter: engine.ReporterFunc(func(ev engine.Event) {
-			req.Log("info", ev.String())
+			in.Log("info", ev.String())
 		}),
 	}
 	if opts.Region == "" {
@@ -80,12 +87,13 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 	for _, d := range []struct {
 		name, val string
 		dst       *time.Duration
+		keep      bool
 	}{
-		{"plugins.deploy.values.timeout", v.Timeout, &opts.Timeout},
-		{"KUBE_AWS_DEPLOY_TIMEOUT", os.Getenv("KUBE_AWS_DEPLOY_TIMEOUT"), &opts.Timeout},
-		{"plugins.deploy.values.pollInterval", v.PollInterval, &opts.PollInterval},
+		// --timeout wins over the value in cluster.yaml.
+		{"plugins.deploy.values.timeout", v.Timeout, &opts.Timeout, aws.Timeout > 0},
+		{"plugins.deploy.values.pollInterval", v.PollInterval, &opts.PollInterval, false},
 	} {
-		if d.val == "" {
+		if d.val == "" || d.keep {
 			continue
 		}
 		dur, err := time.ParseDuration(d.val)
@@ -98,13 +106,25 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 	if err != nil {
 		return nil, engine.Target{}, err
 	}
-	t := engine.Target{Cluster: c, Rendered: req.Rendered, Secrets: req.Secrets}
-	if r := req.Rendered; r != nil && !filepath.IsAbs(r.Dir) && req.WorkDir != "" {
+	t := engine.Target{Cluster: c, Rendered: in.Rendered, Secrets: in.Secrets}
+	if r := in.Rendered; r != nil && !filepath.IsAbs(r.Dir) && in.WorkDir != "" {
 		cp := *r
-		cp.Dir = filepath.Join(req.WorkDir, r.Dir)
+		cp.Dir = filepath.Join(in.WorkDir, r.Dir)
 		t.Rendered = &cp
 	}
 	return e, t, nil
+}
+
+// who names the deploy in the lock: the kube-aws process that started this
+// plugin (its parent), which is what an operator looks for and can stop,
+// with the user and host it runs as.
+func who() string {
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "unknown"
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s kube-aws pid %d", user, host, os.Getppid())
 }
 
 func failed(err error, hint string) *stage.Result {
@@ -118,12 +138,10 @@ func failed(err error, hint string) *stage.Result {
 func (plugin) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
 	e, t, err := newEngine(ctx, in)
 	if err != nil {
-		return failed(err, "check cluster.yaml and the AWS settings (--profile, --region, --endpoint-url)"), nil
+		return failed(err, awsHint), nil
 	}
-	if os.Getenv("KUBE_AWS_FORCE_UNLOCK") == "1" && t.Cluster != nil {
-		if err := e.Unlock(ctx, t.Cluster); err != nil {
-			return failed(err, ""), nil
-		}
+	if err := forceUnlock(ctx, in, e, t); err != nil {
+		return failed(err, ""), nil
 	}
 	res, err := e.Deploy(ctx, t)
 	if err != nil {
@@ -147,10 +165,53 @@ func hintFor(err error) string {
 	return "fix the cause named above and rerun: the deploy resumes where it stopped"
 }
 
+// awsHint is the hint of a failure to set the engine up.
+const awsHint = "check cluster.yaml and the AWS settings (--profile, --region, --endpoint-url)"
+
+// forceUnlock removes the deploy lock first when the operator asked
+// (--force-unlock, confirmed).
+func forceUnlock(ctx context.Context, in *sdk.Input[values], e *engine.Engine, t engine.Target) error {
+	if in.AWS == nil || !in.AWS.ForceUnlock || t.Cluster == nil {
+		return nil
+	}
+	return e.Unlock(ctx, t.Cluster)
+}
+
+// Diff previews a deploy: a change set per existing stack, executed never.
+func (plugin) Diff(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	e, t, err := newEngine(ctx, in)
+	if err != nil {
+		return failed(err, awsHint), nil
+	}
+	d, err := e.Diff(ctx, t)
+	if err != nil {
+		return failed(err, "check the AWS settings (--profile, --region, --endpoint-url) and the message above, then run again"), nil
+	}
+	return &stage.Result{Diff: d}, nil
+}
+
+// Destroy deletes every stack of the cluster, holding the deploy lock.
+func (plugin) Destroy(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
+	e, t, err := newEngine(ctx, in)
+	if err != nil {
+		return failed(err, awsHint), nil
+	}
+	if err := forceUnlock(ctx, in, e, t); err != nil {
+		return failed(err, ""), nil
+	}
+	d, err := e.Destroy(ctx, t)
+	if err != nil {
+		out := failed(err, hintFor(err))
+		out.Destroy = d // what was deleted before the failure
+		return out, nil
+	}
+	return &stage.Result{Destroy: d}, nil
+}
+
 func (plugin) Validate(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
 	e, t, err := newEngine(ctx, in)
 	if err != nil {
-		return failed(err, "check cluster.yaml and the AWS settings (--profile, --region, --endpoint-url)"), nil
+		return failed(err, awsHint), nil
 	}
 	ds, err := e.Validate(ctx, t)
 	if err != nil {

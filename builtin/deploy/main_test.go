@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,13 +69,15 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 	in := &stage.Input{
 		Config:  cluster,
 		WorkDir: filepath.Dir(dir),
+		// The operator's AWS settings, which kube-aws gives this plugin
+		// because it declares that it reaches AWS.
+		AWS: &stage.AWSSettings{EndpointURL: url},
 		Rendered: &stage.Rendered{Dir: filepath.Base(dir), Stacks: []stage.StackSpec{
 			{Name: "network", Template: "stacks/network.json"},
 			{Name: "control-plane", Template: "stacks/control-plane.json", ParameterSources: map[string]names.Source{"VPCId": names.From("network", "VPCId")}},
 		}},
 	}
 	opts := host.Options{Env: []string{
-		"KUBE_AWS_ENDPOINT_URL=" + url,
 		"AWS_ACCESS_KEY_ID=" + awstest.AccessKeyID,
 		"AWS_SECRET_ACCESS_KEY=" + awstest.SecretAccessKey,
 		"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
@@ -83,6 +86,9 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 	out, err := plugintest.RunWith(t, bin, opts, in, stage.Deploy, stage.Validate)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.Output)
+	}
+	if !out.Plugin.Info.ReachesAWS {
+		t.Error("the deploy plugin does not declare that it reaches AWS: kube-aws would not give it the AWS settings")
 	}
 	dep := out.Results[stage.Deploy]
 	if dep.Diagnostics.HasFatal() || dep.Deploy == nil {
@@ -117,7 +123,7 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 	}
 
 	// A lock left by a dead deploy: a fatal diagnostic naming the holder and
-	// --force-unlock; with KUBE_AWS_FORCE_UNLOCK=1 the deploy goes through.
+	// --force-unlock; with --force-unlock the deploy goes through.
 	lock := `{"who":"ci@runner-7 pid 4242","since":"2026-11-21T08:00:00Z","operation":"deploy"}`
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("plugin-test"), Key: aws.String("kube-aws/deploy.lock"), Body: strings.NewReader(lock)}); err != nil {
 		t.Fatal(err)
@@ -130,9 +136,59 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 	if !ds.HasFatal() || !strings.Contains(ds[0].Message, "ci@runner-7 pid 4242") || !strings.Contains(ds[0].Hint, "--force-unlock") {
 		t.Fatalf("deploy with a stale lock: %v", ds)
 	}
-	opts.Env = append(opts.Env, "KUBE_AWS_FORCE_UNLOCK=1")
-	out, err = plugintest.RunWith(t, bin, opts, in, stage.Deploy)
+	unlock := *in
+	unlock.AWS = &stage.AWSSettings{EndpointURL: url, ForceUnlock: true}
+	out, err = plugintest.RunWith(t, bin, opts, &unlock, stage.Deploy)
 	if err != nil || out.Results[stage.Deploy].Diagnostics.HasFatal() {
 		t.Fatalf("deploy with --force-unlock: %v %v", err, out.Results[stage.Deploy].Diagnostics)
 	}
+	// The lock a deploy takes names kube-aws's process (the plugin's
+	// parent), not the plugin's own, which an operator never sees.
+	if !lockedBy(t, out.Events[stage.Deploy], os.Getpid()) {
+		t.Errorf("the deploy lock does not name kube-aws's process %d:\n%s", os.Getpid(), out.Output)
+	}
+
+	// Diff and destroy are operations of the same plugin: nothing to change
+	// after the deploy, then every stack deleted.
+	out, err = plugintest.RunWith(t, bin, opts, in, stage.Diff)
+	if err != nil || out.Results[stage.Diff].Diagnostics.HasFatal() {
+		t.Fatalf("diff: %v %v", err, out.Results[stage.Diff].Diagnostics)
+	}
+	if d := out.Results[stage.Diff].Diff; d == nil || d.Changed || len(d.Stacks) != 2 || d.Stacks[0].Action != stage.ActionNone {
+		t.Fatalf("diff after deploy: %+v", d)
+	}
+
+	// plugins.deploy.values bound diff and destroy as they bound deploy:
+	// a timeout too short for any AWS call fails them (the kube-aws-ops
+	// helper that ran them before ignored the values).
+	short := *in
+	short.Values = map[string]stage.PluginValues{"deploy": {Values: json.RawMessage(`{"timeout":"1ns","parallelism":1}`)}}
+	for _, op := range []stage.Name{stage.Diff, stage.Destroy} {
+		out, err = plugintest.RunWith(t, bin, opts, &short, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds := out.Results[op].Diagnostics; !ds.HasFatal() || !strings.Contains(ds[0].Message, "deadline exceeded") {
+			t.Fatalf("%s with plugins.deploy.values.timeout 1ns: %v", op, ds)
+		}
+	}
+
+	out, err = plugintest.RunWith(t, bin, opts, in, stage.Destroy)
+	if err != nil || out.Results[stage.Destroy].Diagnostics.HasFatal() {
+		t.Fatalf("destroy: %v %v", err, out.Results[stage.Destroy].Diagnostics)
+	}
+	if d := out.Results[stage.Destroy].Destroy; d == nil || len(d.Deleted) != 2 {
+		t.Fatalf("destroy result %+v", d)
+	}
+}
+
+// lockedBy reports whether the deploy's log names the locking process.
+func lockedBy(t *testing.T, events []stage.Event, pid int) bool {
+	t.Helper()
+	for _, ev := range events {
+		if strings.Contains(ev.Message, "locked") && strings.Contains(ev.Message, fmt.Sprintf("kube-aws pid %d", pid)) {
+			return true
+		}
+	}
+	return false
 }

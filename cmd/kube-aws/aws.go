@@ -10,12 +10,14 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
-// awsFlags are the AWS flags of up, diff, validate and destroy.
+// awsFlags are the AWS flags of every command that reaches AWS: up, diff,
+// validate, destroy, and stage (whose deploy and validate do).
 type awsFlags struct {
-	stages.AWSSettings
+	stage.AWSSettings
 }
 
 func (a *awsFlags) add(cmd *cobra.Command, confirm string) {
@@ -64,9 +66,10 @@ func isTerminalWriter(w any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// awsOptions passes the AWS flags to the plugins and keeps the stage timeout above the AWS timeout: the deploy
-// plugin must not be killed before its own bound.
-func awsOptions(g *globals, a stages.AWSSettings) stages.Options {
+// awsOptions gives the AWS flags to the plugins that reach AWS and keeps the
+// stage timeout above the AWS timeout: the deploy plugin must not be killed
+// before its own bound.
+func awsOptions(g *globals, a stage.AWSSettings) stages.Options {
 	opts := g.options()
 	t := a.Timeout
 	if t <= 0 {
@@ -75,6 +78,6 @@ func awsOptions(g *globals, a stages.AWSSettings) stages.Options {
 	if opts.StageTimeout < t+time.Minute {
 		opts.StageTimeout = t + time.Minute
 	}
-	opts.PluginEnv = a.PluginEnv()
+	opts.AWS = &a
 	return opts
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -49,23 +49,12 @@ On a terminal destroy asks first; without one --yes is required (exit 2 without 
 			if err != nil {
 				return fail(g, "destroy", err)
 			}
-			var res stages.DestroyResult
-			o, err := sess.RenderAndRunOp(cmd.Context(), stages.OpDestroy, a.AWSSettings, &res)
+			o, err := sess.Operate(cmd.Context(), stage.Destroy)
 			done()
-			if err != nil {
+			if err != nil || o.Destroy == nil {
 				return report(g, "destroy", o, err)
 			}
-			var b strings.Builder
-			for _, s := range res.Orphans {
-				fmt.Fprintf(&b, "deleted %s (no longer rendered)\n", s)
-			}
-			for _, s := range res.Deleted {
-				fmt.Fprintf(&b, "deleted stack %s\n", s)
-			}
-			for _, s := range res.Absent {
-				fmt.Fprintf(&b, "stack %s: already gone\n", s)
-			}
-			return reportWith(g, "destroy", o, nil, "destroy", &res, b.String())
+			return reportWith(g, "destroy", o, nil, destroyText(o.Destroy))
 		}),
 	}
 	a.add(cmd, "delete without asking (required without a terminal)")

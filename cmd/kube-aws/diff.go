@@ -1,11 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -45,16 +45,15 @@ so a pipeline can tell "up to date" from "needs an up".`,
 			if err != nil {
 				return fail(g, "diff", err)
 			}
-			var res stages.DiffResult
-			o, err := sess.RenderAndRunOp(cmd.Context(), stages.OpDiff, a.AWSSettings, &res)
-			if err != nil {
+			o, err := sess.Operate(cmd.Context(), stage.Diff)
+			if err != nil || o.Diff == nil {
 				return report(g, "diff", o, err)
 			}
 			var changed error
-			if exitCode && res.Changed {
+			if exitCode && o.Diff.Changed {
 				changed = &stages.Error{Code: stages.ExitChanges, Msg: "diff found changes"}
 			}
-			return reportWith(g, "diff", o, changed, "diff", &res, res.String())
+			return reportWith(g, "diff", o, changed, diffText(o.Diff))
 		}),
 	}
 	a.add(cmd, "")
@@ -65,9 +64,9 @@ so a pipeline can tell "up to date" from "needs an up".`,
 }
 
 // reportWith prints an operation's result: text on stdout, or the JSON
-// document of report with the result under key. A non-nil code error
-// (diff's exit 3) does not mark the run failed.
-func reportWith(g *globals, command string, out *stages.Outcome, code error, key string, value any, text string) error {
+// document of report, which holds the result (diff, destroy). A non-nil
+// code error (diff's exit 3) does not mark the run failed.
+func reportWith(g *globals, command string, out *stages.Outcome, code error, text string) error {
 	if !g.json() {
 		if err := report(g, command, out, nil); err != nil {
 			return err
@@ -79,18 +78,7 @@ func reportWith(g *globals, command string, out *stages.Outcome, code error, key
 		return nil
 	}
 	doc := runDocument{Command: command, OK: true, ExitCode: stages.ExitCode(code), Outcome: out}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	if m[key], err = json.Marshal(value); err != nil {
-		return err
-	}
-	if err := writeJSON(g.stdout, m); err != nil {
+	if err := writeJSON(g.stdout, doc); err != nil {
 		return err
 	}
 	if code != nil {

@@ -30,7 +30,7 @@ output. Each stage's result is also kept under .kube-aws/state/ so that
   kube-aws render --warnings-as-errors`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			return runStages(cmd, g, "render", out, stage.Initialise, stage.Render)
+			return runStages(cmd, g, g.options(), "render", out, stage.Initialise, stage.Render)
 		}),
 	}
 	cmd.Flags().StringVar(&out, "out", "rendered", "output folder")
@@ -40,8 +40,7 @@ output. Each stage's result is also kept under .kube-aws/state/ so that
 // runStages plans, launches, runs the stages and reports: the one path every
 // stage-running command takes. The session is closed (every plugin killed)
 // on every return.
-func runStages(cmd *cobra.Command, g *globals, command, outDir string, names ...stage.Name) error {
-	opts := g.options()
+func runStages(cmd *cobra.Command, g *globals, opts stages.Options, command, outDir string, names ...stage.Name) error {
 	opts.OutDir = outDir
 	plan, err := stages.NewPlan(opts)
 	if err != nil {

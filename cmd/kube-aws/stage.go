@@ -8,7 +8,10 @@ import (
 )
 
 func newStage(g *globals) *cobra.Command {
-	var out string
+	var (
+		out string
+		a   awsFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "stage <initialise|render|deploy|validate>",
 		Short: "Run one stage from the state the previous stage left",
@@ -21,8 +24,8 @@ a plugin config file, a plugin binary or an earlier stage changed since it ran),
 says which stage to run again. render writes the output folder like ` + "`kube-aws render`" + `.`,
 		Example: `  kube-aws stage initialise
   kube-aws stage render --out rendered
-  kube-aws stage deploy --output json
-  kube-aws stage validate --warnings-as-errors`,
+  kube-aws stage deploy --output json --profile prod --region eu-west-1
+  kube-aws stage validate --warnings-as-errors --endpoint-url http://127.0.0.1:5000`,
 		ValidArgs: []string{"initialise", "render", "deploy", "validate"},
 		Args:      exactArgs(1, "one stage: initialise, render, deploy or validate"),
 		RunE: action(g, func(cmd *cobra.Command, args []string) error {
@@ -30,9 +33,17 @@ says which stage to run again. render writes the output folder like ` + "`kube-a
 			if err != nil {
 				return fail(g, "stage", stages.ConfigError("%v", err))
 			}
-			return runStages(cmd, g, "stage "+string(name), out, name)
+			if a.ForceUnlock && !a.Yes {
+				if err := confirm(g, "remove the deploy lock of this cluster, which another kube-aws may still hold?", "--yes with --force-unlock"); err != nil {
+					return fail(g, "stage", err)
+				}
+			}
+			return runStages(cmd, g, awsOptions(g, a.AWSSettings), "stage "+string(name), out, name)
 		}),
 	}
+	// deploy and validate reach AWS: the same AWS flags as up.
+	a.add(cmd, "stage deploy: confirm without asking (recreate a stack in ROLLBACK_COMPLETE; with --force-unlock, remove the lock)")
+	cmd.Flags().BoolVar(&a.ForceUnlock, "force-unlock", false, "stage deploy: remove the deploy lock first (only when the deploy holding it is dead; needs --yes)")
 	cmd.Flags().StringVar(&out, "out", "rendered", "output folder of the render stage")
 	return cmd
 }

@@ -78,7 +78,7 @@ died (asks first on a terminal; needs --yes otherwise).`,
 }
 
 // runUp runs the four stages in one session.
-func runUp(cmd *cobra.Command, g *globals, a stages.AWSSettings, out string) (*stages.Outcome, error) {
+func runUp(cmd *cobra.Command, g *globals, a stage.AWSSettings, out string) (*stages.Outcome, error) {
 	opts := awsOptions(g, a)
 	opts.OutDir = out
 	rep, done := progress(g)

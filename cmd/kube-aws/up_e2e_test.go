@@ -28,8 +28,8 @@ import (
 // These tests run the real kube-aws, kube-aws-ops and built-in plugin
 // binaries, laid out as `make build` lays them out, against moto.
 
-// awsLayout is a bin folder with every built-in plugin and the ops helper,
-// and a cluster folder with cluster.yaml.example in it.
+// awsLayout is a bin folder with every built-in plugin, and a cluster folder
+// with cluster.yaml.example in it.
 type awsLayout struct {
 	t        *testing.T
 	kubeAWS  string
@@ -64,7 +64,6 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	bin := filepath.Join(root, "bin")
 	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster")}
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
-	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws-ops"), filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-ops"))
 	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
 		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
 	}
@@ -248,8 +247,8 @@ func TestUpDiffValidateDestroyAgainstMoto(t *testing.T) {
 		t.Fatalf("diff --exit-code after a change: exit %d, want 3\n%s\n%s", code, stdout, stderr)
 	}
 	var doc struct {
-		ExitCode int               `json:"exitCode"`
-		Diff     stages.DiffResult `json:"diff"`
+		ExitCode int              `json:"exitCode"`
+		Diff     stage.DiffResult `json:"diff"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("diff --output json: %v\n%s", err, stdout)
@@ -420,5 +419,25 @@ func TestUpAfterAFailedCreateNeedsYes(t *testing.T) {
 		if s.Status != "CREATE_COMPLETE" {
 			t.Fatalf("after up --yes: %s is %s", s.Name, s.Status)
 		}
+	}
+}
+
+// stage deploy and stage validate take the AWS flags every command that
+// reaches AWS takes (issue 10, point 7): a CI pipeline runs one stage per
+// job against the endpoint it names, no environment variable needed.
+func TestStageDeployAndValidateTakeTheAWSFlags(t *testing.T) {
+	l := newAWSLayout(t)
+	for _, args := range [][]string{
+		{"stage", "initialise"},
+		{"stage", "render"},
+		{"stage", "deploy", "--endpoint-url", l.endpoint, "--region", awstest.Region, "--profile", "", "--timeout", "20m"},
+		{"stage", "validate", "--endpoint-url", l.endpoint, "--region", awstest.Region, "--timeout", "20m"},
+	} {
+		if stdout, stderr, code := l.run(args...); code != 0 {
+			t.Fatalf("kube-aws %v: exit %d\n%s\n%s", args, code, stdout, stderr)
+		}
+	}
+	if live := l.liveStacks(); len(live) == 0 {
+		t.Fatal("stage deploy deployed nothing")
 	}
 }

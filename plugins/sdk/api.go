@@ -44,6 +44,20 @@ type Validator interface {
 	Validate(ctx context.Context, req *Request) (*stage.Result, error)
 }
 
+// Differ implements the diff operation: what deploying the render output
+// would change, without changing anything (Result.Diff). kube-aws diff calls
+// it after initialise and render.
+type Differ interface {
+	Diff(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
+// Destroyer implements the destroy operation: remove what deploy made
+// (Result.Destroy). kube-aws destroy calls it after initialise and render,
+// one plugin after another in reverse plugin order.
+type Destroyer interface {
+	Destroy(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
 // RegistrationObserver is told whether kube-aws accepted the plugin.
 type RegistrationObserver interface {
 	Registered(reg stage.Registration)

@@ -88,6 +88,12 @@ func StagesOf(p Plugin) []stage.Name {
 	if _, ok := p.(Validator); ok {
 		out = append(out, stage.Validate)
 	}
+	if _, ok := p.(Differ); ok {
+		out = append(out, stage.Diff)
+	}
+	if _, ok := p.(Destroyer); ok {
+		out = append(out, stage.Destroy)
+	}
 	return out
 }
 
@@ -150,6 +156,14 @@ func Call(ctx context.Context, p Plugin, req *Request) (res *stage.Result, err e
 	case stage.Validate:
 		if i, ok := p.(Validator); ok {
 			fn = i.Validate
+		}
+	case stage.Diff:
+		if i, ok := p.(Differ); ok {
+			fn = i.Diff
+		}
+	case stage.Destroy:
+		if i, ok := p.(Destroyer); ok {
+			fn = i.Destroy
 		}
 	}
 	if l, ok := p.(stageLister); ok && !slices.Contains(l.implemented(), req.Stage) {

@@ -80,6 +80,12 @@ type (
 	TypedValidator[V any] interface {
 		Validate(ctx context.Context, in *Input[V]) (*stage.Result, error)
 	}
+	TypedDiffer[V any] interface {
+		Diff(ctx context.Context, in *Input[V]) (*stage.Result, error)
+	}
+	TypedDestroyer[V any] interface {
+		Destroy(ctx context.Context, in *Input[V]) (*stage.Result, error)
+	}
 )
 
 // Typed serves p, whose stage methods take *Input[V] (TypedInitialiser,
@@ -108,6 +114,12 @@ func Typed[V any](p Plugin) Plugin {
 	}
 	if v, ok := p.(TypedValidator[V]); ok {
 		t.add(stage.Validate, v.Validate)
+	}
+	if d, ok := p.(TypedDiffer[V]); ok {
+		t.add(stage.Diff, d.Diff)
+	}
+	if d, ok := p.(TypedDestroyer[V]); ok {
+		t.add(stage.Destroy, d.Destroy)
 	}
 	return t
 }
@@ -166,6 +178,12 @@ func (t *typed[V]) Deploy(ctx context.Context, req *Request) (*stage.Result, err
 	return t.run(ctx, req)
 }
 func (t *typed[V]) Validate(ctx context.Context, req *Request) (*stage.Result, error) {
+	return t.run(ctx, req)
+}
+func (t *typed[V]) Diff(ctx context.Context, req *Request) (*stage.Result, error) {
+	return t.run(ctx, req)
+}
+func (t *typed[V]) Destroy(ctx context.Context, req *Request) (*stage.Result, error) {
 	return t.run(ctx, req)
 }
 

@@ -6,18 +6,9 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-)
 
-// DestroyResult is what Destroy removed.
-type DestroyResult struct {
-	// Deleted names the stacks deleted; Absent those already gone.
-	Deleted []string `json:"deleted,omitempty"`
-	Absent  []string `json:"absent,omitempty"`
-	// Orphans are CloudFormation names of stacks tagged with the cluster
-	// that the render output no longer has (a removed node pool), deleted
-	// first.
-	Orphans []string `json:"orphans,omitempty"`
-}
+	"github.com/kube-aws/kube-aws/core/stage"
+)
 
 // Destroy deletes every stack of the cluster in reverse dependency order
 // (node pools before the control plane before the network) and waits for
@@ -25,7 +16,7 @@ type DestroyResult struct {
 // longer rendered are deleted first. Stacks already gone are skipped, so a rerun
 // finishes an interrupted Destroy. Assets in S3 are kept: they are small,
 // content-addressed, and may be shared with a redeploy.
-func (e *Engine) Destroy(ctx context.Context, t Target) (*DestroyResult, error) {
+func (e *Engine) Destroy(ctx context.Context, t Target) (*stage.DestroyResult, error) {
 	ctx, cancel := e.run(ctx)
 	defer cancel()
 	p, err := e.prepare(t)
@@ -38,7 +29,7 @@ func (e *Engine) Destroy(ctx context.Context, t Target) (*DestroyResult, error) 
 	}
 	defer release()
 	var mu sync.Mutex
-	res := &DestroyResult{}
+	res := &stage.DestroyResult{}
 	// Stacks no longer rendered (a removed node pool) most likely depend
 	// on the rendered ones: they go first.
 	if _, res.Orphans, err = e.survey(ctx, p); err != nil {

@@ -5,60 +5,14 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/kube-aws/kube-aws/core/stage"
 )
-
-// Stack actions a Diff reports.
-const (
-	ActionCreate   = "create"   // the stack does not exist yet
-	ActionRecreate = "recreate" // a failed create: it would be deleted and created again
-	ActionUpdate   = "update"   // the change set has changes
-	ActionNone     = "none"     // nothing would change
-)
-
-// ResourceChange is one resource a change set would touch.
-type ResourceChange struct {
-	// Action is Add, Modify, Remove, Import or Dynamic.
-	Action       string `json:"action"`
-	LogicalID    string `json:"logicalId"`
-	PhysicalID   string `json:"physicalId,omitempty"`
-	ResourceType string `json:"resourceType"`
-	// Replacement is True, False or Conditional for Modify.
-	Replacement string `json:"replacement,omitempty"`
-}
-
-func (c ResourceChange) String() string {
-	s := fmt.Sprintf("%s %s (%s)", c.Action, c.LogicalID, c.ResourceType)
-	if c.Replacement == "True" || c.Replacement == "Conditional" {
-		s += " replacement: " + c.Replacement
-	}
-	return s
-}
-
-// StackDiff is what would happen to one stack.
-type StackDiff struct {
-	Stack     string `json:"stack"`
-	StackName string `json:"stackName"`
-	// Status is the stack's current status ("" when it does not exist).
-	Status  string           `json:"status,omitempty"`
-	Action  string           `json:"action"`
-	Changes []ResourceChange `json:"changes,omitempty"`
-}
-
-// DiffResult is a preview of a deploy.
-type DiffResult struct {
-	// Stacks in dependency order.
-	Stacks []StackDiff `json:"stacks"`
-	// Orphans are stacks tagged with the cluster that are no longer
-	// rendered (a removed node pool): up leaves them, destroy deletes them.
-	Orphans []string `json:"orphans,omitempty"`
-	Changed bool     `json:"changed"`
-}
 
 // Diff previews a deploy: a change set per existing stack, what each would
 // change per resource, every change set deleted again, nothing executed.
@@ -66,7 +20,7 @@ type DiffResult struct {
 // template; a change set cannot be made for them before the stacks they take
 // parameters from exist. Parameters from other stacks' outputs use the
 // outputs those stacks have now.
-func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
+func (e *Engine) Diff(ctx context.Context, t Target) (*stage.DiffResult, error) {
 	ctx, cancel := e.run(ctx)
 	defer cancel()
 	p, err := e.prepare(t)
@@ -103,9 +57,9 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 		outs, ok := read[stack]
 		return outs, ok
 	}
-	diffs := map[string]*StackDiff{}
+	diffs := map[string]*stage.StackDiff{}
 	err = forEach(ctx, e.opts.Parallelism, p.graph.order, func(ctx context.Context, stack string) error {
-		d := &StackDiff{Stack: stack, StackName: p.stackName(stack)}
+		d := &stage.StackDiff{Stack: stack, StackName: p.stackName(stack)}
 		defer func() { mu.Lock(); diffs[stack] = d; mu.Unlock() }()
 		st := current[stack]
 		if st != nil {
@@ -113,10 +67,10 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 		}
 		switch {
 		case st == nil || st.StackStatus == types.StackStatusReviewInProgress:
-			d.Action, d.Changes = ActionCreate, templateAdds(p.tmpl[stack])
+			d.Action, d.Changes = stage.ActionCreate, templateAdds(p.tmpl[stack])
 			return nil
 		case st.StackStatus == types.StackStatusRollbackComplete || st.StackStatus == types.StackStatusRollbackFailed || st.StackStatus == types.StackStatusCreateFailed:
-			d.Action, d.Changes = ActionRecreate, templateAdds(p.tmpl[stack])
+			d.Action, d.Changes = stage.ActionRecreate, templateAdds(p.tmpl[stack])
 			return nil
 		}
 		in, err := e.input(p, stack, keys, outputs, true)
@@ -135,60 +89,36 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*DiffResult, error) {
 			return err
 		}
 		if cs == nil {
-			d.Action = ActionNone
+			d.Action = stage.ActionNone
 			return nil
 		}
 		e.deleteChangeSet(ctx, in.name, cs.name)
 		// A change set that changes only parameters can list no resource
 		// (moto does so); it is a change all the same.
-		d.Action, d.Changes = ActionUpdate, cs.changes
+		d.Action, d.Changes = stage.ActionUpdate, cs.changes
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &DiffResult{Orphans: orphans}
+	res := &stage.DiffResult{Orphans: orphans}
 	for _, stack := range p.graph.order {
 		d := diffs[stack]
 		res.Stacks = append(res.Stacks, *d)
-		res.Changed = res.Changed || d.Action != ActionNone
+		res.Changed = res.Changed || d.Action != stage.ActionNone
 	}
 	return res, nil
 }
 
-// String renders the preview for a terminal or a CI log: one line per
-// stack, one indented line per resource change (+ add, ~ modify, - remove).
-func (d *DiffResult) String() string {
-	var b strings.Builder
-	for _, s := range d.Stacks {
-		what := map[string]string{ActionNone: "no change", ActionCreate: "would create", ActionRecreate: "would delete and create again (failed create)", ActionUpdate: "would update"}[s.Action]
-		fmt.Fprintf(&b, "%s (%s): %s\n", s.Stack, s.StackName, what)
-		if s.Action == ActionUpdate && len(s.Changes) == 0 {
-			b.WriteString("    ~ parameters only\n")
-		}
-		for _, c := range s.Changes {
-			sign := map[string]string{"Add": "+", "Modify": "~", "Remove": "-"}[c.Action]
-			if sign == "" {
-				sign = "*"
-			}
-			fmt.Fprintf(&b, "    %s %s\n", sign, c)
-		}
-	}
-	for _, o := range d.Orphans {
-		fmt.Fprintf(&b, "%s: no longer rendered; kube-aws up leaves it, delete it by hand or with kube-aws destroy\n", o)
-	}
-	return b.String()
-}
-
-func templateAdds(t *template) []ResourceChange {
+func templateAdds(t *template) []stage.ResourceChange {
 	ids := make([]string, 0, len(t.Resources))
 	for id := range t.Resources {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	out := make([]ResourceChange, 0, len(ids))
+	out := make([]stage.ResourceChange, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, ResourceChange{Action: "Add", LogicalID: id, ResourceType: t.Resources[id].Type})
+		out = append(out, stage.ResourceChange{Action: "Add", LogicalID: id, ResourceType: t.Resources[id].Type})
 	}
 	return out
 }

@@ -164,22 +164,18 @@ func TestLifecycle(t *testing.T) {
 	for _, s := range d.Stacks {
 		switch s.Stack {
 		case "nodepool-a":
-			if s.Action != ActionUpdate || len(s.Changes) != 1 || s.Changes[0].LogicalID != "Group" || s.Changes[0].Action != "Modify" ||
+			if s.Action != stage.ActionUpdate || len(s.Changes) != 1 || s.Changes[0].LogicalID != "Group" || s.Changes[0].Action != "Modify" ||
 				s.Changes[0].ResourceType != "AWS::AutoScaling::AutoScalingGroup" {
 				t.Fatalf("diff of nodepool-a = %+v, want one Modify of Group", s)
 			}
 		default:
-			if s.Action != ActionNone || len(s.Changes) != 0 {
+			if s.Action != stage.ActionNone || len(s.Changes) != 0 {
 				t.Fatalf("diff of %s = %+v, want no change", s.Stack, s)
 			}
 		}
 	}
 	if n := f.proxy.Count("ExecuteChangeSet"); n != 0 {
 		t.Fatalf("diff executed %d change sets", n)
-	}
-	if text := d.String(); !strings.Contains(text, "nodepool-a ("+f.name+"-nodepool-a): would update\n    ~ Modify Group (AWS::AutoScaling::AutoScalingGroup)\n") ||
-		!strings.Contains(text, "network ("+f.name+"-network): no change\n") {
-		t.Fatalf("diff text:\n%s", text)
 	}
 	sets, err := f.cfn.ListChangeSets(ctx, &cloudformation.ListChangeSetsInput{StackName: aws.String(f.name + "-nodepool-a")})
 	if err != nil {
@@ -480,7 +476,7 @@ func TestReviewInProgressContinued(t *testing.T) {
 		t.Fatalf("setup: network is %s", st.StackStatus)
 	}
 	d, err := e.Diff(ctx, target)
-	if err != nil || d.Stacks[0].Action != ActionCreate {
+	if err != nil || d.Stacks[0].Action != stage.ActionCreate {
 		t.Fatalf("diff of a REVIEW_IN_PROGRESS stack: %+v %v", d, err)
 	}
 	res := f.mustDeploy(e, target)

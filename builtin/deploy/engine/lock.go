@@ -79,7 +79,7 @@ func (e *Engine) lock(ctx context.Context, p *prepared, op string) (func(), erro
 		}
 		return nil, fmt.Errorf("taking the deploy lock s3://%s/%s: %w", p.loc.Bucket, key, err)
 	}
-	e.report(Event{Kind: EventLock, Message: fmt.Sprintf("locked s3://%s/%s for %s", p.loc.Bucket, key, op)})
+	e.report(Event{Kind: EventLock, Message: fmt.Sprintf("locked s3://%s/%s for %s by %s", p.loc.Bucket, key, op, info.Who)})
 	return func() {
 		// Release even when the deploy was cancelled or timed out.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/stage"
 )
 
 var capabilities = []types.Capability{types.CapabilityCapabilityIam, types.CapabilityCapabilityNamedIam}
@@ -364,7 +365,7 @@ func (e *Engine) changeSet(ctx context.Context, stack string, in *stackInput, ty
 // changeSetResult is a change set that has changes.
 type changeSetResult struct {
 	name    string
-	changes []ResourceChange
+	changes []stage.ResourceChange
 }
 
 // makeChangeSet creates a change set and waits until it is ready. It returns
@@ -411,7 +412,7 @@ func (e *Engine) makeChangeSet(ctx context.Context, stack string, in *stackInput
 			status, reason = out.Status, aws.ToString(out.StatusReason)
 			for _, c := range out.Changes {
 				if rc := c.ResourceChange; rc != nil {
-					res.changes = append(res.changes, ResourceChange{
+					res.changes = append(res.changes, stage.ResourceChange{
 						Action:       string(rc.Action),
 						LogicalID:    aws.ToString(rc.LogicalResourceId),
 						PhysicalID:   aws.ToString(rc.PhysicalResourceId),

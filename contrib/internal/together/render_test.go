@@ -162,7 +162,8 @@ func TestRenderWithEveryContribPlugin(t *testing.T) {
 	}
 	in.Constructs = &broken
 	res := plugintest.Run(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/helm"), &in, stage.Render).Results[stage.Render]
-	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Plugin != "helm" ||
+	// About dex's chart, reported by helm (issue 14, point 5).
+	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Plugin != "dex" || res.Diagnostics[0].ReportedBy != "helm" ||
 		!strings.HasPrefix(res.Diagnostics[0].Message, `plugin "dex": release "dex"`) || res.Diagnostics[0].File != "dex/templates/broken.yaml" {
 		t.Errorf("a broken dex chart: %v", res.Diagnostics)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -21,27 +20,34 @@ type instanceStater func(ctx context.Context, id string) (string, error)
 // errNotFound is an instance EC2 does not know.
 var errNotFound = errors.New("no such instance")
 
-// ec2Stater asks EC2, with the settings kube-aws passes every plugin that
-// talks to AWS: KUBE_AWS_REGION (else cluster.yaml's region, else the SDK's
-// own AWS_REGION or profile), AWS_PROFILE and the SDK's credential chain,
-// and KUBE_AWS_ENDPOINT_URL for an emulator such as moto.
-func ec2Stater(clusterRegion string) instanceStater {
+// ec2Stater asks EC2 with the AWS settings kube-aws gives plugins that
+// declare they reach AWS (stage.Input.AWS: --region, else cluster.yaml's
+// region, else the SDK's own AWS_REGION or profile; --profile, else the
+// SDK's credential chain; --endpoint-url for an emulator such as moto).
+func ec2Stater(settings *stage.AWSSettings, clusterRegion string) instanceStater {
+	var a stage.AWSSettings
+	if settings != nil {
+		a = *settings
+	}
 	return func(ctx context.Context, id string) (string, error) {
 		var lo []func(*awsconfig.LoadOptions) error
-		region := os.Getenv("KUBE_AWS_REGION")
+		region := a.Region
 		if region == "" {
 			region = clusterRegion
 		}
 		if region != "" {
 			lo = append(lo, awsconfig.WithRegion(region))
 		}
+		if a.Profile != "" {
+			lo = append(lo, awsconfig.WithSharedConfigProfile(a.Profile))
+		}
 		cfg, err := awsconfig.LoadDefaultConfig(ctx, lo...)
 		if err != nil {
 			return "", fmt.Errorf("loading AWS configuration: %w", err)
 		}
 		client := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-			if ep := os.Getenv("KUBE_AWS_ENDPOINT_URL"); ep != "" {
-				o.BaseEndpoint = aws.String(ep)
+			if a.EndpointURL != "" {
+				o.BaseEndpoint = aws.String(a.EndpointURL)
 			}
 		})
 		out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})

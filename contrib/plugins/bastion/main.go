@@ -36,6 +36,9 @@ func (plugin) Info() stage.PluginInfo {
 		Version:      Version,
 		Description:  "contrib: a bastion host stack in the cluster's public subnet, SSH from configured CIDRs",
 		ValuesSchema: schema,
+		// Validate asks EC2 about the instance: kube-aws gives the plugin
+		// the operator's AWS settings for that.
+		ReachesAWS: true,
 	}
 }
 
@@ -48,7 +51,7 @@ func (p plugin) Validate(ctx context.Context, in *sdk.Input[Values]) (*stage.Res
 	c := in.Cluster
 	describe := p.describe
 	if describe == nil {
-		describe = ec2Stater(c.Region)
+		describe = ec2Stater(in.AWS, c.Region)
 	}
 	// Filled here too (the host would) so the result reads the same in tests.
 	return &stage.Result{Diagnostics: validate(ctx, in.Deploy, c.ClusterName, describe).WithDefaults(Name, string(stage.Validate))}, nil

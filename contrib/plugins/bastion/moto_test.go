@@ -25,8 +25,6 @@ import (
 // EC2 API: running passes, stopped is fatal.
 func TestDeployAndValidateAgainstMoto(t *testing.T) {
 	url := awstest.Start(t)
-	t.Setenv("KUBE_AWS_ENDPOINT_URL", url)
-	t.Setenv("KUBE_AWS_REGION", awstest.Region)
 	t.Setenv("AWS_ACCESS_KEY_ID", awstest.AccessKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", awstest.SecretAccessKey)
 	t.Setenv("AWS_PROFILE", "")
@@ -140,6 +138,7 @@ func TestDeployAndValidateAgainstMoto(t *testing.T) {
 	validateNow := func() *stage.Result {
 		req := contribtest.Request(t, stage.Validate, nil, Name, schema, `{"allowedCIDRs": ["203.0.113.0/24"]}`, t.TempDir())
 		req.Deploy = &stage.DeployResult{Stacks: []stage.StackStatus{status}}
+		req.AWS = &stage.AWSSettings{Region: awstest.Region, EndpointURL: url}
 		r, err := sdk.Call(ctx, sdk.Typed[Values](plugin{}), req)
 		if err != nil {
 			t.Fatal(err)
