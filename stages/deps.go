@@ -11,31 +11,13 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
 )
-
-// Plugin sources, as plugins/host reports them.
-const (
-	SourceBuiltin = "builtin"
-	SourceContrib = "contrib"
-	SourceUser    = "user"
-)
-
-// Candidate is a plugin found on disk that has not been started.
-type Candidate struct {
-	Name string `json:"name"`
-	// Path is the executable; Dir the folder it was found in.
-	Path   string `json:"path"`
-	Dir    string `json:"dir"`
-	Source string `json:"source"`
-	// Problem says why it cannot be started (a plugin folder without its
-	// executable); fatal only when the plugin is enabled.
-	Problem string `json:"problem,omitempty"`
-}
 
 // Plugin is a started plugin as the pipeline sees it. plugins/host's Plugin
 // is adapted to it (realdeps.go); tests use fakes.
 type Plugin interface {
-	Candidate() Candidate
+	Candidate() host.Candidate
 	Info() stage.PluginInfo
 	// ProtocolVersion is the version negotiated at the handshake.
 	ProtocolVersion() int
@@ -94,8 +76,8 @@ type Deps struct {
 	// LoadConfig loads cluster.yaml. An error or fatal diagnostic is a
 	// configuration error (exit 2).
 	LoadConfig func(path string) (*Loaded, diag.List, error)
-	Discover   func(clusterDir string, pluginDirs []string) ([]Candidate, error)
-	Launch     func(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugin, error)
+	Discover   func(clusterDir string, pluginDirs []string) ([]host.Candidate, error)
+	Launch     func(ctx context.Context, cands []host.Candidate, opts LaunchOptions) ([]Plugin, error)
 	// ResolveSecrets resolves secret sources and replaces every sensitive
 	// value (by source, or by a plugin schema's x-kube-aws-sensitive) with
 	// its marker. schemas are the plugins' values schemas by name. A fatal is
@@ -114,6 +96,6 @@ type Deps struct {
 	// Redact replaces every plain secret in s by its marker.
 	Redact func(s string, secrets map[string]string) string
 	// Lock and Verify implement `plugins lock` and `plugins verify`.
-	Lock   func(cands []Candidate, path string) error
-	Verify func(cands []Candidate, path string) []error
+	Lock   func(cands []host.Candidate, path string) error
+	Verify func(cands []host.Candidate, path string) []error
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
 )
 
 func TestDefaultOrderIsTheShippedFile(t *testing.T) {
@@ -38,13 +39,13 @@ func TestOrderPutsUnlistedPluginsLastAlphabetically(t *testing.T) {
 
 func TestPlanEnablesBuiltinsAndOnlyEnabledOthers(t *testing.T) {
 	h := newHarness(t)
-	h.add("iam", SourceBuiltin)
-	h.add("cloudformation", SourceBuiltin)
-	h.add("helm", SourceBuiltin)
-	h.add("dex", SourceContrib)
-	h.add("bastion", SourceContrib)
-	h.add("zz-mine", SourceUser)
-	h.add("aa-mine", SourceUser)
+	h.add("iam", host.SourceBuiltin)
+	h.add("cloudformation", host.SourceBuiltin)
+	h.add("helm", host.SourceBuiltin)
+	h.add("dex", host.SourceContrib)
+	h.add("bastion", host.SourceContrib)
+	h.add("zz-mine", host.SourceUser)
+	h.add("aa-mine", host.SourceUser)
 	h.enable("helm", false)
 	h.enable("dex", true)
 	h.enable("zz-mine", true)
@@ -82,8 +83,8 @@ func TestPlanEnablesBuiltinsAndOnlyEnabledOthers(t *testing.T) {
 
 func TestEnablingAnUnknownPluginListsTheAvailableOnes(t *testing.T) {
 	h := newHarness(t)
-	h.add("iam", SourceBuiltin)
-	h.add("dex", SourceContrib)
+	h.add("iam", host.SourceBuiltin)
+	h.add("dex", host.SourceContrib)
 	h.enable("dexx", true)
 	_, err := h.open()
 	if ExitCode(err) != ExitUsage {
@@ -108,7 +109,7 @@ func TestStagePluginsRunConcurrentlyOnIdenticalInputAndMergeInPluginOrder(t *tes
 	var started sync.WaitGroup
 	started.Add(len(names))
 	for i, n := range names {
-		p := h.add(n, SourceBuiltin)
+		p := h.add(n, host.SourceBuiltin)
 		delay := time.Duration(len(names)-i) * 15 * time.Millisecond // first in order finishes last
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			switch in.Stage {
@@ -173,7 +174,7 @@ func TestAFatalStopsTheRunAfterTheStageWithEveryFatalReported(t *testing.T) {
 	h := newHarness(t)
 	var ran atomic.Int32
 	for _, n := range []string{"cloudformation", "iam", "helm"} {
-		p := h.add(n, SourceBuiltin)
+		p := h.add(n, host.SourceBuiltin)
 		n := n
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			ran.Add(1)
@@ -219,7 +220,7 @@ func TestAFatalStopsTheRunAfterTheStageWithEveryFatalReported(t *testing.T) {
 
 func TestWarningsArePrintedAndTheRunGoesOn(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("apiserver", SourceBuiltin)
+	p := h.add("apiserver", host.SourceBuiltin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Initialise {
 			return &stage.Result{Diagnostics: diag.List{diag.Warningf("flag --foo is deprecated")}}, nil
@@ -242,7 +243,7 @@ func TestWarningsArePrintedAndTheRunGoesOn(t *testing.T) {
 	// --warnings-as-errors makes the same run fail after initialise.
 	h2 := newHarness(t)
 	h2.plugins = []*fakePlugin{}
-	p2 := h2.add("apiserver", SourceBuiltin)
+	p2 := h2.add("apiserver", host.SourceBuiltin)
 	p2.run = p.run
 	h2.opts.WarningsAsErrors = true
 	s2 := h2.session()
@@ -260,14 +261,14 @@ func TestWarningsArePrintedAndTheRunGoesOn(t *testing.T) {
 
 func TestAFailingPluginIsAFatalNamingPluginAndStage(t *testing.T) {
 	h := newHarness(t)
-	crash := h.add("crash", SourceBuiltin)
+	crash := h.add("crash", host.SourceBuiltin)
 	crash.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Render {
 			return nil, errors.New("plugin exited: panic: boom\ngoroutine 1 [running]:")
 		}
 		return &stage.Result{}, nil
 	}
-	bad := h.add("bad", SourceBuiltin)
+	bad := h.add("bad", host.SourceBuiltin)
 	bad.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Render {
 			panic("adapter bug")
@@ -292,7 +293,7 @@ func TestDeployRunsPluginsInOrderEachSeeingTheResultSoFar(t *testing.T) {
 	var seen []string
 	var mu sync.Mutex
 	for _, n := range []string{"deploy", "helm", "cloudformation"} {
-		p := h.add(n, SourceBuiltin)
+		p := h.add(n, host.SourceBuiltin)
 		n := n
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			switch in.Stage {
@@ -343,11 +344,11 @@ func TestDeployRunsPluginsInOrderEachSeeingTheResultSoFar(t *testing.T) {
 
 func TestDeployStopsAtTheFirstFailingPlugin(t *testing.T) {
 	h := newHarness(t)
-	first := h.add("cloudformation", SourceBuiltin, stage.Deploy)
+	first := h.add("cloudformation", host.SourceBuiltin, stage.Deploy)
 	first.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		return &stage.Result{Diagnostics: diag.List{diag.Fatalf("stack network failed: CREATE_FAILED")}}, nil
 	}
-	second := h.add("helm", SourceBuiltin, stage.Deploy)
+	second := h.add("helm", host.SourceBuiltin, stage.Deploy)
 	s := h.session()
 	c := s.freshCarry()
 	res, err := s.runStage(context.Background(), stage.Deploy, c)
@@ -367,7 +368,7 @@ func TestDeployStopsAtTheFirstFailingPlugin(t *testing.T) {
 
 func TestRunStageRefusesMissingState(t *testing.T) {
 	h := newHarness(t)
-	h.add("iam", SourceBuiltin)
+	h.add("iam", host.SourceBuiltin)
 	s := h.session()
 	_, err := s.RunStage(context.Background(), stage.Render)
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "no state for stage initialise") ||
@@ -386,7 +387,7 @@ func TestRunStageRefusesMissingState(t *testing.T) {
 
 func TestRunStageRefusesStaleState(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("iam", SourceBuiltin)
+	p := h.add("iam", host.SourceBuiltin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Render {
 			return fileResult("stacks/iam.json", "{}"), nil
@@ -458,7 +459,7 @@ func TestStateFilesRecordTheirInputsAndNeverASecret(t *testing.T) {
 	h.secrets = map[string]string{"((secret:dex/password))": plain}
 	var logs bytes.Buffer
 	h.opts.Reporter = &TextReporter{W: &logs}
-	p := h.add("dex", SourceBuiltin)
+	p := h.add("dex", host.SourceBuiltin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Deploy && in.Secrets["((secret:dex/password))"] != plain {
 			return nil, errors.New("deploy did not receive the secret")
@@ -510,7 +511,7 @@ func TestRenderOutputIsAtomicAndDeterministic(t *testing.T) {
 	var mode atomic.Value
 	mode.Store("ok")
 	for _, n := range []string{"cloudformation", "userdata"} {
-		p := h.add(n, SourceBuiltin)
+		p := h.add(n, host.SourceBuiltin)
 		n := n
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			if in.Stage != stage.Render {
@@ -608,7 +609,7 @@ func TestRenderOutputIsAtomicAndDeterministic(t *testing.T) {
 func TestARenderedFileHoldingAPlainSecretIsRefused(t *testing.T) {
 	h := newHarness(t)
 	h.secrets = map[string]string{"((secret:dex/x))": "plain-secret-value"}
-	p := h.add("dex", SourceBuiltin, stage.Render)
+	p := h.add("dex", host.SourceBuiltin, stage.Render)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		return fileResult("charts/values.yaml", "password: plain-secret-value\n"), nil
 	}
@@ -627,8 +628,8 @@ func TestARenderedFileHoldingAPlainSecretIsRefused(t *testing.T) {
 
 func TestRegistrationRejectsWithAReason(t *testing.T) {
 	h := newHarness(t)
-	good := h.add("iam", SourceBuiltin)
-	bad := h.add("dex", SourceContrib)
+	good := h.add("iam", host.SourceBuiltin)
+	bad := h.add("dex", host.SourceContrib)
 	bad.info.ValuesSchema = json.RawMessage(`{"type":"object"}`)
 	h.enable("dex", true)
 	h.schemaCheck = func(plugin string, schema json.RawMessage, v stage.PluginValues) diag.List {
@@ -656,9 +657,9 @@ func TestRegistrationRejectsWithAReason(t *testing.T) {
 
 	// A wrong name and an unsupported protocol are rejected too (exit 1).
 	h2 := newHarness(t)
-	liar := h2.add("liar", SourceBuiltin)
+	liar := h2.add("liar", host.SourceBuiltin)
 	liar.info.Name = "someone-else"
-	old := h2.add("old", SourceBuiltin)
+	old := h2.add("old", host.SourceBuiltin)
 	old.proto = 7
 	old.info.ProtocolVersions = []int{7}
 	_, err = h2.open()
@@ -670,9 +671,9 @@ func TestRegistrationRejectsWithAReason(t *testing.T) {
 
 func TestCapabilityWithTwoProvidersAndNoPreference(t *testing.T) {
 	h := newHarness(t)
-	a := h.add("calico", SourceBuiltin)
+	a := h.add("calico", host.SourceBuiltin)
 	a.info.Capabilities = []string{"cni"}
-	b := h.add("cilium", SourceBuiltin)
+	b := h.add("cilium", host.SourceBuiltin)
 	b.info.Capabilities = []string{"cni"}
 	_, err := h.open()
 	if ExitCode(err) != ExitUsage || a.reg.Accepted || b.reg.Accepted ||
@@ -699,7 +700,7 @@ func TestInterruptStopsTheStageAndKillsEveryPlugin(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, n := range []string{"a", "b"} {
-		p := h.add(n, SourceBuiltin)
+		p := h.add(n, host.SourceBuiltin)
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			cancel()
 			<-ctx.Done()
@@ -724,7 +725,7 @@ func TestPluginEventsAreForwardedWithThePluginName(t *testing.T) {
 	h := newHarness(t)
 	var buf bytes.Buffer
 	h.opts.Reporter = &TextReporter{W: &buf}
-	p := h.add("hello", SourceUser)
+	p := h.add("hello", host.SourceUser)
 	h.enable("hello", true)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		emit(stage.Event{Kind: stage.EventLog, Level: "info", Message: "hello from " + string(in.Stage)})
@@ -783,7 +784,7 @@ func (e hostError) Diagnostic() diag.Diagnostic { return e.d }
 
 func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("dex", SourceBuiltin, stage.Initialise)
+	p := h.add("dex", host.SourceBuiltin, stage.Initialise)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		early := diag.Warningf("issuer is deprecated").At("plugins.dex.values.issuer")
 		emit(stage.Event{Kind: stage.EventDiagnostic, Diagnostic: &early})
@@ -792,7 +793,7 @@ func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
 		// The result repeats the first one: it must be reported once.
 		return &stage.Result{Diagnostics: diag.List{early}}, nil
 	}
-	q := h.add("hang", SourceBuiltin, stage.Initialise)
+	q := h.add("hang", host.SourceBuiltin, stage.Initialise)
 	q.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		return nil, hostError{diag.Diagnostic{Severity: diag.Fatal, Plugin: "hang", Stage: "initialise",
 			Message: "plugin hang did not finish stage initialise within 1s; killed", Hint: "report the hang"}}
@@ -818,7 +819,7 @@ func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
 
 func TestPluginHashesAreCachedButNoticeAChange(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("iam", SourceBuiltin)
+	p := h.add("iam", host.SourceBuiltin)
 	s := h.session()
 	first, err := s.pluginHashes()
 	if err != nil {

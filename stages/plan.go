@@ -16,6 +16,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config/values"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
 )
 
 // Options configure a run. The zero value of every field has a sensible
@@ -61,9 +62,9 @@ type Plan struct {
 	// ClusterDir is the folder holding cluster.yaml.
 	ClusterDir string
 	// All is every plugin found, by name.
-	All []Candidate
+	All []host.Candidate
 	// Enabled are the plugins that take part, in run order.
-	Enabled []Candidate
+	Enabled []host.Candidate
 	// Order is the order list in force (order.yaml or pluginOrder).
 	Order []string
 	// Diagnostics are the warnings found while planning.
@@ -154,7 +155,7 @@ func NewPlan(opts Options) (*Plan, error) {
 	if p.Config != nil && len(p.Config.Cluster.PluginOrder) > 0 {
 		p.Order = p.Config.Cluster.PluginOrder
 	}
-	byName := map[string]Candidate{}
+	byName := map[string]host.Candidate{}
 	var names []string
 	for _, c := range enabled {
 		byName[c.Name] = c
@@ -176,16 +177,16 @@ func (p *Plan) cluster() *config.Cluster {
 
 // enabled applies the rule of docs/design.md: built-ins are on unless
 // disabled; contrib and user plugins are off until enabled.
-func (p *Plan) enabled() ([]Candidate, diag.List) {
+func (p *Plan) enabled() ([]host.Candidate, diag.List) {
 	c := p.cluster()
 	var diags diag.List
-	found := map[string]Candidate{}
+	found := map[string]host.Candidate{}
 	for _, cand := range p.All {
 		found[cand.Name] = cand
 	}
-	var out []Candidate
+	var out []host.Candidate
 	for _, cand := range p.All {
-		on := cand.Source == SourceBuiltin
+		on := cand.Source == host.SourceBuiltin
 		if pc, ok := c.Plugins[cand.Name]; ok && pc.Enabled != nil {
 			on = *pc.Enabled
 		}
@@ -231,13 +232,13 @@ func (p *Plan) enabled() ([]Candidate, diag.List) {
 // problemDiag reports a plugin that cannot be started: fatal when it is
 // enabled, a warning when it is not (disabled, or unknown to cluster.yaml).
 // It points at the plugin's entry in cluster.yaml when there is one.
-func (p *Plan) problemDiag(cand Candidate, enabled bool) diag.Diagnostic {
+func (p *Plan) problemDiag(cand host.Candidate, enabled bool) diag.Diagnostic {
 	var d diag.Diagnostic
 	switch {
 	case !enabled:
 		d = diag.Warningf("%s; plugin %s is not enabled, so it is skipped", cand.Problem, cand.Name).
 			WithHint(fmt.Sprintf("build it before enabling it, or remove %s if it is not a plugin", cand.Dir))
-	case cand.Source == SourceBuiltin:
+	case cand.Source == host.SourceBuiltin:
 		d = diag.Fatalf("plugin %s is enabled but cannot be started: %s", cand.Name, cand.Problem).
 			WithHint(fmt.Sprintf("reinstall kube-aws (make build writes its built-in plugins), or set plugins.%s.enabled: false", cand.Name))
 	default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
 )
 
 // PluginSummary describes one plugin for `kube-aws plugins list|describe`.
@@ -18,7 +19,7 @@ type PluginSummary struct {
 	Name            string       `json:"name"`
 	Version         string       `json:"version,omitempty"`
 	Description     string       `json:"description,omitempty"`
-	Source          string       `json:"source"`
+	Source          host.Source  `json:"source"`
 	Path            string       `json:"path"`
 	Enabled         bool         `json:"enabled"`
 	Stages          []stage.Name `json:"stages"`
@@ -52,7 +53,7 @@ func ListPlugins(ctx context.Context, opts Options) ([]PluginSummary, error) {
 	var wg sync.WaitGroup
 	for i, c := range p.All {
 		wg.Add(1)
-		go func(i int, c Candidate) {
+		go func(i int, c host.Candidate) {
 			defer wg.Done()
 			_, on := enabled[c.Name]
 			out[i] = p.summarise(ctx, c, on)
@@ -118,7 +119,7 @@ func DescribePlugin(ctx context.Context, opts Options, name string) (*PluginSumm
 }
 
 // summarise starts one plugin, reads its info and kills it.
-func (p *Plan) summarise(ctx context.Context, c Candidate, enabled bool) PluginSummary {
+func (p *Plan) summarise(ctx context.Context, c host.Candidate, enabled bool) PluginSummary {
 	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
 	if c.Problem != "" {
 		if enabled {
@@ -128,7 +129,7 @@ func (p *Plan) summarise(ctx context.Context, c Candidate, enabled bool) PluginS
 		}
 		return s
 	}
-	started, err := p.Deps.Launch(ctx, []Candidate{c}, LaunchOptions{
+	started, err := p.Deps.Launch(ctx, []host.Candidate{c}, LaunchOptions{
 		StartTimeout: p.Options.StartTimeout,
 		StageTimeout: p.Options.StageTimeout,
 		LockPath:     filepath.Join(p.ClusterDir, "plugins.lock"),
@@ -161,16 +162,16 @@ func (p *Plan) summarise(ctx context.Context, c Candidate, enabled bool) PluginS
 // LockPlugins writes plugins.lock beside cluster.yaml with the sha256 of
 // every plugin that is not built in, and returns its path and the plugins
 // it locked.
-func LockPlugins(opts Options) (string, []Candidate, error) {
+func LockPlugins(opts Options) (string, []host.Candidate, error) {
 	opts.ConfigOptional = true
 	p, err := NewPlan(opts)
 	if err != nil {
 		return "", nil, err
 	}
 	path := filepath.Join(p.ClusterDir, "plugins.lock")
-	var locked []Candidate
+	var locked []host.Candidate
 	for _, c := range p.All {
-		if c.Source != SourceBuiltin && c.Problem == "" {
+		if c.Source != host.SourceBuiltin && c.Problem == "" {
 			locked = append(locked, c)
 		}
 	}

@@ -29,14 +29,14 @@ func DefaultDeps() Deps {
 		ChooseProviders: config.ChooseProviders,
 		Merge:           merge.MergeWith,
 		Redact:          func(s string, secrets map[string]string) string { return config.Redact(s, config.Secrets(secrets)) },
-		Lock: func(cands []Candidate, path string) error {
-			l, err := host.LockCandidates(toHost(cands))
+		Lock: func(cands []host.Candidate, path string) error {
+			l, err := host.LockCandidates(cands)
 			if err != nil {
 				return err
 			}
 			return l.Write(path)
 		},
-		Verify: func(cands []Candidate, path string) []error {
+		Verify: func(cands []host.Candidate, path string) []error {
 			l, err := host.ReadLockfile(path)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -44,7 +44,7 @@ func DefaultDeps() Deps {
 				}
 				return []error{err}
 			}
-			return l.Verify(toHost(cands))
+			return l.Verify(cands)
 		},
 	}
 }
@@ -88,12 +88,11 @@ func resolveSecrets(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, d
 	return &Resolved{JSON: b, Values: r.Values, Plain: r.Plain, Secrets: r.Secrets}, diags
 }
 
-func discover(clusterDir string, pluginDirs []string) ([]Candidate, error) {
-	cands, err := host.Discover(host.DefaultSources(clusterDir, pluginDirs))
-	return fromHost(cands), err
+func discover(clusterDir string, pluginDirs []string) ([]host.Candidate, error) {
+	return host.Discover(host.DefaultSources(clusterDir, pluginDirs))
 }
 
-func launch(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugin, error) {
+func launch(ctx context.Context, cands []host.Candidate, opts LaunchOptions) ([]Plugin, error) {
 	var lock *host.Lockfile
 	if opts.LockPath != "" {
 		l, err := host.ReadLockfile(opts.LockPath)
@@ -104,7 +103,7 @@ func launch(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugi
 			return nil, err
 		}
 	}
-	ps, err := host.Launch(ctx, toHost(cands), host.Options{
+	ps, err := host.Launch(ctx, cands, host.Options{
 		StartTimeout: opts.StartTimeout,
 		StageTimeout: opts.StageTimeout,
 		Lock:         lock,
@@ -124,31 +123,15 @@ func launch(ctx context.Context, cands []Candidate, opts LaunchOptions) ([]Plugi
 // hostPlugin adapts *host.Plugin to Plugin.
 type hostPlugin struct{ p *host.Plugin }
 
-func (h hostPlugin) Candidate() Candidate   { return fromHost([]host.Candidate{h.p.Candidate})[0] }
-func (h hostPlugin) Info() stage.PluginInfo { return h.p.Info }
-func (h hostPlugin) ProtocolVersion() int   { return h.p.ProtocolVersion }
-func (h hostPlugin) Kill()                  { h.p.Kill() }
+func (h hostPlugin) Candidate() host.Candidate { return h.p.Candidate }
+func (h hostPlugin) Info() stage.PluginInfo    { return h.p.Info }
+func (h hostPlugin) ProtocolVersion() int      { return h.p.ProtocolVersion }
+func (h hostPlugin) Kill()                     { h.p.Kill() }
 func (h hostPlugin) Register(ctx context.Context, reg stage.Registration) error {
 	return h.p.Register(ctx, reg)
 }
 func (h hostPlugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Event)) (*stage.Result, error) {
 	return h.p.Run(ctx, in, onEvent)
-}
-
-func toHost(cs []Candidate) []host.Candidate {
-	out := make([]host.Candidate, len(cs))
-	for i, c := range cs {
-		out[i] = host.Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: host.Source(c.Source), Problem: c.Problem}
-	}
-	return out
-}
-
-func fromHost(cs []host.Candidate) []Candidate {
-	out := make([]Candidate, len(cs))
-	for i, c := range cs {
-		out[i] = Candidate{Name: c.Name, Path: c.Path, Dir: c.Dir, Source: string(c.Source), Problem: c.Problem}
-	}
-	return out
 }
 
 // SignalContext returns a context cancelled on the first SIGINT or SIGTERM:

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
+	"github.com/kube-aws/kube-aws/plugins/host"
 )
 
 // Session is a plan with its plugins started and registered. Close it on
@@ -357,7 +358,7 @@ func (s *Session) pluginHashes() (map[string]string, error) {
 		var wg sync.WaitGroup
 		for _, c := range s.Plan.Enabled {
 			wg.Add(1)
-			go func(c Candidate) {
+			go func(c host.Candidate) {
 				defer wg.Done()
 				h, err := cache.hash(c.Path)
 				mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -151,11 +152,11 @@ contrib or user plugin whose sha256 differs from its entry. Commit the file.`,
 			}
 			if g.json() {
 				if locked == nil {
-					locked = []stages.Candidate{}
+					locked = []host.Candidate{}
 				}
 				return writeJSON(g.stdout, struct {
 					Lockfile string             `json:"lockfile"`
-					Plugins  []stages.Candidate `json:"plugins"`
+					Plugins  []host.Candidate `json:"plugins"`
 				}{path, locked})
 			}
 			fmt.Fprintf(g.stdout, "locked %d plugin(s) in %s\n", len(locked), path)

@@ -34,17 +34,17 @@ type Sources struct {
 
 // Candidate is a plugin executable found on disk, not yet started.
 type Candidate struct {
-	Name string
+	Name string `json:"name"`
 	// Path is the executable, absolute.
-	Path string
+	Path string `json:"path"`
 	// Dir is the folder holding the executable.
-	Dir    string
-	Source Source
+	Dir    string `json:"dir"`
+	Source Source `json:"source"`
 	// Problem says why the candidate cannot be started (a plugin folder
 	// without its executable, a file that is not executable); "" when it
 	// can. Only an enabled plugin needs an executable, so whether a
 	// problem is an error is for the caller to decide.
-	Problem string
+	Problem string `json:"problem,omitempty"`
 }
 
 // DefaultSources returns where kube-aws looks for plugins:
