@@ -5,8 +5,10 @@
 // hashes of its inputs under .kube-aws/state/, and writes the render output
 // atomically.
 //
-// cmd/kube-aws is only flags in and output out; everything it does is a call
-// into this package (the split Helm uses between cmd/helm and pkg/action).
+// It runs the stages and the diff and destroy operations (Session.Run,
+// Session.Operate); what a command does with them (which stages, what to
+// confirm, when to retry) is package stages/action, and printing it is
+// cmd/kube-aws's, the split Helm makes between pkg/action and cmd/helm.
 // The parts of kube-aws the pipeline drives (configuration loading, plugin
 // discovery and launch, construct merging) are reached through Deps so the
 // pipeline logic is unit-testable with fake plugins.

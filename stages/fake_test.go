@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -307,4 +308,20 @@ func readTree(t *testing.T, dir string) map[string]string {
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// logReporter records each log event a plugin sends as "[plugin] message",
+// leaving out debug lines, as the CLI's text view does.
+type logReporter struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+func (r *logReporter) Event(plugin string, _ stage.Name, ev stage.Event) {
+	if ev.Kind != stage.EventLog || ev.Level == "debug" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.W, "[%s] %s\n", plugin, ev.Message)
 }

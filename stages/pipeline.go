@@ -41,7 +41,7 @@ func (s *Session) Operate(ctx context.Context, op stage.Name) (*Outcome, error) 
 }
 
 func (s *Session) run(ctx context.Context, names []stage.Name, op stage.Name) (*Outcome, error) {
-	out := &Outcome{Stages: []StageReport{}, Diagnostics: append(diag.List{}, s.Diagnostics...)}
+	out := &Outcome{Cluster: s.Plan.Cluster().ClusterName, Stages: []StageReport{}, Diagnostics: append(diag.List{}, s.Diagnostics...)}
 	if len(names) == 0 {
 		return out, nil
 	}

@@ -458,7 +458,7 @@ func TestStateFilesRecordTheirInputsAndNeverASecret(t *testing.T) {
 	const plain = "s3cr3t-sentinel-value"
 	h.secrets = map[string]string{"((secret:dex/password))": plain}
 	var logs bytes.Buffer
-	h.opts.Reporter = &TextReporter{W: &logs}
+	h.opts.Reporter = &logReporter{W: &logs}
 	p := h.add("dex", host.SourceBuiltin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Deploy && in.Secrets["((secret:dex/password))"] != plain {
@@ -724,7 +724,7 @@ func TestInterruptStopsTheStageAndKillsEveryPlugin(t *testing.T) {
 func TestPluginEventsAreForwardedWithThePluginName(t *testing.T) {
 	h := newHarness(t)
 	var buf bytes.Buffer
-	h.opts.Reporter = &TextReporter{W: &buf}
+	h.opts.Reporter = &logReporter{W: &buf}
 	p := h.add("hello", host.SourceUser)
 	h.enable("hello", true)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {

@@ -167,8 +167,8 @@ func NewPlan(opts Options) (*Plan, error) {
 	return p, nil
 }
 
-// cluster returns the loaded cluster or an empty one.
-func (p *Plan) cluster() *config.Cluster {
+// Cluster returns the loaded cluster or an empty one.
+func (p *Plan) Cluster() *config.Cluster {
 	if p.Config == nil || p.Config.Cluster == nil {
 		return &config.Cluster{}
 	}
@@ -178,7 +178,7 @@ func (p *Plan) cluster() *config.Cluster {
 // enabled applies the rule of docs/design.md: built-ins are on unless
 // disabled; contrib and user plugins are off until enabled.
 func (p *Plan) enabled() ([]host.Candidate, diag.List) {
-	c := p.cluster()
+	c := p.Cluster()
 	var diags diag.List
 	found := map[string]host.Candidate{}
 	for _, cand := range p.All {
@@ -245,7 +245,7 @@ func (p *Plan) problemDiag(cand host.Candidate, enabled bool) diag.Diagnostic {
 		d = diag.Fatalf("plugin %s is enabled but cannot be started: %s", cand.Name, cand.Problem).
 			WithHint(fmt.Sprintf("build it, or set plugins.%s.enabled: false to run without it", cand.Name))
 	}
-	if _, mentioned := p.cluster().Plugins[cand.Name]; !mentioned || p.Config == nil {
+	if _, mentioned := p.Cluster().Plugins[cand.Name]; !mentioned || p.Config == nil {
 		return d
 	}
 	d = d.At("plugins." + cand.Name + ".enabled")

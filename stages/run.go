@@ -52,6 +52,8 @@ type StageReport struct {
 // diagnostic, and the render output or deploy result when there is one. It
 // is the document `--output json` prints, so its shape is stable.
 type Outcome struct {
+	// Cluster is cluster.yaml's clusterName.
+	Cluster     string              `json:"cluster,omitempty"`
 	Stages      []StageReport       `json:"stages"`
 	Diagnostics diag.List           `json:"diagnostics"`
 	Rendered    *stage.Rendered     `json:"rendered,omitempty"`

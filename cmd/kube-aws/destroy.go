@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newDestroy(g *globals) *cobra.Command {
@@ -27,29 +24,12 @@ On a terminal destroy asks first; without one --yes is required (exit 2 without 
 		Example: `  kube-aws destroy
   CI=1 kube-aws destroy --yes --profile prod`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			opts := awsOptions(g, a.AWSSettings)
-			opts.OutDir = out
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
 			rep, done := progress(g)
-			opts.Reporter = rep
-			plan, err := stages.NewPlan(opts)
-			if err != nil {
-				return fail(g, "destroy", err)
-			}
-			if !a.Yes {
-				name := plan.Config.Cluster.ClusterName
-				if err := confirm(g, fmt.Sprintf("delete every stack of cluster %s?", name), "--yes"); err != nil {
-					return fail(g, "destroy", err)
-				}
-			}
-			sess, err := plan.Launch(cmd.Context())
-			if sess != nil {
-				defer sess.Close()
-			}
-			if err != nil {
-				return fail(g, "destroy", err)
-			}
-			o, err := sess.Operate(cmd.Context(), stage.Destroy)
+			defer done()
+			cfg := g.actionConfig()
+			cfg.Options.Reporter = rep
+			o, err := (&action.Destroy{Config: cfg, OutDir: out, AWS: a.AWSSettings}).Run(cmd.Context())
 			done()
 			if err != nil || o.Destroy == nil {
 				return report(g, "destroy", o, err)

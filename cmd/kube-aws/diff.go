@@ -1,12 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newDiff(g *globals) *cobra.Command {
@@ -31,29 +32,15 @@ so a pipeline can tell "up to date" from "needs an up".`,
   kube-aws diff --exit-code || echo "an up would change something"
   kube-aws diff --output json --endpoint-url http://127.0.0.1:5000`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			opts := awsOptions(g, a.AWSSettings)
-			opts.OutDir = out
-			plan, err := stages.NewPlan(opts)
-			if err != nil {
-				return fail(g, "diff", err)
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			o, err := (&action.Diff{Config: g.actionConfig(), OutDir: out, AWS: a.AWSSettings, ExitCode: exitCode}).Run(cmd.Context())
+			if errors.Is(err, action.ErrChanges) {
+				return reportWith(g, "diff", o, err, diffText(o.Diff))
 			}
-			sess, err := plan.Launch(cmd.Context())
-			if sess != nil {
-				defer sess.Close()
-			}
-			if err != nil {
-				return fail(g, "diff", err)
-			}
-			o, err := sess.Operate(cmd.Context(), stage.Diff)
 			if err != nil || o.Diff == nil {
 				return report(g, "diff", o, err)
 			}
-			var changed error
-			if exitCode && o.Diff.Changed {
-				changed = &stages.Error{Code: stages.ExitChanges, Msg: "diff found changes"}
-			}
-			return reportWith(g, "diff", o, changed, diffText(o.Diff))
+			return reportWith(g, "diff", o, nil, diffText(o.Diff))
 		}),
 	}
 	a.add(cmd, "")

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kube-aws/kube-aws/core/config"
-	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newInit(g *globals) *cobra.Command {
@@ -21,8 +21,8 @@ It never overwrites an existing file. Edit the result, then run ` + "`kube-aws r
     --availability-zones us-east-1a,us-east-1b --s3-uri s3://assets/prod \
     --kms-key-arn arn:aws:kms:us-east-1:123456789012:key/abcd --key-name ops`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			if err := stages.Init(g.config, o); err != nil {
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			if err := action.Init(g.config, o); err != nil {
 				return fail(g, "init", err)
 			}
 			if g.json() {

@@ -10,6 +10,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newPlugins(g *globals) *cobra.Command {
@@ -25,7 +26,7 @@ until plugins.<name>.enabled: true.`,
   kube-aws plugins lock && git add plugins.lock
   kube-aws plugins verify`,
 		Args: exactArgs(0, "a subcommand: list, describe, lock or verify"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error { return cmd.Help() }),
+		RunE: own(g, func(cmd *cobra.Command, args []string) error { return cmd.Help() }),
 	}
 	cmd.AddCommand(newPluginsList(g), newPluginsDescribe(g), newPluginsLock(g), newPluginsVerify(g))
 	return cmd
@@ -41,18 +42,18 @@ cluster.yaml is optional.`,
 		Example: `  kube-aws plugins list
   kube-aws plugins list --plugin-dir ~/kube-aws-plugins --output json`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			ps, err := stages.ListPlugins(cmd.Context(), g.options())
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			ps, err := action.ListPlugins(cmd.Context(), g.options())
 			if err != nil {
 				return fail(g, "plugins list", err)
 			}
-			failed := stages.StartFailures(ps)
+			failed := action.StartFailures(ps)
 			if g.json() {
 				if ps == nil {
-					ps = []stages.PluginSummary{}
+					ps = []action.PluginSummary{}
 				}
 				if err := writeJSON(g.stdout, struct {
-					Plugins []stages.PluginSummary `json:"plugins"`
+					Plugins []action.PluginSummary `json:"plugins"`
 				}{ps}); err != nil {
 					return err
 				}
@@ -104,8 +105,8 @@ func newPluginsDescribe(g *globals) *cobra.Command {
 		Example: `  kube-aws plugins describe cloudformation
   kube-aws plugins describe dex --output json | jq .valuesSchema`,
 		Args: exactArgs(1, "one plugin name"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			p, err := stages.DescribePlugin(cmd.Context(), g.options(), args[0])
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			p, err := action.DescribePlugin(cmd.Context(), g.options(), args[0])
 			if err != nil {
 				return fail(g, "plugins describe", err)
 			}
@@ -145,8 +146,8 @@ contrib or user plugin whose sha256 differs from its entry. Commit the file.`,
 		Example: `  kube-aws plugins lock
   kube-aws plugins lock -c clusters/prod.yaml --plugin-dir ./shared-plugins`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			path, locked, err := stages.LockPlugins(g.options())
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			path, locked, err := action.LockPlugins(g.options())
 			if err != nil {
 				return fail(g, "plugins lock", err)
 			}
@@ -155,7 +156,7 @@ contrib or user plugin whose sha256 differs from its entry. Commit the file.`,
 					locked = []host.Candidate{}
 				}
 				return writeJSON(g.stdout, struct {
-					Lockfile string             `json:"lockfile"`
+					Lockfile string           `json:"lockfile"`
 					Plugins  []host.Candidate `json:"plugins"`
 				}{path, locked})
 			}
@@ -175,8 +176,8 @@ func newPluginsVerify(g *globals) *cobra.Command {
 		Example: `  kube-aws plugins verify
   kube-aws plugins verify --output json`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			path, diags, err := stages.VerifyPlugins(g.options())
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			path, diags, err := action.VerifyPlugins(g.options())
 			if g.json() {
 				if diags == nil {
 					diags = diag.List{}

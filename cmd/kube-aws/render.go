@@ -3,8 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newRender(g *globals) *cobra.Command {
@@ -29,30 +28,11 @@ output. Each stage's result is also kept under .kube-aws/state/ so that
   # fail on any warning (CI)
   kube-aws render --warnings-as-errors`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			return runStages(cmd, g, g.options(), "render", out, stage.Initialise, stage.Render)
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			res, err := (&action.Render{Config: g.actionConfig(), OutDir: out}).Run(cmd.Context())
+			return report(g, "render", res, err)
 		}),
 	}
 	cmd.Flags().StringVar(&out, "out", "rendered", "output folder")
 	return cmd
-}
-
-// runStages plans, launches, runs the stages and reports: the one path every
-// stage-running command takes. The session is closed (every plugin killed)
-// on every return.
-func runStages(cmd *cobra.Command, g *globals, opts stages.Options, command, outDir string, names ...stage.Name) error {
-	opts.OutDir = outDir
-	plan, err := stages.NewPlan(opts)
-	if err != nil {
-		return fail(g, command, err)
-	}
-	sess, err := plan.Launch(cmd.Context())
-	if sess != nil {
-		defer sess.Close()
-	}
-	if err != nil {
-		return fail(g, command, err)
-	}
-	out, err := sess.Run(cmd.Context(), names...)
-	return report(g, command, out, err)
 }

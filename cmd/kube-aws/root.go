@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 // globals are the flags every command takes.
@@ -37,13 +38,19 @@ func (g *globals) options() stages.Options {
 		WarningsAsErrors: g.warningsAsErrors,
 		StartTimeout:     g.startTimeout,
 		StageTimeout:     g.stageTimeout,
-		Reporter:         &stages.TextReporter{W: g.stderr, Verbose: g.verbose},
+		Reporter:         &textReporter{W: g.stderr, Verbose: g.verbose},
 		PluginStderr:     g.stderr,
 		HostVersion:      version.Version,
 	}
 }
 
 func (g *globals) json() bool { return g.output == "json" }
+
+// actionConfig is what every action gets from the global flags: the
+// pipeline options and the way to ask the operator.
+func (g *globals) actionConfig() action.Config {
+	return action.Config{Options: g.options(), Ask: g.ask()}
+}
 
 // run is main without os.Exit, for tests.
 func run(args []string, stdout, stderr io.Writer) (code int) {
@@ -141,8 +148,8 @@ configuration error, 3 diff --exit-code found changes, 130 interrupted
 	return root
 }
 
-// action marks that the command's own code runs (see globals.ran).
-func action(g *globals, f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+// own marks that the command's own code runs (see globals.ran).
+func own(g *globals, f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		g.ran = true
 		return f(cmd, args)

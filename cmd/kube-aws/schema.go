@@ -14,7 +14,7 @@ language server at it for completion and checks while you type.`,
   # then, first line of cluster.yaml:
   # yaml-language-server: $schema=./cluster.schema.json`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
 			b, err := clusterSchema()
 			if err != nil {
 				return err

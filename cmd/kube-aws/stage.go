@@ -5,6 +5,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newStage(g *globals) *cobra.Command {
@@ -28,17 +29,13 @@ says which stage to run again. render writes the output folder like ` + "`kube-a
   kube-aws stage validate --warnings-as-errors --endpoint-url http://127.0.0.1:5000`,
 		ValidArgs: []string{"initialise", "render", "deploy", "validate"},
 		Args:      exactArgs(1, "one stage: initialise, render, deploy or validate"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
 			name, err := stage.Parse(args[0])
 			if err != nil {
 				return fail(g, "stage", stages.ConfigError("%v", err))
 			}
-			if a.ForceUnlock && !a.Yes {
-				if err := confirm(g, "remove the deploy lock of this cluster, which another kube-aws may still hold?", "--yes with --force-unlock"); err != nil {
-					return fail(g, "stage", err)
-				}
-			}
-			return runStages(cmd, g, awsOptions(g, a.AWSSettings), "stage "+string(name), out, name)
+			res, err := (&action.Stage{Config: g.actionConfig(), Name: name, OutDir: out, AWS: a.AWSSettings}).Run(cmd.Context())
+			return report(g, "stage "+string(name), res, err)
 		}),
 	}
 	// deploy and validate reach AWS: the same AWS flags as up.

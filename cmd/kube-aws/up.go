@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newUp(g *globals) *cobra.Command {
@@ -40,28 +39,13 @@ died (asks first on a terminal; needs --yes otherwise).`,
   # against moto, an AWS emulator
   kube-aws up --endpoint-url http://127.0.0.1:5000`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			if a.ForceUnlock && !a.Yes {
-				if err := confirm(g, "remove the deploy lock of this cluster, which another kube-aws may still hold?", "--yes with --force-unlock"); err != nil {
-					return fail(g, "up", err)
-				}
-			}
-			res, err := runUp(cmd, g, a.AWSSettings, out)
-			if err != nil && !a.Yes && stages.NeedsYes(res) && terminal() {
-				// A failed create left a stack in ROLLBACK_COMPLETE: ask,
-				// then run again allowed to recreate it.
-				printDiagnostics(g.stderr, res.Diagnostics)
-				if cerr := confirm(g, "delete the failed stack and create it again?", "--yes"); cerr != nil {
-					return fail(g, "up", cerr)
-				}
-				a.Yes = true
-				res, err = runUp(cmd, g, a.AWSSettings, out)
-			}
-			if outputsFile != "" && res != nil && res.Deploy != nil {
-				if werr := stages.WriteDeployResult(outputsFile, res.Deploy); werr != nil && err == nil {
-					err = werr
-				}
-			}
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			rep, done := progress(g)
+			defer done()
+			cfg := g.actionConfig()
+			cfg.Options.Reporter = rep
+			res, err := (&action.Up{Config: cfg, OutDir: out, AWS: a.AWSSettings, OutputsFile: outputsFile}).Run(cmd.Context())
+			done()
 			rerr := report(g, "up", res, err)
 			if !g.json() && res != nil && res.Deploy != nil && len(res.Deploy.Outputs) > 0 {
 				printOutputs(g, res.Deploy.Outputs)
@@ -75,27 +59,6 @@ died (asks first on a terminal; needs --yes otherwise).`,
 	f.StringVar(&out, "out", "rendered", "render output folder")
 	f.StringVar(&outputsFile, "outputs-file", "", "also write the deploy result (stacks, statuses, outputs) to this file as JSON")
 	return cmd
-}
-
-// runUp runs the four stages in one session.
-func runUp(cmd *cobra.Command, g *globals, a stage.AWSSettings, out string) (*stages.Outcome, error) {
-	opts := awsOptions(g, a)
-	opts.OutDir = out
-	rep, done := progress(g)
-	defer done()
-	opts.Reporter = rep
-	plan, err := stages.NewPlan(opts)
-	if err != nil {
-		return nil, err
-	}
-	sess, err := plan.Launch(cmd.Context())
-	if sess != nil {
-		defer sess.Close()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return sess.Run(cmd.Context(), stage.Initialise, stage.Render, stage.Deploy, stage.Validate)
 }
 
 // printOutputs prints the cluster outputs, sorted by name.

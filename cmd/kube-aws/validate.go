@@ -5,8 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/stages/action"
 )
 
 func newValidate(g *globals) *cobra.Command {
@@ -23,26 +22,14 @@ or the render output changed since the deploy: run kube-aws up first.`,
 		Example: `  kube-aws validate
   kube-aws validate --warnings-as-errors --output json`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
-			opts := awsOptions(g, a.AWSSettings)
-			plan, err := stages.NewPlan(opts)
-			if err != nil {
-				return fail(g, "validate", err)
-			}
-			sess, err := plan.Launch(cmd.Context())
-			if sess != nil {
-				defer sess.Close()
-			}
-			if err != nil {
-				return fail(g, "validate", err)
-			}
-			out, err := sess.Run(cmd.Context(), stage.Validate)
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
+			out, err := (&action.Validate{Config: g.actionConfig(), AWS: a.AWSSettings}).Run(cmd.Context())
 			if rerr := report(g, "validate", out, err); rerr != nil {
 				return rerr
 			}
 			if !g.json() {
 				_, w := out.Diagnostics.Count()
-				fmt.Fprintf(g.stdout, "cluster %s is valid (%d warning(s))\n", plan.Config.Cluster.ClusterName, w)
+				fmt.Fprintf(g.stdout, "cluster %s is valid (%d warning(s))\n", out.Cluster, w)
 			}
 			return nil
 		}),

@@ -19,7 +19,7 @@ version it speaks, and the go.mod line a plugin built for this kube-aws requires
 		Example: `  kube-aws version
   kube-aws version --output json`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
 			if g.json() {
 				type sdk struct {
 					Module  string `json:"module"`
@@ -52,7 +52,7 @@ func newCompletion(g *globals, root *cobra.Command) *cobra.Command {
   kube-aws completion fish > ~/.config/fish/completions/kube-aws.fish`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      exactArgs(1, "one shell: bash, zsh, fish or powershell"),
-		RunE: action(g, func(cmd *cobra.Command, args []string) error {
+		RunE: own(g, func(cmd *cobra.Command, args []string) error {
 			switch args[0] {
 			case "bash":
 				return root.GenBashCompletionV2(g.stdout, true)

@@ -1,4 +1,4 @@
-package stages
+package main
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -27,9 +26,9 @@ func TestParseStackEvent(t *testing.T) {
 		{"09:33:46 uploaded 11 objects to s3://bucket (0 already there)", "", "", false},
 		{"deployed 6 stacks", "", "", false},
 	} {
-		stack, row, ok := ParseStackEvent(c.line)
+		stack, row, ok := parseStackEvent(c.line)
 		if stack != c.stack || row != c.row || ok != c.ok {
-			t.Errorf("ParseStackEvent(%q) = %q, %q, %v; want %q, %q, %v", c.line, stack, row, ok, c.stack, c.row, c.ok)
+			t.Errorf("parseStackEvent(%q) = %q, %q, %v; want %q, %q, %v", c.line, stack, row, ok, c.stack, c.row, c.ok)
 		}
 	}
 }
@@ -38,7 +37,7 @@ func TestParseStackEvent(t *testing.T) {
 // the end the screen holds every stack's last status once.
 func TestLiveReporterKeepsOneRowPerStack(t *testing.T) {
 	var buf bytes.Buffer
-	r := &LiveReporter{W: &buf}
+	r := &liveReporter{W: &buf}
 	log := func(msg string) {
 		r.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info", Message: msg})
 	}
@@ -107,7 +106,7 @@ func render(out string) []string {
 // Deploys report from several goroutines at once.
 func TestLiveReporterConcurrentEvents(t *testing.T) {
 	var buf bytes.Buffer
-	r := &LiveReporter{W: &buf}
+	r := &liveReporter{W: &buf}
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
@@ -126,18 +125,22 @@ func TestLiveReporterConcurrentEvents(t *testing.T) {
 	}
 }
 
-func TestNeedsYes(t *testing.T) {
-	msg := "deploying cluster demo: stack nodepool-spot (demo-nodepool-spot) is in ROLLBACK_COMPLETE after a failed create; it holds no usable resources and must be deleted and created again: rerun with --yes to allow that"
-	if !NeedsYes(&Outcome{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "deploy", Message: msg, Code: diag.CodeNeedsConfirmation}}}) {
-		t.Fatal("the deploy plugin's ROLLBACK_COMPLETE fatal is not recognised")
-	}
-	// The signal is the code, not the wording: the same text without it,
-	// from any plugin, or only a warning, asks nothing.
-	for _, o := range []*Outcome{nil, {}, {Diagnostics: diag.List{{Severity: diag.Warning, Plugin: "deploy", Message: msg, Code: diag.CodeNeedsConfirmation}}},
-		{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "deploy", Message: msg}}},
-		{Diagnostics: diag.List{{Severity: diag.Fatal, Plugin: "dex", Message: msg}}}} {
-		if NeedsYes(o) {
-			t.Fatalf("NeedsYes(%+v) = true", o)
+// The line-by-line view names the plugin of every line, marks warnings and
+// errors, and shows debug logs and progress only with --verbose.
+func TestTextReporter(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		var buf bytes.Buffer
+		r := &textReporter{W: &buf, Verbose: verbose}
+		r.Event("hello", stage.Initialise, stage.Event{Kind: stage.EventLog, Level: "info", Message: "hello from initialise"})
+		r.Event("hello", stage.Initialise, stage.Event{Kind: stage.EventLog, Level: "debug", Message: "hidden"})
+		r.Event("hello", stage.Initialise, stage.Event{Kind: stage.EventLog, Level: "warn", Message: "careful\nsecond line"})
+		r.Event("hello", stage.Initialise, stage.Event{Kind: stage.EventProgress, Current: 1, Total: 2, Message: "half"})
+		want := "[hello] hello from initialise\n[hello] warn: careful\n[hello] second line\n"
+		if verbose {
+			want = "[hello] hello from initialise\n[hello] hidden\n[hello] warn: careful\n[hello] second line\n[hello] half (1/2)\n"
+		}
+		if buf.String() != want {
+			t.Errorf("verbose %v: %q, want %q", verbose, buf.String(), want)
 		}
 	}
 }

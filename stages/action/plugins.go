@@ -1,4 +1,4 @@
-package stages
+package action
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/stages"
 )
 
 // PluginSummary describes one plugin for `kube-aws plugins list|describe`.
@@ -39,9 +40,9 @@ type PluginSummary struct {
 // ask what it is, and returns them in run order, then the disabled ones by
 // name. A plugin that fails to start is listed with its error. cluster.yaml
 // is optional: without it the built-in defaults decide what is enabled.
-func ListPlugins(ctx context.Context, opts Options) ([]PluginSummary, error) {
+func ListPlugins(ctx context.Context, opts stages.Options) ([]PluginSummary, error) {
 	opts.ConfigOptional = true
-	p, err := NewPlan(opts)
+	p, err := stages.NewPlan(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +57,13 @@ func ListPlugins(ctx context.Context, opts Options) ([]PluginSummary, error) {
 		go func(i int, c host.Candidate) {
 			defer wg.Done()
 			_, on := enabled[c.Name]
-			out[i] = p.summarise(ctx, c, on)
+			out[i] = summarise(ctx, p, c, on)
 			out[i].ValuesSchema = nil // describe shows it; a listing stays short
 		}(i, c)
 	}
 	wg.Wait()
-	if err := interrupted(ctx); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, stages.ErrInterrupted
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		ei, iok := enabled[out[i].Name]
@@ -90,13 +91,13 @@ func StartFailures(ps []PluginSummary) error {
 	if len(names) == 0 {
 		return nil
 	}
-	return &Error{Code: ExitFatal, Msg: fmt.Sprintf("%d plugin(s) could not be started: %s", len(names), strings.Join(names, ", "))}
+	return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("%d plugin(s) could not be started: %s", len(names), strings.Join(names, ", "))}
 }
 
 // DescribePlugin is ListPlugins for one plugin, with its values schema.
-func DescribePlugin(ctx context.Context, opts Options, name string) (*PluginSummary, error) {
+func DescribePlugin(ctx context.Context, opts stages.Options, name string) (*PluginSummary, error) {
 	opts.ConfigOptional = true
-	p, err := NewPlan(opts)
+	p, err := stages.NewPlan(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -107,19 +108,19 @@ func DescribePlugin(ctx context.Context, opts Options, name string) (*PluginSumm
 			for _, e := range p.Enabled {
 				on = on || e.Name == name
 			}
-			s := p.summarise(ctx, c, on)
+			s := summarise(ctx, p, c, on)
 			if s.Error != "" {
-				return &s, &Error{Code: ExitFatal, Msg: s.Error}
+				return &s, &stages.Error{Code: stages.ExitFatal, Msg: s.Error}
 			}
 			return &s, nil
 		}
 		names = append(names, c.Name)
 	}
-	return nil, ConfigError("no plugin named %q; available: %s", name, strings.Join(names, ", "))
+	return nil, stages.ConfigError("no plugin named %q; available: %s", name, strings.Join(names, ", "))
 }
 
 // summarise starts one plugin, reads its info and kills it.
-func (p *Plan) summarise(ctx context.Context, c host.Candidate, enabled bool) PluginSummary {
+func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bool) PluginSummary {
 	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
 	if c.Problem != "" {
 		if enabled {
@@ -129,7 +130,7 @@ func (p *Plan) summarise(ctx context.Context, c host.Candidate, enabled bool) Pl
 		}
 		return s
 	}
-	started, err := p.Deps.Launch(ctx, []host.Candidate{c}, LaunchOptions{
+	started, err := p.Deps.Launch(ctx, []host.Candidate{c}, stages.LaunchOptions{
 		StartTimeout: p.Options.StartTimeout,
 		StageTimeout: p.Options.StageTimeout,
 		LockPath:     filepath.Join(p.ClusterDir, "plugins.lock"),
@@ -162,9 +163,9 @@ func (p *Plan) summarise(ctx context.Context, c host.Candidate, enabled bool) Pl
 // LockPlugins writes plugins.lock beside cluster.yaml with the sha256 of
 // every plugin that is not built in, and returns its path and the plugins
 // it locked.
-func LockPlugins(opts Options) (string, []host.Candidate, error) {
+func LockPlugins(opts stages.Options) (string, []host.Candidate, error) {
 	opts.ConfigOptional = true
-	p, err := NewPlan(opts)
+	p, err := stages.NewPlan(opts)
 	if err != nil {
 		return "", nil, err
 	}
@@ -176,16 +177,16 @@ func LockPlugins(opts Options) (string, []host.Candidate, error) {
 		}
 	}
 	if err := p.Deps.Lock(p.All, path); err != nil {
-		return path, nil, &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+		return path, nil, &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	return path, locked, nil
 }
 
 // VerifyPlugins checks every plugin that is not built in against
 // plugins.lock and reports every difference as a fatal diagnostic.
-func VerifyPlugins(opts Options) (string, diag.List, error) {
+func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 	opts.ConfigOptional = true
-	p, err := NewPlan(opts)
+	p, err := stages.NewPlan(opts)
 	if err != nil {
 		return "", nil, err
 	}
@@ -196,7 +197,7 @@ func VerifyPlugins(opts Options) (string, diag.List, error) {
 			Hint: "if the change is intended, run `kube-aws plugins lock` and commit plugins.lock"})
 	}
 	if len(diags) > 0 {
-		return path, diags, &Error{Code: ExitFatal, Msg: fmt.Sprintf("plugins do not match %s", path), Diagnostics: diags}
+		return path, diags, &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("plugins do not match %s", path), Diagnostics: diags}
 	}
 	return path, nil, nil
 }

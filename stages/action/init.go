@@ -1,4 +1,4 @@
-package stages
+package action
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/stages"
 )
 
 // Init writes a commented cluster.yaml from the `kube-aws init` flags to
@@ -18,11 +19,11 @@ func Init(path string, opts config.InitOptions) error {
 		path = "cluster.yaml"
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return ConfigError("%s already exists; kube-aws init never overwrites it: edit it, remove it, or pass --config NEW.yaml", path)
+		return stages.ConfigError("%s already exists; kube-aws init never overwrites it: edit it, remove it, or pass --config NEW.yaml", path)
 	}
 	b, err := config.InitTemplate(opts)
 	if err != nil {
-		e := ConfigError("%v", err)
+		e := stages.ConfigError("%v", err)
 		var d interface{ Diagnostics() diag.List }
 		if errors.As(err, &d) {
 			// The diagnostics say what is wrong; the message need not repeat them.
@@ -35,29 +36,29 @@ func Init(path string, opts config.InitOptions) error {
 	// so a concurrent writer's file is never replaced.
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("creating %s: %v", dir, err)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("creating %s: %v", dir, err)}
 	}
 	tmp, err := os.CreateTemp(dir, ".cluster.yaml.tmp-*")
 	if err != nil {
-		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
-		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
-		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	if err := tmp.Close(); err != nil {
-		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return ConfigError("%s already exists; kube-aws init never overwrites it", path)
+			return stages.ConfigError("%s already exists; kube-aws init never overwrites it", path)
 		}
-		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	return nil
 }

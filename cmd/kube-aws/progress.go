@@ -1,4 +1,4 @@
-package stages
+package main
 
 import (
 	"fmt"
@@ -9,23 +9,70 @@ import (
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
-// LiveReporter is the progress view of `kube-aws up`, `diff` and `destroy`
+// The progress views of the CLI: stages.Reporters that print what plugins
+// report while a stage runs.
+
+// textReporter prints "[plugin] message" lines, the form for a terminal and
+// for CI logs. In JSON mode kube-aws writes these to stderr so stdout holds
+// only the JSON document.
+type textReporter struct {
+	W       io.Writer
+	Verbose bool
+
+	mu sync.Mutex
+}
+
+// Event prints a log line, a progress line or a diagnostic the plugin sent
+// early. Debug logs and progress are shown only with --verbose.
+func (r *textReporter) Event(plugin string, st stage.Name, ev stage.Event) {
+	var line string
+	switch ev.Kind {
+	case stage.EventLog:
+		if ev.Level == "debug" && !r.Verbose {
+			return
+		}
+		line = ev.Message
+		if ev.Level == "warn" || ev.Level == "error" {
+			line = ev.Level + ": " + line
+		}
+	case stage.EventProgress:
+		if !r.Verbose {
+			return
+		}
+		if ev.Total > 0 {
+			line = fmt.Sprintf("%s (%d/%d)", ev.Message, ev.Current, ev.Total)
+		} else {
+			line = fmt.Sprintf("%s (%d)", ev.Message, ev.Current)
+		}
+	default:
+		// Diagnostics sent as events are reported with the stage's other
+		// diagnostics, once, when the stage ends.
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimRight(line, "\n"), "\n") {
+		fmt.Fprintf(r.W, "[%s] %s\n", plugin, l)
+	}
+}
+
+// liveReporter is the progress view of `kube-aws up`, `diff` and `destroy`
 // on a terminal: one line per CloudFormation stack with its latest status,
 // redrawn in place as the deploy plugin reports stack events, with every
 // other line printed above it. Off a terminal (or with CI set) kube-aws uses
-// TextReporter instead: the same events line by line, which is what a CI log
+// textReporter instead: the same events line by line, which is what a CI log
 // can keep.
 //
 // Stack events reach kube-aws as the deploy engine's log lines
 // ("15:04:05 <stack> <STATUS> <resource type> <logical id>[: reason]"), so
 // that plugins need no protocol change to take part; a line of that shape
 // updates its stack's row.
-type LiveReporter struct {
+type liveReporter struct {
 	W       io.Writer
 	Verbose bool
 
 	mu     sync.Mutex
-	text   TextReporter
+	text   textReporter
 	order  []string
 	rows   map[string]string
 	drawn  int
@@ -33,16 +80,16 @@ type LiveReporter struct {
 }
 
 // Event updates a stack's row or prints the line above the view.
-func (r *LiveReporter) Event(plugin string, st stage.Name, ev stage.Event) {
+func (r *liveReporter) Event(plugin string, st stage.Name, ev stage.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.inited {
-		r.text = TextReporter{W: r.W, Verbose: r.Verbose}
+		r.text = textReporter{W: r.W, Verbose: r.Verbose}
 		r.rows = map[string]string{}
 		r.inited = true
 	}
 	if ev.Kind == stage.EventLog {
-		if stack, row, ok := ParseStackEvent(ev.Message); ok {
+		if stack, row, ok := parseStackEvent(ev.Message); ok {
 			if _, seen := r.rows[stack]; !seen {
 				r.order = append(r.order, stack)
 			}
@@ -57,7 +104,7 @@ func (r *LiveReporter) Event(plugin string, st stage.Name, ev stage.Event) {
 }
 
 // Done leaves the view as it is and ends it: later output goes below it.
-func (r *LiveReporter) Done() {
+func (r *liveReporter) Done() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drawn = 0
@@ -65,14 +112,14 @@ func (r *LiveReporter) Done() {
 }
 
 // clear removes the drawn rows, so a plain line can be printed in their place.
-func (r *LiveReporter) clear() {
+func (r *liveReporter) clear() {
 	if r.drawn > 0 {
 		fmt.Fprintf(r.W, "\x1b[%dA\x1b[J", r.drawn)
 		r.drawn = 0
 	}
 }
 
-func (r *LiveReporter) redraw() {
+func (r *liveReporter) redraw() {
 	r.clear()
 	for _, s := range r.order {
 		fmt.Fprintf(r.W, "\x1b[2K  %-24s %s\n", s, r.rows[s])
@@ -80,7 +127,7 @@ func (r *LiveReporter) redraw() {
 	r.drawn = len(r.order)
 }
 
-// ParseStackEvent recognises a line of the deploy engine about one stack and
+// parseStackEvent recognises a line of the deploy engine about one stack and
 // returns the stack and what its row shows. Stack events
 // ("15:04:05 <stack> <STATUS> <type> <logical id>[: reason]") show the status
 // and, for a resource rather than the stack itself, the resource; the
@@ -88,7 +135,7 @@ func (r *LiveReporter) redraw() {
 // creating demo-network") show the message. A line about the whole cluster
 // ("15:04:05 uploaded 11 objects...") is not one: its first word is not
 // padded to the stack column.
-func ParseStackEvent(line string) (stack, row string, ok bool) {
+func parseStackEvent(line string) (stack, row string, ok bool) {
 	f := strings.Fields(line)
 	if len(f) < 3 || !isClock(f[0]) {
 		return "", "", false
