@@ -31,7 +31,9 @@ stack's status and the cluster outputs (the API endpoint...).
 A stack in ROLLBACK_COMPLETE (a failed create) is deleted and created again only
 with --yes. A deploy lock in S3 keeps two ups of one cluster apart; the one
 refused names who holds it. --force-unlock removes a lock left by a deploy that
-died (asks first on a terminal; needs --yes otherwise).`,
+died (asks first on a terminal; needs --yes otherwise). Interrupted (Ctrl-C,
+SIGTERM), up stops its waits, releases the lock and exits 130; a second up
+resumes; a second Ctrl-C stops at once.`,
 		Example: `  kube-aws up
   kube-aws up --profile prod --region eu-west-1 --outputs-file deploy.json
   CI=1 kube-aws up --yes --timeout 45m --output json

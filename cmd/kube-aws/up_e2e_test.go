@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -440,4 +443,60 @@ func TestStageDeployAndValidateTakeTheAWSFlags(t *testing.T) {
 	if live := l.liveStacks(); len(live) == 0 {
 		t.Fatal("stage deploy deployed nothing")
 	}
+}
+
+// SIGTERM (or Ctrl-C) during up stops the deploy's waits and releases its
+// lock before kube-aws exits 130, so the next up goes through without
+// --force-unlock (issue 10, point 9); the lock names kube-aws's own process.
+func TestInterruptedUpReleasesTheLock(t *testing.T) {
+	l := newAWSLayout(t)
+	proxy, err := faultproxy.Start(l.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	// The first stack's create hangs, as a slow CloudFormation would.
+	proxy.Add(faultproxy.Rule{Action: "CreateStack", Times: 1, Fault: faultproxy.Delay, Delay: 2 * time.Minute})
+	up := l.command(context.Background(), "up", "--endpoint-url", proxy.URL)
+	var o, e bytes.Buffer
+	up.Stdout, up.Stderr = &o, &e
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for proxy.Count("CreateStack") == 0 {
+		if time.Now().After(deadline) {
+			_ = up.Process.Kill()
+			t.Fatalf("up never reached its first create:\n%s", e.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(l.endpoint); o.UsePathStyle = true })
+	lock, err := s3c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("kube-aws-demo-assets"), Key: aws.String("clusters/demo/deploy.lock")})
+	if err != nil {
+		t.Fatalf("up holds no lock while it deploys: %v", err)
+	}
+	holder, _ := io.ReadAll(lock.Body)
+	lock.Body.Close()
+	if want := fmt.Sprintf("kube-aws pid %d", up.Process.Pid); !strings.Contains(string(holder), want) {
+		t.Errorf("the lock names %s, want %q (kube-aws, not its deploy plugin)", holder, want)
+	}
+
+	start := time.Now()
+	if err := up.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, up.Wait()); code != 130 {
+		t.Fatalf("interrupted up: exit %d, want 130\n%s\n%s", code, o.String(), e.String())
+	}
+	t.Logf("up stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(e.String(), "released s3://kube-aws-demo-assets/clusters/demo/deploy.lock") {
+		t.Errorf("the interrupted deploy did not say it released the lock:\n%s", e.String())
+	}
+	if _, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("kube-aws-demo-assets"), Key: aws.String("clusters/demo/deploy.lock")}); err == nil {
+		t.Fatal("the interrupted up left its deploy lock behind")
+	}
+	// A rerun needs no --force-unlock and resumes.
+	l.up(l.endpoint)
 }

@@ -354,3 +354,40 @@ func TestLaunchOrderAndPluginError(t *testing.T) {
 		t.Errorf("the plugin is still usable after returning an error: %v", err)
 	}
 }
+
+// A plugin that reaches AWS is not cut off when kube-aws is interrupted: it
+// is asked to stop, and its call ends with its own result (the deploy
+// plugin releases its lock on the way out). One that does not stop within
+// the grace period is killed.
+func TestInterruptLetsAPluginThatReachesAWSFinish(t *testing.T) {
+	bin := plugintest.Build(t, "../testdata/graceful")
+	p, err := launchOne(t, candidate(bin), host.Options{Stderr: &plugintest.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := p.Run(ctx, input(stage.Deploy), nil)
+	if err != nil || len(res.Diagnostics) != 1 || !strings.Contains(res.Diagnostics[0].Message, "context canceled; released the lock") {
+		t.Fatalf("an interrupted plugin that reaches AWS: %v %v", res, err)
+	}
+
+	var out plugintest.Buffer
+	p, err = launchOne(t, candidate(bin), host.Options{Stderr: &out, Env: []string{"KUBE_AWS_TEST_IGNORE_CANCEL=1"}, CancelGrace: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Pid()
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = p.Run(ctx, input(stage.Deploy), nil)
+	mustContain(t, err, "plugin graceful", "stage deploy", "killed")
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Errorf("killed after %s, before its grace period was over", d)
+	}
+	assertGone(t, pid, 3*time.Second)
+	if !strings.Contains(out.String(), "did not stop within 300ms of being interrupted; killed") {
+		t.Errorf("the kill is not logged: %s", out.String())
+	}
+}

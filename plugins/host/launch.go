@@ -34,6 +34,8 @@ const (
 	// DefaultStageTimeout bounds one stage call of one plugin. Deploy waits
 	// for CloudFormation, hence minutes.
 	DefaultStageTimeout = 10 * time.Minute
+	// DefaultCancelGrace is Options.CancelGrace's default.
+	DefaultCancelGrace = 30 * time.Second
 )
 
 // Options configure Launch.
@@ -54,6 +56,11 @@ type Options struct {
 	HostVersion string
 	// Env is added to the plugins' environment (KEY=VALUE), over kube-aws's own.
 	Env []string
+	// CancelGrace is how long a plugin that reaches AWS may take to wind a
+	// stage call up once kube-aws is interrupted (it is asked to stop, and
+	// its waits end), before the call is cut and the plugin killed
+	// (default 30s).
+	CancelGrace time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HostVersion == "" {
 		o.HostVersion = version.Version
+	}
+	if o.CancelGrace <= 0 {
+		o.CancelGrace = DefaultCancelGrace
 	}
 	return o
 }
@@ -392,8 +402,23 @@ func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Ev
 		return nil, &StageError{Plugin: p.Name, Path: p.Path, Stage: in.Stage,
 			Message: fmt.Sprintf("plugin %s does not implement stage %s (it implements %v)", p.Name, in.Stage, p.Info.Stages)}
 	}
-	sctx, cancel := context.WithTimeout(ctx, p.opts.StageTimeout)
+	// A plugin that reaches AWS acts on the world outside: when ctx is
+	// cancelled (kube-aws interrupted) its call is not cut at once; it is
+	// asked to stop and given CancelGrace to return its result, so that it
+	// can stop its waits and release what it holds (the deploy plugin's
+	// lock). Only then, or at once when it cannot be asked, is the call cut.
+	// Any other plugin only computes: its call is cut at once.
+	base := ctx
+	if p.Info.ReachesAWS {
+		base = context.WithoutCancel(ctx)
+	}
+	sctx, cancel := context.WithTimeout(base, p.opts.StageTimeout)
 	defer cancel()
+	if p.Info.ReachesAWS {
+		returned := make(chan struct{})
+		defer close(returned)
+		go p.cancelOnInterrupt(ctx, returned, cancel)
+	}
 
 	emit := func(ev stage.Event) error {
 		if ev.Diagnostic != nil {
@@ -420,6 +445,33 @@ func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Ev
 		return res, nil
 	}
 	return nil, p.stageError(ctx, sctx, in.Stage, err)
+}
+
+// cancelOnInterrupt waits until the stage call returns or ctx is
+// cancelled; then it asks the plugin to stop (protocol.Cancel) and cuts the
+// call (cut) when the plugin does not return within CancelGrace, or cannot
+// be asked.
+func (p *Plugin) cancelOnInterrupt(ctx context.Context, returned <-chan struct{}, cut context.CancelFunc) {
+	select {
+	case <-returned:
+		return
+	case <-ctx.Done():
+	}
+	actx, done := context.WithTimeout(context.Background(), p.opts.StartTimeout)
+	err := protocol.Cancel(actx, p.rpc)
+	done()
+	if err != nil {
+		cut()
+		return
+	}
+	t := time.NewTimer(p.opts.CancelGrace)
+	defer t.Stop()
+	select {
+	case <-returned:
+	case <-t.C:
+		p.sink.line(fmt.Sprintf("did not stop within %s of being interrupted; killed", p.opts.CancelGrace))
+		cut()
+	}
 }
 
 func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err error) error {

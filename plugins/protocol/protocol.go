@@ -123,7 +123,7 @@ func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error
 	if p.Impl == nil {
 		return errors.New("protocol.GRPCPlugin served without an Impl")
 	}
-	pb.RegisterPluginServer(s, &pluginServer{impl: p.Impl, broker: broker, hosts: map[uint32]*hostClient{}})
+	pb.RegisterPluginServer(s, &pluginServer{impl: p.Impl, broker: broker, hosts: map[uint32]*hostClient{}, calls: map[uint64]context.CancelFunc{}})
 	return nil
 }
 
@@ -223,6 +223,21 @@ func (c *pluginClient) settle(max time.Duration) {
 	case <-done:
 	case <-time.After(max):
 	}
+}
+
+// Cancel asks the plugin to stop the stage calls it is serving (kube-aws was
+// interrupted): their contexts are cancelled, and each call still ends
+// with the plugin's result, so a plugin can undo or release what it holds
+// (the deploy plugin releases its lock) before kube-aws kills it. A plugin
+// built before the RPC existed answers Unimplemented; the caller then cuts
+// the call itself.
+func Cancel(ctx context.Context, p Plugin) error {
+	c, ok := p.(*pluginClient)
+	if !ok {
+		return fmt.Errorf("cannot cancel a %T", p)
+	}
+	_, err := c.client.Cancel(ctx, &pb.CancelRequest{})
+	return err
 }
 
 // Settle must be called before killing a plugin on the kube-aws side: it
@@ -334,6 +349,9 @@ type pluginServer struct {
 
 	mu    sync.Mutex
 	hosts map[uint32]*hostClient
+	// calls cancels each stage call in flight (Cancel), by call number.
+	calls    map[uint64]context.CancelFunc
+	lastCall uint64
 }
 
 func (s *pluginServer) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.PluginInfo, error) {
@@ -342,6 +360,17 @@ func (s *pluginServer) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb
 		return nil, err
 	}
 	return InfoToPB(info), nil
+}
+
+// Cancel cancels every stage call in flight; each still returns its result
+// on its own stream.
+func (s *pluginServer) Cancel(context.Context, *pb.CancelRequest) (*pb.Ack, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.calls {
+		cancel()
+	}
+	return &pb.Ack{}, nil
 }
 
 func (s *pluginServer) NotifyRegistrationStatus(ctx context.Context, st *pb.RegistrationStatus) (*pb.Ack, error) {
@@ -404,7 +433,21 @@ func (s *pluginServer) run(name stage.Name, req *pb.StageRequest, stream grpc.Se
 		}
 		return stream.Send(&pb.StageEvent{Payload: &pb.StageEvent_Event{Event: EventToPB(ev)}})
 	}
-	res, err := s.impl.RunStage(stream.Context(), in, s.hostFor(id), emit)
+	// The call's context ends when kube-aws cuts the stream, or when it
+	// asks (Cancel) and waits for the result.
+	ctx, cancel := context.WithCancel(stream.Context())
+	s.mu.Lock()
+	s.lastCall++
+	key := s.lastCall
+	s.calls[key] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.calls, key)
+		s.mu.Unlock()
+		cancel()
+	}()
+	res, err := s.impl.RunStage(ctx, in, s.hostFor(id), emit)
 	mu.Lock()
 	over = true
 	mu.Unlock()
