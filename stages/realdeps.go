@@ -81,11 +81,9 @@ func resolveSecrets(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, d
 	if diags.HasFatal() {
 		return nil, diags
 	}
-	b, err := config.RedactedJSON(l.Cluster, r.Secrets)
-	if err != nil {
-		return nil, append(diags, diag.Fatalf("encoding configuration: %v", err))
-	}
-	return &Resolved{JSON: b, Values: r.Values, Plain: r.Plain, Secrets: r.Secrets}, diags
+	// The cluster was marshalled once, when it was loaded; the plugins get
+	// that JSON with the secrets replaced by their markers.
+	return &Resolved{JSON: config.RedactJSON(l.JSON, r.Secrets), Values: r.Values, Plain: r.Plain, Secrets: r.Secrets}, diags
 }
 
 func discover(clusterDir string, pluginDirs []string) ([]host.Candidate, error) {

@@ -314,17 +314,14 @@ func newRedactor(secrets Secrets) *strings.Replacer {
 	return strings.NewReplacer(args...)
 }
 
-// RedactedJSON marshals v (a Cluster for stage.Input.Config, say) and
-// redacts every secret in it.
-func RedactedJSON(v any, secrets Secrets) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
+// RedactJSON redacts every secret in a JSON document (the cluster as
+// plugins receive it in stage.Input.Config, marshalled once when loaded).
+// Without secrets it returns the document itself.
+func RedactJSON(b json.RawMessage, secrets Secrets) json.RawMessage {
 	if len(secrets) == 0 {
-		return b, nil
+		return b
 	}
-	return json.RawMessage(Redact(string(b), secrets)), nil
+	return json.RawMessage(Redact(string(b), secrets))
 }
 
 // schemaWalker finds the subschemas that apply to a value's children, enough

@@ -99,7 +99,8 @@ plugins:
 			}
 		}
 	}
-	cfg, err := RedactedJSON(c, r.Secrets)
+	raw, err := json.Marshal(c)
+	cfg := RedactJSON(raw, r.Secrets)
 	if err != nil || strings.Contains(string(cfg), sentinel) {
 		t.Fatalf("RedactedJSON leaks or fails (%v): %s", err, cfg)
 	}

@@ -1,6 +1,7 @@
 package cfn
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 )
@@ -13,11 +14,13 @@ import (
 // which are not JSON, and the intrinsic would silently become a plain string).
 
 func encode(name string, arg any) string {
-	b, err := json.Marshal(map[string]any{name: arg})
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // spliced as it is into the resource by Raw
+	if err := enc.Encode(map[string]any{name: arg}); err != nil {
 		panic("cfn: encoding intrinsic " + name + ": " + err.Error())
 	}
-	return base64.StdEncoding.EncodeToString(b)
+	return base64.StdEncoding.EncodeToString(bytes.TrimRight(b.Bytes(), "\n"))
 }
 
 // Ref refers to a parameter or resource of the same template.

@@ -34,33 +34,25 @@ func Decode(b []byte) (any, error) {
 	return v, nil
 }
 
-// Value turns anything JSON-marshalable (a goformation resource, a policy
-// document, an output) into plain JSON data with goformation's encoded
-// intrinsics expanded into real {"Ref": ...} objects.
+// Raw encodes anything JSON-marshalable (a goformation resource, a policy
+// document, an output) as compact JSON, the form constructs carry, with
+// goformation's encoded intrinsics expanded into real {"Ref": ...} objects.
+// The value is encoded once: the intrinsics, base64 strings in the output,
+// are spliced in place without decoding and encoding the rest again. HTML
+// characters are not escaped (a userdata script keeps its && and <).
 //
-// We expand them ourselves rather than through goformation's
+// We expand intrinsics ourselves rather than through goformation's
 // intrinsics.ProcessJSON: that function also *evaluates* literal intrinsic
 // objects (a {"Ref": "AWS::Region"} becomes "us-east-1"), which would corrupt
 // any JSON that has already been expanded once or that a plugin wrote by hand.
-func Value(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	d, err := Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	return expand(d), nil
-}
-
-// Raw is Value encoded as compact JSON, the form constructs carry.
 func Raw(v any) (json.RawMessage, error) {
-	d, err := Value(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return Marshal(d, false)
+	return expandIntrinsics(bytes.TrimRight(buf.Bytes(), "\n"))
 }
 
 // MustRaw is Raw for values built by this code, where a failure is a bug.
@@ -72,44 +64,82 @@ func MustRaw(v any) json.RawMessage {
 	return r
 }
 
-func expand(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = expand(e)
+// expandIntrinsics copies compact JSON, replacing every string value that is
+// a goformation-encoded intrinsic by the intrinsic itself (compacted, and
+// expanded in turn: a Join may hold a GetAtt). Object keys and other
+// strings are copied as they are.
+func expandIntrinsics(b []byte) (json.RawMessage, error) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if b[i] != '"' {
+			out = append(out, b[i])
+			i++
+			continue
 		}
-		return t
-	case []any:
-		for i, e := range t {
-			t[i] = expand(e)
+		end := stringEnd(b, i)
+		tok := b[i:end]
+		if end < len(b) && b[end] == ':' || !maybeBase64(tok[1:len(tok)-1]) {
+			out = append(out, tok...)
+			i = end
+			continue
 		}
-		return t
-	case string:
-		if fn, ok := decodeIntrinsic(t); ok {
-			return expand(fn)
+		fn, ok := decodeIntrinsic(string(tok[1 : len(tok)-1]))
+		if !ok {
+			out = append(out, tok...)
+			i = end
+			continue
 		}
-		return t
-	default:
-		return v
+		inner, err := expandIntrinsics(fn)
+		if err != nil {
+			return nil, err
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, inner); err != nil {
+			return nil, err
+		}
+		out = append(out, c.Bytes()...)
+		i = end
 	}
+	return out, nil
+}
+
+// stringEnd returns the index just after the JSON string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// maybeBase64 is a cheap first look: only standard base64 text of a useful
+// length can be an encoded intrinsic.
+func maybeBase64(s []byte) bool {
+	if len(s) < 8 || len(s)%4 != 0 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeIntrinsic recognises a goformation-encoded intrinsic: base64 of a JSON
-// object with exactly one key that names an intrinsic function.
-func decodeIntrinsic(s string) (map[string]any, bool) {
-	if len(s) < 8 || len(s)%4 != 0 {
-		return nil, false
-	}
+// object with exactly one key that names an intrinsic function. It returns
+// the object's JSON.
+func decodeIntrinsic(s string) ([]byte, bool) {
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil || len(raw) == 0 || raw[0] != '{' && raw[0] != ' ' {
 		return nil, false
 	}
-	d, err := Decode(raw)
-	if err != nil {
-		return nil, false
-	}
-	m, ok := d.(map[string]any)
-	if !ok || len(m) != 1 {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) != 1 {
 		return nil, false
 	}
 	for k := range m {
@@ -117,7 +147,7 @@ func decodeIntrinsic(s string) (map[string]any, bool) {
 			return nil, false
 		}
 	}
-	return m, true
+	return raw, true
 }
 
 // Marshal writes v as JSON with sorted object keys (encoding/json sorts map

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // withPools is the minimal cluster with n node pools.
@@ -30,6 +32,8 @@ func BenchmarkInitialiseRender(b *testing.B) {
 				if diags.HasFatal() {
 					b.Fatal(diags)
 				}
+				// What the merge adds: the iam plugin renders stack iam late.
+				set.Stacks = append(set.Stacks, construct.Stack{Name: names.StackIAM, Plugin: "iam", Renderer: "iam"})
 				if _, _, diags := Render(c, Values{}, nil, set); diags.HasFatal() {
 					b.Fatal(diags)
 				}
