@@ -76,7 +76,8 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 		Timeout:         aws.Timeout,
 		Parallelism:     v.Parallelism,
 		ConfirmRecreate: aws.Yes,
-		Who:             who(),
+		// The lock names the kube-aws process that started this plugin.
+		Who: engine.Who(os.Getppid()),
 		Reporter: engine.ReporterFunc(func(ev engine.Event) {
 			in.Log("info", ev.String())
 		}),
@@ -113,18 +114,6 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 		t.Rendered = &cp
 	}
 	return e, t, nil
-}
-
-// who names the deploy in the lock: the kube-aws process that started this
-// plugin (its parent), which is what an operator looks for and can stop,
-// with the user and host it runs as.
-func who() string {
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "unknown"
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s kube-aws pid %d", user, host, os.Getppid())
 }
 
 func failed(err error, hint string) *stage.Result {

@@ -187,13 +187,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-func defaultWho() string {
+func defaultWho() string { return Who(os.Getpid()) }
+
+// Who names a process in the deploy lock: user@host and the process id an
+// operator looks for (kube-aws's, not a plugin's).
+func Who(pid int) string {
 	user := os.Getenv("USER")
 	if user == "" {
 		user = "unknown"
 	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s pid %d", user, host, os.Getpid())
+	return fmt.Sprintf("%s@%s kube-aws pid %d", user, host, pid)
 }
 
 // Region is the region every call goes to.
