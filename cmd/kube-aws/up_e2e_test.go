@@ -28,7 +28,7 @@ import (
 	"github.com/kube-aws/kube-aws/stages"
 )
 
-// These tests run the real kube-aws, kube-aws-ops and built-in plugin
+// These tests run the real kube-aws and built-in plugin
 // binaries, laid out as `make build` lays them out, against moto.
 
 // awsLayout is a bin folder with every built-in plugin, and a cluster folder
