@@ -67,15 +67,18 @@ func TestLockCoversTheFilesBesideAUserPlugin(t *testing.T) {
 
 	// Changed code, then an added file: verify reports each, and the
 	// plugin is refused before it starts.
-	for name, tc := range map[string]struct {
+	// In this order: "added file" restores the code that "changed code"
+	// changed, and the added file would otherwise be a second error.
+	for _, tc := range []struct {
+		name   string
 		change func()
 		want   string
 	}{
-		"changed code": {func() { write(code, "print('v2: something else')\n") }, "plugin py: " + code + " does not match plugins.lock"},
-		"added file": {func() { write(code, "print('v1')\n"); write(filepath.Join(dir, "lib", "extra.py"), "Y = 2\n") },
+		{"changed code", func() { write(code, "print('v2: something else')\n") }, "plugin py: " + code + " does not match plugins.lock"},
+		{"added file", func() { write(code, "print('v1')\n"); write(filepath.Join(dir, "lib", "extra.py"), "Y = 2\n") },
 			"plugin py: " + filepath.Join(dir, "lib", "extra.py") + " is not in plugins.lock"},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			tc.change()
 			errs := back.Verify(cands)
 			if len(errs) != 1 {
