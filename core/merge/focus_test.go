@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -68,4 +69,91 @@ func TestFocusMergePatchKeepsUntouchedBytes(t *testing.T) {
 	if want := `{"Type": "T",  "Properties": {"Keep": [1,  2], "Inner": {"a":1,"b":"2"}}, "Z": 0.10}`; string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+}
+
+func TestValueAt(t *testing.T) {
+	doc := `{"a": [ {"b": 1}, "x" , [2, {"c": "]"}] ], "d\u0065": {"f": null}}`
+	tests := []struct {
+		path, want string
+		ok         bool
+	}{
+		{"", doc, true},
+		{"/a/0", `{"b": 1}`, true},
+		{"/a/0/b", `1`, true},
+		{"/a/1", `"x"`, true},
+		{"/a/2/1/c", `"]"`, true},
+		{"/de/f", `null`, true},
+		{"/a/3", "", false},
+		{"/a/-", "", false},
+		{"/a/01", "", false},
+		{"/a/0/b/c", "", false},
+		{"/z", "", false},
+	}
+	for _, tc := range tests {
+		tokens, err := parsePointer(tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, e, ok := valueAt([]byte(doc), tokens)
+		if ok != tc.ok || (ok && doc[s:e] != tc.want) {
+			t.Errorf("valueAt(%q) = %q, %t; want %q, %t", tc.path, doc[s:e], ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Operations applied at their focus give what they give on the whole
+// resource, and the rest of the resource keeps its bytes.
+func TestApplyOperationsAtTheirFocus(t *testing.T) {
+	doc := `{"Type": "T",  "Properties": {"Keep": [1,  2], "Tags": [{"Key": "a", "Value": "<b>"}]}, "Z": 0.10}`
+	pp := pendingPatch{}
+	var err error
+	pp.ops, _, pp.opsFocus, err = decodeOperations([]byte(`[{"op":"add","path":"/Properties/Tags/-","value":{"Key":"c&d","Value":"e"}},
+		{"op":"test","path":"/Properties/Tags/0/Key","value":"a"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := joinPointer(pp.opsFocus); got != "/Properties/Tags" {
+		t.Fatalf("focus %q", got)
+	}
+	got, err := applyOperations([]byte(doc), &pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"Type": "T",  "Properties": {"Keep":[1,2],"Tags":[{"Key":"a","Value":"<b>"},{"Key":"c&d","Value":"e"}]}, "Z": 0.10}`; string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// A failing operation is reported with its full path.
+	pp.ops, _, pp.opsFocus, _ = decodeOperations([]byte(`[{"op":"remove","path":"/Properties/Tags/5"}]`))
+	if _, err := applyOperations([]byte(doc), &pp); err == nil || !strings.Contains(err.Error(), "/Properties/Tags/5") {
+		t.Errorf("error %v does not name the full path", err)
+	}
+}
+
+// applyOperations must give what json-patch gives on the whole document.
+func FuzzFocusOperations(f *testing.F) {
+	f.Add([]byte(launchTemplate), []byte(`[{"op":"add","path":"/Properties/LaunchTemplateData/TagSpecifications/0/Tags/-","value":{"Key":"k","Value":"v"}}]`))
+	f.Add([]byte(launchTemplate), []byte(`[{"op":"replace","path":"/Properties/LaunchTemplateData/ImageId","value":"ami-1"},{"op":"remove","path":"/Properties/LaunchTemplateData/UserData"}]`))
+	f.Add([]byte(launchTemplate), []byte(`[{"op":"move","from":"/Properties/LaunchTemplateData/ImageId","path":"/Properties/LaunchTemplateData/X"}]`))
+	f.Add([]byte(launchTemplate), []byte(`[{"op":"copy","from":"/Properties/LaunchTemplateData/ImageId","path":"/Properties/Y"}]`))
+	f.Add([]byte(`{"a":[[1,{"b":2}]]}`), []byte(`[{"op":"add","path":"/a/0/1/c","value":3},{"op":"test","path":"/a/0/0","value":1}]`))
+	f.Add([]byte(`{"a":{"b":{"c":1}}}`), []byte(`[{"op":"remove","path":"/a/b/c"},{"op":"add","path":"/a/b/c","value":[]}]`))
+	f.Add([]byte(`{"a":{"b":1}}`), []byte(`[{"op":"replace","path":"","value":{}}]`))
+	f.Fuzz(func(t *testing.T, doc, ops []byte) {
+		if !isJSONObject(doc) {
+			return
+		}
+		pp := pendingPatch{}
+		var err error
+		if pp.ops, _, pp.opsFocus, err = decodeOperations(ops); err != nil {
+			return
+		}
+		want, errWant := pp.ops.ApplyWithOptions(doc, applyOptions())
+		got, errGot := applyOperations(doc, &pp)
+		if (errWant == nil) != (errGot == nil) {
+			t.Fatalf("whole document: %v; at the focus: %v", errWant, errGot)
+		}
+		if errWant == nil && !jsonEqual(want, got) {
+			t.Fatalf("applyOperations(%s, %s)\n = %s\njson-patch gives %s", doc, ops, got, want)
+		}
+	})
 }

@@ -25,6 +25,7 @@ type pendingPatch struct {
 	// and what the patch writes (both parts, in the order they apply).
 	mergeObj map[string]any
 	ops      jsonpatch.Patch
+	opsFocus []string
 	opWrites []write
 	writes   []write
 }
@@ -55,13 +56,13 @@ func (pp *pendingPatch) prepare() *diag.Diagnostic {
 		pp.writes = mergeWrites(pp.mergeObj, nil, nil)
 	}
 	if !isBlank(p.Operations) {
-		ops, writes, err := decodeOperations(p.Operations)
+		ops, writes, focus, err := decodeOperations(p.Operations)
 		if err != nil {
 			d := fatalDiag(pp.plugin, path, fmt.Sprintf("plugin %q patches %s: %v", pp.plugin, what, err),
 				`operations are an RFC 6902 array such as [{"op": "add", "path": "/Properties/Tags/-", "value": {"Key": "team", "Value": "a"}}]`)
 			return &d
 		}
-		pp.ops, pp.opWrites = ops, writes
+		pp.ops, pp.opWrites, pp.opsFocus = ops, writes, focus
 		pp.writes = append(pp.writes, writes...)
 	}
 	return nil
@@ -284,7 +285,7 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 	}
 	if pp.ops != nil {
 		var err error
-		if patched, err = pp.ops.ApplyWithOptions(patched, applyOptions()); err != nil {
+		if patched, err = applyOperations(patched, &pp); err != nil {
 			return fatal(fmt.Sprintf("plugin %q could not apply its operations to %s: %v", pp.plugin, what, err),
 				fmt.Sprintf("check each operation's path against the resource in rendered/stacks/%s.json (kube-aws render without the patch shows it); \"add\" to \".../-\" needs the list to exist", p.Stack))
 		}
@@ -292,7 +293,7 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 	// MergePatch adds the new keys of one object in map order, and
 	// json-patch re-encodes what it touched; sort keys so the same input
 	// always gives the same bytes.
-	if addsSeveralKeys(patchObj) || pp.ops != nil {
+	if addsSeveralKeys(patchObj) {
 		var err error
 		if patched, err = canonicalObject(patched); err != nil {
 			return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")

@@ -68,33 +68,37 @@ type operation struct {
 }
 
 // decodeOperations checks an RFC 6902 document and returns what each
-// operation writes, plus the patch jsonpatch applies.
-func decodeOperations(raw json.RawMessage) (jsonpatch.Patch, []write, error) {
+// operation writes, the patch jsonpatch applies, and the place all the
+// operations stay under (opsFocus).
+func decodeOperations(raw json.RawMessage) (jsonpatch.Patch, []write, []string, error) {
 	var ops []operation
 	if err := json.Unmarshal(raw, &ops); err != nil {
-		return nil, nil, fmt.Errorf("operations are not an RFC 6902 array of {\"op\", \"path\", ...}: %v", err)
+		return nil, nil, nil, fmt.Errorf("operations are not an RFC 6902 array of {\"op\", \"path\", ...}: %v", err)
 	}
 	if len(ops) == 0 {
-		return nil, nil, fmt.Errorf("operations are an empty array")
+		return nil, nil, nil, fmt.Errorf("operations are an empty array")
 	}
 	var writes []write
+	var containers [][]string
 	for i, o := range ops {
 		name := fmt.Sprintf("operation %d (%s)", i, o.Op)
 		if o.Path == nil {
-			return nil, nil, fmt.Errorf("%s has no path", name)
+			return nil, nil, nil, fmt.Errorf("%s has no path", name)
 		}
 		path, err := parsePointer(*o.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %v", name, err)
+			return nil, nil, nil, fmt.Errorf("%s: %v", name, err)
 		}
+		containers = append(containers, parent(path))
 		var from []string
 		if o.Op == "move" || o.Op == "copy" {
 			if o.From == nil {
-				return nil, nil, fmt.Errorf("%s has no from", name)
+				return nil, nil, nil, fmt.Errorf("%s has no from", name)
 			}
 			if from, err = parsePointer(*o.From); err != nil {
-				return nil, nil, fmt.Errorf("%s: from: %v", name, err)
+				return nil, nil, nil, fmt.Errorf("%s: from: %v", name, err)
 			}
+			containers = append(containers, parent(from))
 		}
 		value := func() (any, error) {
 			if len(o.Value) == 0 {
@@ -110,7 +114,7 @@ func decodeOperations(raw json.RawMessage) (jsonpatch.Patch, []write, error) {
 		case "add":
 			v, err := value()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			switch last := lastToken(path); {
 			case last == "-":
@@ -123,7 +127,7 @@ func decodeOperations(raw json.RawMessage) (jsonpatch.Patch, []write, error) {
 		case "replace":
 			v, err := value()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			writes = append(writes, write{kind: wSet, tokens: path, value: v, known: true, op: name})
 		case "remove":
@@ -134,18 +138,27 @@ func decodeOperations(raw json.RawMessage) (jsonpatch.Patch, []write, error) {
 			writes = append(writes, write{kind: wRead, tokens: from, op: name}, write{kind: wSet, tokens: path, op: name})
 		case "test":
 			if _, err := value(); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			writes = append(writes, write{kind: wRead, tokens: path, op: name})
 		default:
-			return nil, nil, fmt.Errorf("%s: unknown op %q: want add, remove, replace, move, copy or test", name, o.Op)
+			return nil, nil, nil, fmt.Errorf("%s: unknown op %q: want add, remove, replace, move, copy or test", name, o.Op)
 		}
 	}
 	p, err := jsonpatch.DecodePatch(raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return p, writes, nil
+	return p, writes, opsFocus(containers), nil
+}
+
+// parent is the pointer of the container holding the value at path (the
+// whole document for the whole document).
+func parent(path []string) []string {
+	if len(path) == 0 {
+		return nil
+	}
+	return path[:len(path)-1]
 }
 
 // removal is the write of removing path: a list element's removal shifts
