@@ -47,7 +47,7 @@ GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 NODE_ARCHS := amd64 arm64
 
 build:
-	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib
+	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib $(PLUGIN_BIN)/libexec
 	$(GOBUILD) -o $(BIN)/ ./cmd/kube-aws
 	$(GOBUILD) -o $(PLUGIN_BIN)/builtin/ $(addprefix ./,$(BUILTIN_PLUGIN_PKGS))
 	$(GOBUILD) -o $(PLUGIN_BIN)/contrib/ $(addprefix ./,$(CONTRIB_PLUGIN_PKGS))
