@@ -3,8 +3,6 @@ package stages
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"time"
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -24,18 +22,6 @@ type Plugin interface {
 	Register(ctx context.Context, reg stage.Registration) error
 	Run(ctx context.Context, in *stage.Input, onEvent func(stage.Event)) (*stage.Result, error)
 	Kill()
-}
-
-// LaunchOptions are passed on to the plugin host.
-type LaunchOptions struct {
-	StartTimeout time.Duration
-	StageTimeout time.Duration
-	// LockPath is plugins.lock beside cluster.yaml; a missing file means no
-	// lock is enforced.
-	LockPath    string
-	Stderr      io.Writer
-	StoreDir    string
-	HostVersion string
 }
 
 // Loaded is cluster.yaml loaded, defaulted and validated. Which values are
@@ -77,7 +63,7 @@ type Deps struct {
 	// configuration error (exit 2).
 	LoadConfig func(path string) (*Loaded, diag.List, error)
 	Discover   func(clusterDir string, pluginDirs []string) ([]host.Candidate, error)
-	Launch     func(ctx context.Context, cands []host.Candidate, opts LaunchOptions) ([]Plugin, error)
+	Launch     func(ctx context.Context, cands []host.Candidate, opts host.Options) ([]Plugin, error)
 	// ResolveSecrets resolves secret sources and replaces every sensitive
 	// value (by source, or by a plugin schema's x-kube-aws-sensitive) with
 	// its marker. schemas are the plugins' values schemas by name. A fatal is

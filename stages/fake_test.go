@@ -184,7 +184,7 @@ func (h *harness) deps() *Deps {
 			}
 			return out, nil
 		},
-		Launch: func(_ context.Context, cands []host.Candidate, _ LaunchOptions) ([]Plugin, error) {
+		Launch: func(_ context.Context, cands []host.Candidate, _ host.Options) ([]Plugin, error) {
 			h.launched.Add(1)
 			var out []Plugin
 			// Reverse: the host launches concurrently, so the pipeline must

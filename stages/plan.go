@@ -300,3 +300,23 @@ func ConfigHash(path string, c *config.Cluster) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// LaunchOptions are the plugin host's options for the plan: its timeouts,
+// kube-aws's version and, when plugins.lock exists beside cluster.yaml, the
+// lock every plugin that is not built in must match.
+func (p *Plan) LaunchOptions() (host.Options, error) {
+	opts := host.Options{
+		StartTimeout: p.Options.StartTimeout,
+		StageTimeout: p.Options.StageTimeout,
+		Stderr:       p.Options.PluginStderr,
+		HostVersion:  p.Options.HostVersion,
+	}
+	l, err := host.ReadLockfile(filepath.Join(p.ClusterDir, host.LockfileName))
+	switch {
+	case err == nil:
+		opts.Lock = l
+	case !errors.Is(err, fs.ErrNotExist):
+		return opts, err
+	}
+	return opts, nil
+}

@@ -90,25 +90,8 @@ func discover(clusterDir string, pluginDirs []string) ([]host.Candidate, error) 
 	return host.Discover(host.DefaultSources(clusterDir, pluginDirs))
 }
 
-func launch(ctx context.Context, cands []host.Candidate, opts LaunchOptions) ([]Plugin, error) {
-	var lock *host.Lockfile
-	if opts.LockPath != "" {
-		l, err := host.ReadLockfile(opts.LockPath)
-		switch {
-		case err == nil:
-			lock = l
-		case !errors.Is(err, fs.ErrNotExist):
-			return nil, err
-		}
-	}
-	ps, err := host.Launch(ctx, cands, host.Options{
-		StartTimeout: opts.StartTimeout,
-		StageTimeout: opts.StageTimeout,
-		Lock:         lock,
-		Stderr:       opts.Stderr,
-		StoreDir:     opts.StoreDir,
-		HostVersion:  opts.HostVersion,
-	})
+func launch(ctx context.Context, cands []host.Candidate, opts host.Options) ([]Plugin, error) {
+	ps, err := host.Launch(ctx, cands, opts)
 	out := make([]Plugin, 0, len(ps))
 	for _, p := range ps {
 		if p != nil {

@@ -67,14 +67,12 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 			s.Close()
 		}
 	}()
-	started, lerr := p.Deps.Launch(ctx, p.Enabled, LaunchOptions{
-		StartTimeout: p.Options.StartTimeout,
-		StageTimeout: p.Options.StageTimeout,
-		LockPath:     filepath.Join(p.ClusterDir, "plugins.lock"),
-		Stderr:       p.Options.PluginStderr,
-		StoreDir:     filepath.Join(p.ClusterDir, ".kube-aws", "store"),
-		HostVersion:  p.Options.HostVersion,
-	})
+	opts, lerr := p.LaunchOptions()
+	var started []Plugin
+	if lerr == nil {
+		opts.StoreDir = filepath.Join(p.ClusterDir, ".kube-aws", "store")
+		started, lerr = p.Deps.Launch(ctx, p.Enabled, opts)
+	}
 	s.all = started
 	if lerr != nil {
 		if ierr := interrupted(ctx); ierr != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/protocol"
 )
 
 // Request is one stage call: the stage input every plugin receives, plus the
@@ -20,14 +21,9 @@ type Request struct {
 	Host Host
 }
 
-// Host is what kube-aws serves back to a plugin.
-type Host interface {
-	Emit(ev stage.Event) error
-	StoreGet(key string) ([]byte, bool, error)
-	StorePut(key string, value []byte) error
-	StoreDelete(key string) error
-	StoreList(prefix string) ([]string, error)
-}
+// Host is what kube-aws serves back to a plugin: events and the plugin's
+// persistent key-value store (the protocol's own interface).
+type Host = protocol.Host
 
 // Cluster decodes cluster.yaml from the input.
 func (r *Request) Cluster() (*config.Cluster, error) {

@@ -130,13 +130,11 @@ func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bo
 		}
 		return s
 	}
-	started, err := p.Deps.Launch(ctx, []host.Candidate{c}, stages.LaunchOptions{
-		StartTimeout: p.Options.StartTimeout,
-		StageTimeout: p.Options.StageTimeout,
-		LockPath:     filepath.Join(p.ClusterDir, "plugins.lock"),
-		Stderr:       p.Options.PluginStderr,
-		HostVersion:  p.Options.HostVersion,
-	})
+	opts, err := p.LaunchOptions()
+	var started []stages.Plugin
+	if err == nil {
+		started, err = p.Deps.Launch(ctx, []host.Candidate{c}, opts)
+	}
 	defer func() {
 		for _, pl := range started {
 			pl.Kill()
