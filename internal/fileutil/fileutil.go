@@ -1,7 +1,8 @@
-// Package fileutil holds the two file operations kube-aws's host side does
-// in several places: writing a file so that no reader ever sees half of it
-// (state, plugins.lock, the plugin store, caches) and hashing a file
-// (plugins.lock, stale-state checks).
+// Package fileutil holds the file operations kube-aws's host side does in
+// several places: writing a file so that no reader ever sees half of it
+// (state, plugins.lock, the plugin store, caches), hashing a file
+// (plugins.lock, stale-state checks), and telling which files in a plugin's
+// folder are not part of the plugin (Python's byte-code caches).
 package fileutil
 
 import (
@@ -9,8 +10,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteAtomic writes data to a temporary file beside path and renames it
@@ -66,4 +69,15 @@ func SHA256(path string) (string, error) {
 		return "", fmt.Errorf("hashing %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// IsByteCode says whether an entry of a plugin's folder is Python byte code
+// (a __pycache__ folder or a .pyc file): the interpreter writes it beside a
+// script plugin's code as it runs, so it is never part of the plugin that
+// was locked, pushed or downloaded.
+func IsByteCode(path string, d fs.DirEntry) bool {
+	if d.IsDir() {
+		return d.Name() == "__pycache__"
+	}
+	return strings.HasSuffix(path, ".pyc")
 }

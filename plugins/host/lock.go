@@ -300,13 +300,13 @@ func FolderFiles(dir, skip string) (map[string]string, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if d.Name() == "__pycache__" {
+		if fileutil.IsByteCode(path, d) {
+			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if path == skip || strings.HasSuffix(path, ".pyc") {
+		if d.IsDir() || path == skip {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, path)
