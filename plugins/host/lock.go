@@ -64,6 +64,15 @@ type LockEntry struct {
 	// small entry script and the code beside it, and locking the entry
 	// script alone would let that code change unnoticed.
 	Files map[string]string `json:"files,omitempty"`
+
+	// A plugin from an OCI registry (source oci, see registry.go) is pinned
+	// by the digest its source resolved to, with every platform's hashes,
+	// instead of SHA256 and Files.
+	Ref       string                  `json:"ref,omitempty"`
+	Digest    string                  `json:"digest,omitempty"`
+	Version   string                  `json:"version,omitempty"`
+	Key       string                  `json:"key,omitempty"`
+	Platforms map[string]PlatformLock `json:"platforms,omitempty"`
 }
 
 const lockHeader = "# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.\n" +
@@ -74,7 +83,9 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 	l := &Lockfile{Version: lockfileVersion, Plugins: []LockEntry{}}
 	var errs []error
 	for _, c := range cands {
-		if c.Source == SourceBuiltin || c.Problem != "" {
+		// A registry plugin's entry is made when it is installed
+		// (KeepRegistryEntries carries it over).
+		if c.Source == SourceBuiltin || c.Source == SourceOCI || c.Problem != "" {
 			continue
 		}
 		sum, err := fileutil.SHA256(c.Path)
@@ -116,6 +127,12 @@ func ReadLockfile(path string) (*Lockfile, error) {
 	}
 	base := filepath.Dir(absClean(path))
 	for i, e := range l.Plugins {
+		if e.Source == SourceOCI {
+			if err := e.checkRegistry(); err != nil {
+				return nil, fmt.Errorf("%s: %v", path, err)
+			}
+			continue
+		}
 		if e.Name == "" || e.SHA256 == "" {
 			return nil, fmt.Errorf("%s: entry %d lacks a name or sha256; regenerate it with `kube-aws plugins lock`", path, i+1)
 		}
@@ -203,7 +220,12 @@ func (l *Lockfile) Verify(cands []Candidate) []error {
 			errs = append(errs, notLockedError(c))
 			continue
 		}
-		errs = append(errs, verifyEntry(c, e, true)...)
+		pe, err := e.forCandidate(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, verifyEntry(c, pe, true)...)
 	}
 	if l != nil {
 		for _, e := range l.Plugins {
@@ -236,6 +258,9 @@ func verifyEntry(c Candidate, e *LockEntry, binary bool) []error {
 }
 
 func (e LockEntry) describe() string {
+	if e.Ref != "" {
+		return fmt.Sprintf("%s, %s", e.Source, e.Ref)
+	}
 	if e.Path != "" {
 		return fmt.Sprintf("%s, %s", e.Source, e.Path)
 	}
@@ -250,10 +275,11 @@ func mismatchError(c Candidate, want, have string) error {
 	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, c.Path, want, have)
 }
 
-// pluginFiles hashes the rest of a user plugin's folder; built-in and
-// contrib plugins are single executables in a shared folder.
+// pluginFiles hashes the rest of a user plugin's folder, or of a registry
+// plugin's cache entry; built-in and contrib plugins are single
+// executables in a shared folder.
 func pluginFiles(c Candidate) (map[string]string, error) {
-	if c.Source != SourceUser || c.Dir == "" {
+	if (c.Source != SourceUser && c.Source != SourceOCI) || c.Dir == "" {
 		return nil, nil
 	}
 	return FolderFiles(c.Dir, c.Path)

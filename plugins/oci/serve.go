@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/helperproc"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
 	"github.com/kube-aws/kube-aws/plugins/oci/cosign"
@@ -25,11 +23,7 @@ import (
 // carries it out and writes progress lines and one helper.Result (or an
 // error) to out. It returns the process exit code.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) int {
-	return helperproc.Serve(in, out, "kube-aws-oci", func(raw json.RawMessage, progress func(string)) (any, error) {
-		var req helper.Request
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return nil, fmt.Errorf("kube-aws-oci: decoding the request: %w", err)
-		}
+	return helper.Serve(in, out, func(req helper.Request, progress func(string)) (*helper.Result, error) {
 		h := &Helper{Remote: &Remote{}, Log: progress}
 		return h.Do(ctx, req)
 	})
@@ -84,7 +78,11 @@ func (h *Helper) InstallAll(ctx context.Context, c cache.Cache, platform string,
 			defer func() { <-sem }()
 			res, err := h.Install(ctx, c, platform, protos, r)
 			if err != nil {
-				res.Error = err.Error()
+				res.Error, res.ErrorField = err.Error(), "source"
+				var se *signatureError
+				if errors.As(err, &se) {
+					res.ErrorField = "verify"
+				}
 			}
 			out[i] = res
 		}()
@@ -139,14 +137,14 @@ func (h *Helper) Install(ctx context.Context, c cache.Cache, platform string, pr
 	if r.KeyFile != "" {
 		key, err := cosign.LoadKey(r.KeyFile)
 		if err != nil {
-			return res, fmt.Errorf("plugins.%s.verify.key: %v", r.Name, err)
+			return res, &signatureError{fmt.Errorf("plugins.%s.verify.key: %v", r.Name, err)}
 		}
 		if err := cosign.Verify(ctx, repo, art.Descriptor, key); err != nil {
 			var ue *UnreachableError
 			if errors.As(err, &ue) {
 				return res, err
 			}
-			return res, fmt.Errorf("plugin %s from %s (%s) is refused: %w", r.Name, r.Source, art.Digest(), explainSigErr(ref, err))
+			return res, &signatureError{fmt.Errorf("plugin %s from %s (%s) is refused: %w", r.Name, r.Source, art.Digest(), explainSigErr(ref, err))}
 		}
 		res.Key = key.Fingerprint
 		h.logf("%s: the cosign signature of %s verifies with %s", r.Name, art.Digest(), r.KeyFile)
@@ -180,6 +178,12 @@ func (h *Helper) Install(ctx context.Context, c cache.Cache, platform string, pr
 	res.Dir, res.Downloaded = dir, true
 	return res, nil
 }
+
+// signatureError is a failure about plugins.NAME.verify: the key or the
+// signature.
+type signatureError struct{ error }
+
+func (e *signatureError) Unwrap() error { return e.error }
 
 func isUnreachable(err error) bool {
 	var ue *UnreachableError

@@ -20,11 +20,9 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +36,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
@@ -86,22 +86,11 @@ func LoadKey(path string) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	fp, err := Fingerprint(b)
+	fp, err := helper.KeyFingerprint(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return &Key{Path: path, verifier: v, Fingerprint: fp}, nil
-}
-
-// Fingerprint identifies a PEM public key by the sha256 of its DER bytes,
-// so that re-wrapping the PEM text does not change it.
-func Fingerprint(pemBytes []byte) (string, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil {
-		return "", errors.New("no PEM block")
-	}
-	sum := sha256.Sum256(block.Bytes)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // Storage is what Verify reads from: a repository in a registry.

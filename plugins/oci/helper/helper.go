@@ -1,6 +1,7 @@
 // Package helper is how kube-aws asks its kube-aws-oci helper to install or
-// push plugins: the request and result types, and Run, which starts the
-// helper and exchanges them (internal/helperproc).
+// push plugins: the request and result types, Run, which starts the helper,
+// sends one request on its stdin and reads JSON lines back (progress lines,
+// then one result or one error), and Serve, the helper's side of that.
 //
 // The registry client (oras-go) and the signature checks (sigstore) cost
 // every process that links them several milliseconds of package init
@@ -10,12 +11,22 @@
 package helper
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
-
-	"github.com/kube-aws/kube-aws/internal/helperproc"
+	"strings"
+	"sync"
+	"time"
 )
 
 // Operations.
@@ -80,8 +91,11 @@ type Installed struct {
 	Repaired string `json:"repaired,omitempty"`
 	// MovedTo is where the tag points now, when CheckTag found it moved.
 	MovedTo *Moved `json:"movedTo,omitempty"`
-	// Error says why this plugin could not be installed.
-	Error string `json:"error,omitempty"`
+	// Error says why this plugin could not be installed; ErrorField is
+	// the setting of plugins.NAME it is about: "source", or "verify" for
+	// the key and the signature.
+	Error      string `json:"error,omitempty"`
+	ErrorField string `json:"errorField,omitempty"`
 }
 
 // Moved is a tag's new target.
@@ -161,8 +175,122 @@ func Run(ctx context.Context, req Request, progress func(string)) (*Result, erro
 		return nil, err
 	}
 	var res Result
-	if err := helperproc.Run(ctx, path, req, &res, progress, helperproc.Options{}); err != nil {
+	if err := runHelper(ctx, path, req, &res, progress, runOptions{}); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// KeyFingerprint identifies a PEM public key by the sha256 of its DER
+// bytes, so that re-wrapping the PEM text does not change it. plugins.lock
+// records the fingerprint of the key that verified a plugin's signature.
+func KeyFingerprint(pemBytes []byte) (string, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return "", errors.New("no PEM block")
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// message is one line the helper writes on stdout.
+type message struct {
+	Log    string          `json:"log,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// runOptions tune runHelper.
+type runOptions struct {
+	// WaitDelay is how long an interrupted helper may take to stop after
+	// SIGINT before it is killed (default 5s).
+	WaitDelay time.Duration
+}
+
+// runHelper starts the helper at path, sends req and decodes its result into
+// result. progress receives its log lines (may be nil). An error line from
+// the helper is returned as an error with its text.
+func runHelper(ctx context.Context, path string, req, result any, progress func(string), opts runOptions) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if opts.WaitDelay <= 0 {
+		opts.WaitDelay = 5 * time.Second
+	}
+	cmd := exec.CommandContext(ctx, path)
+	// Interrupted: ask the helper to stop (and clean up) before it is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = opts.WaitDelay
+	cmd.Stdin = bytes.NewReader(body)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", path, err)
+	}
+	var got *message
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	for sc.Scan() {
+		var m message
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue // not ours (a stray print); the result line decides
+		}
+		if m.Log != "" {
+			if progress != nil {
+				progress(m.Log)
+			}
+			continue
+		}
+		mm := m
+		got = &mm
+	}
+	werr := cmd.Wait()
+	switch {
+	case got != nil && got.Error != "":
+		return errors.New(got.Error)
+	case got != nil && got.Result != nil:
+		return json.Unmarshal(got.Result, result)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case werr != nil:
+		return fmt.Errorf("%s: %v: %s", path, werr, strings.TrimSpace(stderr.String()))
+	default:
+		return fmt.Errorf("%s returned no result: %s", path, strings.TrimSpace(stderr.String()))
+	}
+}
+
+// Serve is the helper's side: it reads one request from in, calls handle
+// with it and a function that sends a progress line, and writes the result
+// or the error to out. It returns the process's exit code: 0 when a result
+// was written, 1 when an error was.
+func Serve(in io.Reader, out io.Writer, handle func(req Request, progress func(string)) (*Result, error)) int {
+	var mu sync.Mutex
+	enc := json.NewEncoder(out)
+	send := func(m message) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(m)
+	}
+	var req Request
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		send(message{Error: fmt.Sprintf("kube-aws-oci: reading the request on stdin: %v (this helper is started by kube-aws, not by hand)", err)})
+		return 1
+	}
+	res, err := handle(req, func(line string) { send(message{Log: line}) })
+	if err != nil {
+		send(message{Error: err.Error()})
+		return 1
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		send(message{Error: err.Error()})
+		return 1
+	}
+	send(message{Result: b})
+	return 0
 }
