@@ -77,3 +77,24 @@ func TestPushIsReproducible(t *testing.T) {
 		t.Errorf("two pushes of the same plugin: %s and %s", a.Digest, b.Digest)
 	}
 }
+
+// InstallAll installs several plugins at once and reports each one's
+// outcome: one failure does not hide the others.
+func TestInstallAllConcurrently(t *testing.T) {
+	f := newFixture(t, registrytest.Options{})
+	var reqs []helper.InstallRequest
+	for _, n := range []string{"a", "b", "c"} {
+		f.push(t, pluginDir(t, n, nil), "plugins/"+n+":1")
+		reqs = append(reqs, helper.InstallRequest{Name: n, Source: f.reg.Ref("plugins/" + n + ":1")})
+	}
+	reqs = append(reqs, helper.InstallRequest{Name: "d", Source: f.reg.Ref("plugins/d:1")})
+	got := f.h.InstallAll(ctxT(t), f.cache, HostPlatform(), []int{1}, reqs)
+	for i, r := range got[:3] {
+		if r.Error != "" || r.Name != reqs[i].Name || r.Dir == "" {
+			t.Errorf("%d: %+v", i, r)
+		}
+	}
+	if got[3].Error == "" || got[3].ErrorField != "source" || !strings.Contains(got[3].Error, "not found") {
+		t.Errorf("missing plugin: %+v", got[3])
+	}
+}

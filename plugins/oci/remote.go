@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"oras.land/oras-go/v2/errdef"
@@ -75,6 +76,9 @@ type Remote struct {
 	Credentials credentials.Store
 	// UserAgent is sent with every request.
 	UserAgent string
+
+	once    sync.Once
+	credErr error
 }
 
 // DefaultCredentials reads what `docker login` and `helm registry login`
@@ -123,15 +127,16 @@ func plainHTTP(host string) bool {
 
 // Repository opens the repository a reference names.
 func (rm *Remote) Repository(ref Reference) (*remote.Repository, error) {
-	store := rm.Credentials
-	if store == nil {
-		s, err := DefaultCredentials()
-		if err != nil {
-			return nil, err
+	// Installs run concurrently: read the configuration once.
+	rm.once.Do(func() {
+		if rm.Credentials == nil {
+			rm.Credentials, rm.credErr = DefaultCredentials()
 		}
-		store = s
-		rm.Credentials = s
+	})
+	if rm.credErr != nil {
+		return nil, rm.credErr
 	}
+	store := rm.Credentials
 	repo, err := remote.NewRepository(ref.Repo())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref.Source, err)

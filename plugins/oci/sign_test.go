@@ -83,24 +83,3 @@ func TestSignatures(t *testing.T) {
 		})
 	}
 }
-
-// A private key, or a file that is no key, is refused with what to give
-// instead.
-func TestLoadKeyErrors(t *testing.T) {
-	cli := registrytest.NewCosign(t)
-	dir := t.TempDir()
-	priv, _ := cli.GenerateKeyPair(t, dir)
-	if _, err := cosign.LoadKey(priv); err == nil || !strings.Contains(err.Error(), "is a private key: give the public key (cosign.pub") {
-		t.Errorf("private key: %v", err)
-	}
-	junk := filepath.Join(dir, "junk.pub")
-	if err := os.WriteFile(junk, []byte("not a key"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cosign.LoadKey(junk); err == nil || !strings.Contains(err.Error(), "is not a PEM public key") {
-		t.Errorf("junk: %v", err)
-	}
-	if _, err := cosign.LoadKey(filepath.Join(dir, "missing.pub")); err == nil || !strings.Contains(err.Error(), "reading the signing key") {
-		t.Errorf("missing: %v", err)
-	}
-}
