@@ -1,0 +1,139 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/oci/cache"
+	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
+	"github.com/kube-aws/kube-aws/plugins/protocol"
+)
+
+// RegistryOptions say what planning does about plugins from registries.
+type RegistryOptions struct {
+	// Mode is ensure.Auto for every command that runs plugins, Install,
+	// Upgrade or Offline for `plugins install`, `upgrade` and `verify`.
+	Mode ensure.Mode
+	// Names limits Install and Upgrade to these plugins.
+	Names []string
+	// Log receives a line per download, verification and pin (may be nil).
+	Log func(string)
+}
+
+// registryPlugins makes the plugins cluster.yaml takes from registries
+// available (plugins/oci/ensure: without the network when they are pinned
+// and cached), writes plugins.lock when a pin was added or moved, and puts
+// them among p.All. A registry plugin replaces a shipped (built-in or
+// contrib) plugin of its name: cluster.yaml asked for it by name. A user
+// plugin folder of the same name is an error, as for any name found twice.
+func (p *Plan) registryPlugins(ctx context.Context) error {
+	c := p.Cluster()
+	var ps []ensure.Plugin
+	for _, name := range slices.Sorted(maps.Keys(c.Plugins)) {
+		pc := c.Plugins[name]
+		if pc.Source == "" || (pc.Enabled != nil && !*pc.Enabled) {
+			continue
+		}
+		pl := ensure.Plugin{Name: name, Source: pc.Source}
+		if pc.Verify != nil {
+			pl.Key = pc.Verify.Key
+			if !filepath.IsAbs(pl.Key) {
+				pl.Key = filepath.Join(p.ClusterDir, pl.Key)
+			}
+		}
+		ps = append(ps, pl)
+	}
+	ro := p.Options.Registry
+	if len(ps) == 0 {
+		if len(ro.Names) > 0 || ro.Mode == ensure.Install || ro.Mode == ensure.Upgrade {
+			return ConfigError("cluster.yaml takes no plugin from a registry: give one a source (plugins.NAME.source: oci://REGISTRY/REPOSITORY:TAG, docs/plugins.md section 12)")
+		}
+		return nil
+	}
+	if p.Deps.Ensure == nil {
+		return ConfigError("this kube-aws cannot install plugins from registries")
+	}
+	lockPath := filepath.Join(p.ClusterDir, host.LockfileName)
+	lock, err := host.ReadLockfile(lockPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ConfigError("%v", err)
+	}
+	cch, err := cache.Open()
+	if err != nil {
+		return ConfigError("%v", err)
+	}
+	log := ro.Log
+	if log == nil {
+		log = func(string) {}
+	}
+	out, err := p.Deps.Ensure(ctx, ps, ensure.Options{
+		Mode: ro.Mode, Names: ro.Names, Lock: lock, Cache: cch,
+		ProtocolVersions: protocol.SupportedVersions, Log: log,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("installing plugins from registries: %v", err)}
+	}
+	p.Registry = out
+	if out.Lock != nil && ro.Mode != ensure.Offline {
+		if err := out.Lock.Write(lockPath); err != nil {
+			return &Error{Code: ExitFatal, Msg: err.Error()}
+		}
+	}
+	if ro.Mode == ensure.Auto {
+		// install and upgrade print their own report; any other command
+		// says what it changed on the way.
+		for _, ch := range out.Changes {
+			switch {
+			case ch.From == nil:
+				log(fmt.Sprintf("pinned plugin %s %s from %s in %s: commit it", ch.Name, ch.To, ch.Source, lockPath))
+			case ch.Repaired != "":
+				log(fmt.Sprintf("plugin %s: its cached copy had been changed on disk and was downloaded again", ch.Name))
+			case ch.Verified:
+				log(fmt.Sprintf("plugin %s: its signature verifies with the key now configured; recorded in %s", ch.Name, lockPath))
+			}
+		}
+	}
+	if len(out.Problems) > 0 {
+		var diags diag.List
+		for _, pr := range out.Problems {
+			diags = append(diags, diag.Fatalf("%s", pr.Err).At(pr.Path()))
+		}
+		diags = c.Locate(diags)
+		diags.Sort()
+		return &Error{Code: ExitFatal, Msg: "plugins from registries cannot be used", Diagnostics: diags}
+	}
+	return p.addRegistryCandidates(out.Candidates)
+}
+
+func (p *Plan) addRegistryCandidates(cands []host.Candidate) error {
+	from := map[string]host.Candidate{}
+	for _, c := range cands {
+		from[c.Name] = c
+	}
+	var all []host.Candidate
+	for _, c := range p.All {
+		r, ok := from[c.Name]
+		switch {
+		case !ok:
+			all = append(all, c)
+		case c.Source == host.SourceUser:
+			return ConfigError("plugin %s is found twice: plugins.%s.source (%s) and the user plugin %s; remove the folder or the source",
+				c.Name, c.Name, r.Path, c.Dir)
+		}
+		// A shipped plugin of the name is replaced.
+	}
+	p.All = append(all, cands...)
+	sort.Slice(p.All, func(i, j int) bool { return p.All[i].Name < p.All[j].Name })
+	return nil
+}
