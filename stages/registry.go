@@ -58,6 +58,15 @@ func (p *Plan) registryPlugins(ctx context.Context) error {
 		}
 		return nil
 	}
+	// One name, one place: checked before anything is downloaded.
+	for _, c := range p.All {
+		for _, pl := range ps {
+			if c.Name == pl.Name && c.Source == host.SourceUser {
+				return ConfigError("plugin %s is found twice: plugins.%s.source (%s) and the user plugin %s; remove the folder or the source",
+					c.Name, c.Name, pl.Source, c.Dir)
+			}
+		}
+	}
 	if p.Deps.Ensure == nil {
 		return ConfigError("this kube-aws cannot install plugins from registries")
 	}
@@ -116,22 +125,18 @@ func (p *Plan) registryPlugins(ctx context.Context) error {
 	return p.addRegistryCandidates(out.Candidates)
 }
 
+// addRegistryCandidates puts registry plugins among p.All, each replacing
+// a shipped plugin of its name (user plugins of those names were refused).
 func (p *Plan) addRegistryCandidates(cands []host.Candidate) error {
-	from := map[string]host.Candidate{}
+	from := map[string]bool{}
 	for _, c := range cands {
-		from[c.Name] = c
+		from[c.Name] = true
 	}
 	var all []host.Candidate
 	for _, c := range p.All {
-		r, ok := from[c.Name]
-		switch {
-		case !ok:
+		if !from[c.Name] {
 			all = append(all, c)
-		case c.Source == host.SourceUser:
-			return ConfigError("plugin %s is found twice: plugins.%s.source (%s) and the user plugin %s; remove the folder or the source",
-				c.Name, c.Name, r.Path, c.Dir)
 		}
-		// A shipped plugin of the name is replaced.
 	}
 	p.All = append(all, cands...)
 	sort.Slice(p.All, func(i, j int) bool { return p.All[i].Name < p.All[j].Name })

@@ -184,7 +184,7 @@ func explain(ref Reference, what string, err error) error {
 		return fmt.Errorf("registry %s refused access to %s (HTTP 401, and no login for it was found): log in with `docker login %s` (or `helm registry login %s`)",
 			ref.Registry, ref.Repository, ref.Registry, ref.Registry)
 	case errors.Is(err, errdef.ErrNotFound):
-		return fmt.Errorf("%s: %s not found in %s: %w", ref.Source, what, ref.Repo(), errdef.ErrNotFound)
+		return &notFoundError{fmt.Sprintf("%s: %s not found in %s", ref.Source, what, ref.Repo())}
 	}
 	return fmt.Errorf("%s: %s: %w", ref.Source, what, err)
 }
@@ -200,3 +200,10 @@ func (e *UnreachableError) Error() string {
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// notFoundError is a tag, digest or blob the registry does not have.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+func (e *notFoundError) Unwrap() error { return errdef.ErrNotFound }
