@@ -104,11 +104,12 @@ e2e-cluster: venv
 demo: venv build
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh
 
-bench: venv build
+bench: venv build test-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-render.sh
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 	./scripts/bench-node.sh
+	./scripts/bench-registry.sh
 
 proto: venv
 	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

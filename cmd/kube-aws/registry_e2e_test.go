@@ -20,7 +20,7 @@ import (
 // plugin by its source in cluster.yaml, run.
 
 // pythonVenv is the interpreter with grpcio, for the Python example.
-func pythonVenv(t *testing.T) string {
+func pythonVenv(t testing.TB) string {
 	t.Helper()
 	var candidates []string
 	if v := os.Getenv("KUBE_AWS_VENV"); v != "" {
@@ -42,14 +42,14 @@ func pythonVenv(t *testing.T) string {
 
 // installHelper puts kube-aws-oci where `make build` puts it, beside the
 // kube-aws under test.
-func installHelper(t *testing.T, kubeAWS string) {
+func installHelper(t testing.TB, kubeAWS string) {
 	t.Helper()
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws-oci"),
 		filepath.Join(filepath.Dir(kubeAWS), "kube-aws-plugins", "libexec", "kube-aws-oci"))
 }
 
 // registryEnv keeps the user's logins and cache out of a test.
-func registryEnv(t *testing.T) (cacheDir string) {
+func registryEnv(t testing.TB) (cacheDir string) {
 	t.Helper()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	t.Setenv("HELM_REGISTRY_CONFIG", filepath.Join(t.TempDir(), "none.json"))
@@ -70,7 +70,7 @@ func pythonExampleDir(t *testing.T) string {
 
 // goBuild builds a main package for os/arch into dir/<os>-<arch>/name,
 // with extra build flags.
-func goBuild(t *testing.T, pkg, platform, dir, name string, flags ...string) {
+func goBuild(t testing.TB, pkg, platform, dir, name string, flags ...string) {
 	t.Helper()
 	goos, goarch, _ := strings.Cut(platform, "/")
 	out := filepath.Join(dir, goos+"-"+goarch, name)
@@ -84,7 +84,7 @@ func goBuild(t *testing.T, pkg, platform, dir, name string, flags ...string) {
 // versionOverlay is a `go build -overlay` file that builds path with old
 // replaced by new: the plugin at another version, as its author would
 // release it, without touching the checkout.
-func versionOverlay(t *testing.T, path, old, new string) string {
+func versionOverlay(t testing.TB, path, old, new string) string {
 	t.Helper()
 	abs, err := filepath.Abs(path)
 	if err != nil {
