@@ -86,28 +86,34 @@ func runRegistry(g *globals, cmd *cobra.Command, names []string, upgrade bool) e
 	return nil
 }
 
-// describeChange is one line of install's or upgrade's report.
+// describeChange is one line of install's or upgrade's report:
+// "hello: pinned 0.1.0 (sha256:...) from oci://...; signature verified; downloaded".
 func describeChange(c ensure.Change, upgrade bool) string {
-	var what []string
+	var pin string
 	switch {
 	case c.From == nil:
-		what = append(what, "pinned "+c.To.String())
+		pin = "pinned " + c.To.String()
 	case c.From.Digest != c.To.Digest:
-		what = append(what, c.From.String()+" -> "+c.To.String())
-	case upgrade:
-		what = append(what, c.To.String()+" is up to date")
+		pin = c.From.String() + " -> " + c.To.String()
 	default:
-		what = append(what, c.To.String())
+		pin = c.To.String()
 	}
-	if c.Verified {
+	what := []string{fmt.Sprintf("%s: %s from %s", c.Name, pin, c.Source)}
+	if upgrade && c.From != nil && c.From.Digest == c.To.Digest {
+		what = append(what, "up to date")
+	}
+	switch {
+	case c.Verified:
 		what = append(what, "signature verified with a new key")
+	case c.Signed:
+		what = append(what, "signature verified")
 	}
 	if c.Repaired != "" {
 		what = append(what, "its cached copy had been changed on disk ("+c.Repaired+") and was downloaded again")
 	} else if c.Downloaded {
 		what = append(what, "downloaded")
 	}
-	return fmt.Sprintf("%s: %s from %s", c.Name, strings.Join(what, ", "), c.Source)
+	return strings.Join(what, "; ")
 }
 
 func newPluginsPush(g *globals) *cobra.Command {

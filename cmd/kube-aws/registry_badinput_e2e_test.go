@@ -204,12 +204,12 @@ func TestTagMovedAfterLockCLI(t *testing.T) {
 		t.Errorf("render followed or reported the moved tag:\n%s", stderr)
 	}
 	stdout, _ := l.ok("plugins", "upgrade", "hello")
-	if !strings.Contains(stdout, "hello: 0.0.1 ("+first+") -> 0.0.2 ("+second+"), downloaded from "+l.reg.Ref("plugins/hello:stable")) {
+	if !strings.Contains(stdout, "hello: 0.0.1 ("+first+") -> 0.0.2 ("+second+") from "+l.reg.Ref("plugins/hello:stable")+"; downloaded") {
 		t.Errorf("upgrade:\n%s", stdout)
 	}
 	l.ok("plugins", "install")
 	stdout, _ = l.ok("plugins", "upgrade")
-	if !strings.Contains(stdout, "hello: 0.0.2 ("+second+") is up to date") {
+	if !strings.Contains(stdout, "hello: 0.0.2 ("+second+") from "+l.reg.Ref("plugins/hello:stable")+"; up to date") {
 		t.Errorf("a second upgrade:\n%s", stdout)
 	}
 	// A new source in cluster.yaml is not installed silently either.

@@ -167,7 +167,7 @@ func TestPluginsFromARegistryThroughAllFourStages(t *testing.T) {
 		"  python-example:\n    source: "+pyRef+"\n    values:\n      greeting: hi from a registry\n"+
 		"  kube2iam:\n    source: "+goRef+"\n    verify:\n      key: keys/acme.pub\n    values:\n      roleARNs: [arn:aws:iam::123456789012:role/k8s-*]\n")
 	stdout, stderr, code = l.run("plugins", "install")
-	if code != 0 || !strings.Contains(stdout, "kube2iam: pinned 0.2.0-registry ("+pushed.Digest+"), downloaded from "+goRef) ||
+	if code != 0 || !strings.Contains(stdout, "kube2iam: pinned 0.2.0-registry ("+pushed.Digest+") from "+goRef+"; signature verified; downloaded") ||
 		!strings.Contains(stdout, "python-example: pinned 0.1.0 (sha256:") || !strings.Contains(stdout, "plugins.lock updated: commit it") {
 		t.Fatalf("plugins install: exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -58,7 +58,9 @@ type LockEntry struct {
 	Name   string `json:"name"`
 	Source Source `json:"source"`
 	Path   string `json:"path,omitempty"`
-	SHA256 string `json:"sha256"`
+	// SHA256 is the executable's; empty for a registry plugin, whose
+	// hashes are per platform.
+	SHA256 string `json:"sha256,omitempty"`
 	// Files is the sha256 of every other file in a user plugin's folder, by
 	// its path in the folder (see FolderFiles): a plugin in Python is a
 	// small entry script and the code beside it, and locking the entry

@@ -102,6 +102,8 @@ type Change struct {
 	// Verified is set when the signature was checked with a key that
 	// plugins.lock had not recorded yet.
 	Verified bool
+	// Signed says the signature was checked in this run.
+	Signed bool
 }
 
 // Problem is a plugin that cannot be used, about one of its settings.
@@ -279,7 +281,7 @@ func apply(req helper.InstallRequest, r helper.Installed, e *host.LockEntry, pla
 		return nil, nil, &Problem{Name: r.Name, Field: "source", Err: fmt.Errorf("the kube-aws-oci helper installed plugin %s nowhere", r.Name)}
 	}
 	got := &Pin{Version: r.Version, Digest: r.Digest}
-	c := &Change{Name: r.Name, Source: r.Source, To: got, Downloaded: r.Downloaded, Repaired: r.Repaired}
+	c := &Change{Name: r.Name, Source: r.Source, To: got, Downloaded: r.Downloaded, Repaired: r.Repaired, Signed: r.Key != ""}
 	newEntry := host.LockEntry{Name: r.Name, Source: host.SourceOCI, Ref: r.Source, Digest: r.Digest, Version: r.Version, Key: r.Key, Platforms: platforms(r.Platforms)}
 	if req.Pinned == "" {
 		if e != nil && e.Source == host.SourceOCI {
