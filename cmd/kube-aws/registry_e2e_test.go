@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-aws/kube-aws/internal/awstest"
 	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
@@ -22,22 +23,11 @@ import (
 // pythonVenv is the interpreter with grpcio, for the Python example.
 func pythonVenv(t testing.TB) string {
 	t.Helper()
-	var candidates []string
-	if v := os.Getenv("KUBE_AWS_VENV"); v != "" {
-		candidates = append(candidates, filepath.Join(v, "bin", "python"))
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	py, err := awstest.VenvBin("python")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no Python virtual environment with grpcio (%v): run make venv", err)
 	}
-	candidates = append(candidates, filepath.Join(root, ".venv", "bin", "python"))
-	for _, c := range candidates {
-		if _, err := os.Stat(c); err == nil {
-			return c
-		}
-	}
-	t.Fatalf("no Python virtual environment with grpcio (looked for %s): run make venv", strings.Join(candidates, ", "))
-	return ""
+	return py
 }
 
 // installHelper puts kube-aws-oci where `make build` puts it, beside the

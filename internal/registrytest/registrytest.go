@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kube-aws/kube-aws/internal/localport"
 )
 
 // The tools and their versions.
@@ -156,7 +157,7 @@ func Start(tb testing.TB, opts Options) *Registry {
 }
 
 func start(bin, dir string, opts Options) (*Registry, error) {
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return nil, err
 	}
@@ -286,15 +287,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // CosignCLI runs the cosign CLI with a private environment: no network

@@ -324,22 +324,9 @@ func checkFiles(c Candidate, e *LockEntry) []error {
 // symlink's entry is "symlink:<target>". nil when there is no such file.
 func FolderFiles(dir, skip string) (map[string]string, error) {
 	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if fileutil.IsByteCode(path, d) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
+	err := fileutil.WalkPluginFiles(dir, func(path, rel string, d os.DirEntry) error {
+		if path == skip {
 			return nil
-		}
-		if d.IsDir() || path == skip {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
 		}
 		var sum string
 		if d.Type()&os.ModeSymlink != 0 {
@@ -348,10 +335,12 @@ func FolderFiles(dir, skip string) (map[string]string, error) {
 				return err
 			}
 			sum = "symlink:" + target
-		} else if sum, err = fileutil.SHA256(path); err != nil {
+		} else if s, err := fileutil.SHA256(path); err != nil {
 			return err
+		} else {
+			sum = s
 		}
-		files[filepath.ToSlash(rel)] = sum
+		files[rel] = sum
 		return nil
 	})
 	if err != nil {

@@ -3,7 +3,9 @@ package host
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -63,14 +65,7 @@ func (e LockEntry) checkRegistry() error {
 }
 
 // PlatformNames lists a registry plugin's platforms, sorted.
-func (e LockEntry) PlatformNames() []string {
-	out := make([]string, 0, len(e.Platforms))
-	for p := range e.Platforms {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
+func (e LockEntry) PlatformNames() []string { return slices.Sorted(maps.Keys(e.Platforms)) }
 
 // forCandidate returns the entry c is checked against: for a plugin from a
 // registry, its entry's view for this machine's platform (the executable's

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -115,14 +117,7 @@ func ReadPackage(dir string, platforms []string) (*Package, error) {
 }
 
 // PlatformNames lists the package's platforms, sorted.
-func (p *Package) PlatformNames() []string {
-	out := make([]string, 0, len(p.Platforms))
-	for k := range p.Platforms {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (p *Package) PlatformNames() []string { return slices.Sorted(maps.Keys(p.Platforms)) }
 
 // Runnable is an executable of the package that runs on this machine, to
 // ask the plugin for its info: the build for this platform, else a script
@@ -171,23 +166,7 @@ func (p *Package) Rename(name string) error {
 func readPlatformDir(dir, preferred string) (*PackagePlatform, error) {
 	pp := &PackagePlatform{Dir: dir, Files: map[string]fs.FileMode{}}
 	var execs []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if fileutil.IsByteCode(path, d) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
+	err := fileutil.WalkPluginFiles(dir, func(path, name string, d fs.DirEntry) error {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%s is a symbolic link: a plugin in a registry is plain files; copy the file it points to", path)
 		}
@@ -198,7 +177,6 @@ func readPlatformDir(dir, preferred string) (*PackagePlatform, error) {
 		if err != nil {
 			return err
 		}
-		name := filepath.ToSlash(rel)
 		pp.Files[name] = fi.Mode().Perm()
 		if !strings.Contains(name, "/") && fi.Mode()&0o111 != 0 {
 			execs = append(execs, name)

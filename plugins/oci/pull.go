@@ -53,24 +53,7 @@ func (p *Platform) files() map[string]ocispec.Descriptor {
 func CheckEntry(dir string, p *Platform) error {
 	want := p.files()
 	seen := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if fileutil.IsByteCode(path, d) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
+	err := fileutil.WalkPluginFiles(dir, func(path, name string, _ fs.DirEntry) error {
 		l, ok := want[name]
 		if !ok {
 			return fmt.Errorf("%s is not part of the plugin (added after it was downloaded)", path)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,14 +48,7 @@ type Platform struct {
 }
 
 // PlatformNames lists the artifact's platforms, sorted.
-func (a *Artifact) PlatformNames() []string {
-	out := make([]string, 0, len(a.Platforms))
-	for p := range a.Platforms {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
+func (a *Artifact) PlatformNames() []string { return slices.Sorted(maps.Keys(a.Platforms)) }
 
 // ForPlatform returns the manifest for os/arch, or an error listing the
 // platforms the artifact has.

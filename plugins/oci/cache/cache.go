@@ -147,31 +147,16 @@ type fileStamp struct {
 	Mode    int64 `json:"mode"`
 }
 
+// stampDir stamps every file of an entry; Python's byte code, which the
+// interpreter writes beside a script plugin's code as it runs, is left out.
 func stampDir(dir string) (map[string]fileStamp, error) {
 	out := map[string]fileStamp{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if fileutil.IsByteCode(path, d) {
-			// Python writes these beside a script plugin's code as it runs.
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
+	err := fileutil.WalkPluginFiles(dir, func(_, rel string, d fs.DirEntry) error {
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		out[filepath.ToSlash(rel)] = fileStamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Mode: int64(fi.Mode())}
+		out[rel] = fileStamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Mode: int64(fi.Mode())}
 		return nil
 	})
 	return out, err
