@@ -78,6 +78,9 @@ type Plan struct {
 	// Registry is what was done about plugins from registries; nil when
 	// cluster.yaml names none.
 	Registry *ensure.Outcome
+	// lock is plugins.lock as read and updated for plugins from registries
+	// (nil when there are none, or no lock): launching checks against it.
+	lock *host.Lockfile
 
 	capabilities map[string]string
 	// loaded is Config as loaded, before Launch redacted it.
@@ -325,6 +328,11 @@ func (p *Plan) LaunchOptions() (host.Options, error) {
 		StageTimeout: p.Options.StageTimeout,
 		Stderr:       p.Options.PluginStderr,
 		HostVersion:  p.Options.HostVersion,
+	}
+	if p.lock != nil {
+		// Read (and perhaps updated) already for plugins from registries.
+		opts.Lock = p.lock
+		return opts, nil
 	}
 	l, err := host.ReadLockfile(filepath.Join(p.ClusterDir, host.LockfileName))
 	switch {

@@ -94,10 +94,12 @@ func (p *Plan) registryPlugins(ctx context.Context) error {
 		return &Error{Code: ExitFatal, Msg: fmt.Sprintf("installing plugins from registries: %v", err)}
 	}
 	p.Registry = out
+	p.lock = lock
 	if out.Lock != nil && ro.Mode != ensure.Offline {
 		if err := out.Lock.Write(lockPath); err != nil {
 			return &Error{Code: ExitFatal, Msg: err.Error()}
 		}
+		p.lock = out.Lock
 	}
 	if ro.Mode == ensure.Auto {
 		// install and upgrade print their own report; any other command
