@@ -175,7 +175,9 @@ func explain(ref Reference, what string, err error) error {
 	var netErr net.Error
 	var opErr *net.OpError
 	switch {
-	case errors.As(err, &opErr), errors.As(err, &netErr):
+	// Nothing answered: refused, no route, no such host, or a timeout. A
+	// registry that answers wrongly (TLS, HTTP) is not "unreachable".
+	case errors.As(err, &opErr), errors.As(err, &netErr) && netErr.Timeout():
 		return &UnreachableError{Registry: ref.Registry, Err: err}
 	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
 		return fmt.Errorf("registry %s refused access to %s (HTTP %d): log in with `docker login %s` (or `helm registry login %s`), or check the credential helper that ~/.docker/config.json names",
