@@ -295,7 +295,8 @@ func TestTamperedCacheEntryCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := l.run("render")
-	if code == 0 || !strings.Contains(stderr, "plugin hello ("+exe+") does not match plugins.lock") {
+	if code == 0 || !strings.Contains(stderr, "plugin hello ("+exe+") does not match plugins.lock") ||
+		!strings.Contains(stderr, "its copy in the plugin cache was changed on disk: run `kube-aws plugins install`") {
 		t.Errorf("render with a same-size change: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(marker); err == nil {

@@ -274,7 +274,19 @@ func notLockedError(c Candidate) error {
 }
 
 func mismatchError(c Candidate, want, have string) error {
-	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, c.Path, want, have)
+	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); %s", c.Name, c.Path, want, have, remedy(c, "changed it"))
+}
+
+// remedy says what to do about a plugin whose files differ from
+// plugins.lock. A user or contrib plugin changed on purpose is locked
+// again; a registry plugin's files are a copy in the plugin cache that
+// nobody should change, and `plugins lock` keeps its pin as it is, so the
+// copy is downloaded again by its pinned digest.
+func remedy(c Candidate, did string) string {
+	if c.Source == SourceOCI {
+		return "its copy in the plugin cache was changed on disk: run `kube-aws plugins install` to download it again by its pinned digest"
+	}
+	return "if you " + did + " on purpose run `kube-aws plugins lock`"
 }
 
 // pluginFiles hashes the rest of a user plugin's folder, or of a registry
@@ -308,11 +320,11 @@ func checkFiles(c Candidate, e *LockEntry) []error {
 		got, present := have[n]
 		switch {
 		case !locked:
-			errs = append(errs, fmt.Errorf("plugin %s: %s is not in plugins.lock (a file added beside the plugin); if you added it on purpose run `kube-aws plugins lock`", c.Name, path))
+			errs = append(errs, fmt.Errorf("plugin %s: %s is not in plugins.lock (a file added beside the plugin); %s", c.Name, path, remedy(c, "added it")))
 		case !present:
-			errs = append(errs, fmt.Errorf("plugin %s: %s, locked in plugins.lock, is gone; if you removed it on purpose run `kube-aws plugins lock`", c.Name, path))
+			errs = append(errs, fmt.Errorf("plugin %s: %s, locked in plugins.lock, is gone; %s", c.Name, path, remedy(c, "removed it")))
 		case got != strings.ToLower(want):
-			errs = append(errs, fmt.Errorf("plugin %s: %s does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, path, want, got))
+			errs = append(errs, fmt.Errorf("plugin %s: %s does not match plugins.lock (want sha256 %s, have %s); %s", c.Name, path, want, got, remedy(c, "changed it")))
 		}
 	}
 	return errs

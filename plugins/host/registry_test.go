@@ -70,8 +70,27 @@ func TestRegistryLockEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := back.Verify([]host.Candidate{cand})
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join(entry, "lib", "a.py")+" does not match plugins.lock") {
+	// The remedy for a cached copy is downloading it again: plugins lock
+	// keeps a registry plugin's pin as it is.
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join(entry, "lib", "a.py")+" does not match plugins.lock") ||
+		!strings.Contains(errs[0].Error(), "its copy in the plugin cache was changed on disk: run `kube-aws plugins install`") ||
+		strings.Contains(errs[0].Error(), "kube-aws plugins lock") {
 		t.Errorf("a changed file in the cache entry: %v", errs)
+	}
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(entry, "lib", "a.py")); err != nil {
+		t.Fatal(err)
+	}
+	errs = back.Verify([]host.Candidate{cand})
+	if len(errs) != 2 {
+		t.Fatalf("a changed executable and a removed file: %v", errs)
+	}
+	for _, err := range errs {
+		if !strings.Contains(err.Error(), "run `kube-aws plugins install` to download it again by its pinned digest") {
+			t.Errorf("no remedy for a cached copy in: %v", err)
+		}
 	}
 
 	// The same name found elsewhere than in a registry.
