@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/plugins/host"
@@ -96,6 +97,16 @@ func (p *Plan) registryPlugins(ctx context.Context) error {
 	p.Registry = out
 	p.lock = lock
 	if out.Lock != nil && ro.Mode != ensure.Offline {
+		if lock == nil {
+			locked, err := p.lockTheOthers(out.Lock, ps)
+			if err != nil {
+				return &Error{Code: ExitFatal, Msg: fmt.Sprintf("creating %s: %v", lockPath, err)}
+			}
+			if len(locked) > 0 {
+				log(fmt.Sprintf("%s did not exist: it now also locks the contrib and user plugins found (%s), as `kube-aws plugins lock` does; check them and commit it",
+					lockPath, strings.Join(locked, ", ")))
+			}
+		}
 		if err := out.Lock.Write(lockPath); err != nil {
 			return &Error{Code: ExitFatal, Msg: err.Error()}
 		}
@@ -125,6 +136,39 @@ func (p *Plan) registryPlugins(ctx context.Context) error {
 		return &Error{Code: ExitFatal, Msg: "plugins from registries cannot be used", Diagnostics: diags}
 	}
 	return p.addRegistryCandidates(out.Candidates)
+}
+
+// lockTheOthers adds to a plugins.lock that pinning registry plugins is
+// about to create the entries `kube-aws plugins lock` would make for every
+// other plugin that is not built in, and returns their names. Once the file
+// exists the host checks every such plugin against it, so a lock holding
+// only the registry's pins would stop an enabled user or contrib plugin
+// from starting ("not in plugins.lock") and fail `plugins verify` right
+// after `plugins install`. Without plugins.lock those plugins ran
+// unchecked; locking them as they are now is no less safe, and the log
+// line names them. Shipped plugins that a registry plugin replaces are
+// left out.
+func (p *Plan) lockTheOthers(l *host.Lockfile, registry []ensure.Plugin) ([]string, error) {
+	replaced := map[string]bool{}
+	for _, r := range registry {
+		replaced[r.Name] = true
+	}
+	var others []host.Candidate
+	for _, c := range p.All {
+		if !replaced[c.Name] {
+			others = append(others, c)
+		}
+	}
+	fresh, err := host.LockCandidates(others)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range fresh.Plugins {
+		l.Set(e)
+		names = append(names, e.Name)
+	}
+	return names, nil
 }
 
 // addRegistryCandidates puts registry plugins among p.All, each replacing
