@@ -284,7 +284,7 @@ func TestTamperedCacheEntryCLI(t *testing.T) {
 	}
 	tamper()
 	l.reg.Stop()
-	l.refused(1, "plugins.hello.source", []string{"registry " + l.reg.Host + " is unreachable"}, "render")
+	l.refused(1, "plugins.hello.source", []string{"registry " + l.reg.Host + " is unreachable", "because its cached copy " + entry + " was changed on disk and is never run so"}, "render")
 
 	// Same size and time as the real file: only the sha256 can tell.
 	padded := append(append([]byte{}, evil...), make([]byte, len(good)-len(evil))...)

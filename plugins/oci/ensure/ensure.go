@@ -160,6 +160,7 @@ func Ensure(ctx context.Context, plugins []Plugin, opts Options) (*Outcome, erro
 	selected := func(name string) bool { return len(opts.Names) == 0 || slices.Contains(opts.Names, name) }
 
 	var reqs []helper.InstallRequest
+	why := map[string]string{}
 	for _, p := range sortedPlugins(plugins) {
 		e := lock.Entry(p.Name)
 		pinned := e != nil && e.Source == host.SourceOCI
@@ -188,6 +189,9 @@ func Ensure(ctx context.Context, plugins []Plugin, opts Options) (*Outcome, erro
 				out.Problems = append(out.Problems, *prob)
 			case req != nil:
 				reqs = append(reqs, *req)
+				if w := whyFetch(p, e, fp, opts); w != "" {
+					why[p.Name] = w
+				}
 			default:
 				out.Candidates = append(out.Candidates, cand)
 			}
@@ -210,6 +214,9 @@ func Ensure(ctx context.Context, plugins []Plugin, opts Options) (*Outcome, erro
 	changed := false
 	for i, r := range res.Installed {
 		c, entry, prob := apply(reqs[i], r, lock.Entry(r.Name), opts.Platform)
+		if prob != nil && why[r.Name] != "" {
+			prob.Err = fmt.Errorf("%w (kube-aws had to fetch plugin %s %s by its pinned digest because %s)", prob.Err, r.Name, reqs[i].Pinned, why[r.Name])
+		}
 		if prob != nil {
 			out.Problems = append(out.Problems, *prob)
 			continue
@@ -265,6 +272,28 @@ func pinnedPlugin(p Plugin, e *host.LockEntry, fp string, opts Options, selected
 		return req, host.Candidate{}, nil
 	}
 	return nil, candidate(p.Name, dir), nil
+}
+
+// whyFetch says why a plugin pinned in plugins.lock had to be fetched from
+// its registry, for a message when that fails: a user who ran `render`
+// with a cached plugin does not expect the registry to matter.
+func whyFetch(p Plugin, e *host.LockEntry, fp string, opts Options) string {
+	pl, ok := e.Platforms[opts.Platform]
+	if !ok {
+		return ""
+	}
+	dir, err := opts.Cache.EntryDir(pl.Manifest)
+	switch {
+	case err != nil:
+		return ""
+	case fp != "" && fp != e.Key:
+		return fmt.Sprintf("its signature must be checked with the key %s, which plugins.lock does not record yet", p.Key)
+	case !exists(dir):
+		return fmt.Sprintf("it is not in the plugin cache (%s)", opts.Cache.Root)
+	case !opts.Cache.Fresh(pl.Manifest):
+		return fmt.Sprintf("its cached copy %s was changed on disk and is never run so", dir)
+	}
+	return ""
 }
 
 // apply turns the helper's answer for one plugin into a lock entry (nil

@@ -256,4 +256,23 @@ func TestTamperedEntryRepaired(t *testing.T) {
 	if out, err := exec.Command(exe).CombinedOutput(); err == nil || !strings.Contains(string(out), "This binary is a plugin") {
 		t.Errorf("running the restored plugin by hand: %v %s", err, out)
 	}
+
+	// With the registry down, a changed or missing copy is refused with
+	// why the registry was needed at all.
+	e.reg.Stop()
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho pwned\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"because its cached copy " + filepath.Dir(exe) + " was changed on disk and is never run so",
+		"because it is not in the plugin cache",
+	} {
+		o = e.run(t, ps, first.Lock, ensure.Auto)
+		if len(o.Problems) != 1 || len(o.Candidates) != 0 || !strings.Contains(problems(o), "is unreachable") || !strings.Contains(problems(o), want) {
+			t.Errorf("registry down: %s; want %q", problems(o), want)
+		}
+		if err := os.RemoveAll(filepath.Dir(exe)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

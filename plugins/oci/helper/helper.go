@@ -65,9 +65,6 @@ type InstallRequest struct {
 	// KeyFile is plugins.NAME.verify.key, absolute: the artifact must
 	// carry a cosign signature that verifies with it.
 	KeyFile string `json:"keyFile,omitempty"`
-	// Recheck hashes an existing cache entry and downloads it again when
-	// a file differs (kube-aws saw it changed on disk).
-	Recheck bool `json:"recheck,omitempty"`
 }
 
 // Installed is the outcome for one plugin.
