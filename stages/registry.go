@@ -153,13 +153,7 @@ func (p *Plan) lockTheOthers(l *host.Lockfile, registry []ensure.Plugin) ([]stri
 	for _, r := range registry {
 		replaced[r.Name] = true
 	}
-	var others []host.Candidate
-	for _, c := range p.All {
-		if !replaced[c.Name] {
-			others = append(others, c)
-		}
-	}
-	fresh, err := host.LockCandidates(others)
+	fresh, err := host.LockCandidates(p.allBut(replaced))
 	if err != nil {
 		return nil, err
 	}
@@ -178,13 +172,18 @@ func (p *Plan) addRegistryCandidates(cands []host.Candidate) error {
 	for _, c := range cands {
 		from[c.Name] = true
 	}
-	var all []host.Candidate
-	for _, c := range p.All {
-		if !from[c.Name] {
-			all = append(all, c)
-		}
-	}
-	p.All = append(all, cands...)
+	p.All = append(p.allBut(from), cands...)
 	sort.Slice(p.All, func(i, j int) bool { return p.All[i].Name < p.All[j].Name })
 	return nil
+}
+
+// allBut is p.All without the candidates of the given names.
+func (p *Plan) allBut(names map[string]bool) []host.Candidate {
+	var out []host.Candidate
+	for _, c := range p.All {
+		if !names[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
