@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestServiceIPs(t *testing.T) {
 	cases := []struct {
@@ -45,6 +48,27 @@ func TestKubernetesDefaultsAndMirrorDir(t *testing.T) {
 	} {
 		if got := (Artifacts{Mirror: tc.mirror}).MirrorDir(tc.dir); got != tc.want {
 			t.Errorf("MirrorDir(%q, %q) = %q, want %q", tc.mirror, tc.dir, got, tc.want)
+		}
+	}
+}
+
+func TestArchitecture(t *testing.T) {
+	for it, want := range map[string]string{
+		"t3.medium": "amd64", "m5.large": "amd64", "g4dn.xlarge": "amd64", "p4d.24xlarge": "amd64", "inf1.xlarge": "amd64",
+		"u-6tb1.metal": "amd64", "t4g.small": "arm64", "m6gd.large": "arm64", "c7gn.large": "arm64", "r8g.large": "arm64",
+		"a1.medium": "arm64", "x2gd.large": "arm64", "im4gn.large": "arm64", "g5g.xlarge": "arm64", "hpc7g.4xlarge": "arm64",
+	} {
+		if got := Architecture(it); got != want {
+			t.Errorf("Architecture(%q) = %s, want %s", it, got, want)
+		}
+	}
+	c := &Cluster{Controller: MachineSet{InstanceType: "t4g.medium"}, Etcd: MachineSet{InstanceType: "t3.small"},
+		NodePools: []NodePool{{Name: "a", InstanceType: "m6g.large"}, {Name: "b", InstanceType: "m5.large"}}}
+	for _, tc := range []struct{ role, pool, want string }{
+		{"controller", "", "arm64"}, {"etcd", "", "amd64"}, {"worker", "", "amd64 arm64"}, {"worker", "b", "amd64"}, {"worker", "zz", ""},
+	} {
+		if got := strings.Join(c.Architectures(tc.role, tc.pool), " "); got != tc.want {
+			t.Errorf("Architectures(%s, %s) = %q, want %q", tc.role, tc.pool, got, tc.want)
 		}
 	}
 }
