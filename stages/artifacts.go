@@ -1,10 +1,7 @@
 package stages
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +10,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // resolveArtifacts checks that every architecture a target's machines run
@@ -89,19 +87,12 @@ func reason(err error) string {
 
 // fileSHA256 hashes a regular file of the mirror folder.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return "", err
-	} else if !st.Mode().IsRegular() {
+	if !st.Mode().IsRegular() {
 		return "", fmt.Errorf("not a regular file")
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return fileutil.SHA256(path)
 }

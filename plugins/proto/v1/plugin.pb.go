@@ -3483,6 +3483,51 @@ func (x *StoreEntry) GetValue() []byte {
 	return nil
 }
 
+type SecretRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The marker, ((secret:<plugin>/generated/<key>)).
+	Marker        string `protobuf:"bytes,1,opt,name=marker,proto3" json:"marker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretRef) Reset() {
+	*x = SecretRef{}
+	mi := &file_plugin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretRef) ProtoMessage() {}
+
+func (x *SecretRef) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretRef.ProtoReflect.Descriptor instead.
+func (*SecretRef) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *SecretRef) GetMarker() string {
+	if x != nil {
+		return x.Marker
+	}
+	return ""
+}
+
 type StoreListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
@@ -3492,7 +3537,7 @@ type StoreListRequest struct {
 
 func (x *StoreListRequest) Reset() {
 	*x = StoreListRequest{}
-	mi := &file_plugin_proto_msgTypes[46]
+	mi := &file_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +3549,7 @@ func (x *StoreListRequest) String() string {
 func (*StoreListRequest) ProtoMessage() {}
 
 func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[46]
+	mi := &file_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +3562,7 @@ func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListRequest.ProtoReflect.Descriptor instead.
 func (*StoreListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{46}
+	return file_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreListRequest) GetPrefix() string {
@@ -3536,7 +3581,7 @@ type StoreListResponse struct {
 
 func (x *StoreListResponse) Reset() {
 	*x = StoreListResponse{}
-	mi := &file_plugin_proto_msgTypes[47]
+	mi := &file_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3548,7 +3593,7 @@ func (x *StoreListResponse) String() string {
 func (*StoreListResponse) ProtoMessage() {}
 
 func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[47]
+	mi := &file_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +3606,7 @@ func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListResponse.ProtoReflect.Descriptor instead.
 func (*StoreListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{47}
+	return file_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreListResponse) GetKeys() []string {
@@ -3928,7 +3973,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"StoreEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"*\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"#\n" +
+	"\tSecretRef\x12\x16\n" +
+	"\x06marker\x18\x01 \x01(\tR\x06marker\"*\n" +
 	"\x10StoreListRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"'\n" +
 	"\x11StoreListResponse\x12\x12\n" +
@@ -3943,13 +3990,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\bValidate\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12H\n" +
 	"\x04Diff\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12K\n" +
 	"\aDestroy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12B\n" +
-	"\x06Cancel\x12 .kubeaws.plugin.v1.CancelRequest\x1a\x16.kubeaws.plugin.v1.Ack2\xe7\x02\n" +
+	"\x06Cancel\x12 .kubeaws.plugin.v1.CancelRequest\x1a\x16.kubeaws.plugin.v1.Ack2\xfa\x03\n" +
 	"\x04Host\x128\n" +
 	"\x04Emit\x12\x18.kubeaws.plugin.v1.Event\x1a\x16.kubeaws.plugin.v1.Ack\x12F\n" +
 	"\bStoreGet\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x1d.kubeaws.plugin.v1.StoreValue\x12A\n" +
 	"\bStorePut\x12\x1d.kubeaws.plugin.v1.StoreEntry\x1a\x16.kubeaws.plugin.v1.Ack\x12B\n" +
 	"\vStoreDelete\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x16.kubeaws.plugin.v1.Ack\x12V\n" +
-	"\tStoreList\x12#.kubeaws.plugin.v1.StoreListRequest\x1a$.kubeaws.plugin.v1.StoreListResponseB8Z6github.com/kube-aws/kube-aws/plugins/proto/v1;pluginv1b\x06proto3"
+	"\tStoreList\x12#.kubeaws.plugin.v1.StoreListRequest\x1a$.kubeaws.plugin.v1.StoreListResponse\x12G\n" +
+	"\tSecretGet\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x1d.kubeaws.plugin.v1.StoreValue\x12H\n" +
+	"\tSecretPut\x12\x1d.kubeaws.plugin.v1.StoreEntry\x1a\x1c.kubeaws.plugin.v1.SecretRefB8Z6github.com/kube-aws/kube-aws/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -3963,7 +4012,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_plugin_proto_goTypes = []any{
 	(*Ack)(nil),                // 0: kubeaws.plugin.v1.Ack
 	(*CancelRequest)(nil),      // 1: kubeaws.plugin.v1.CancelRequest
@@ -4011,36 +4060,37 @@ var file_plugin_proto_goTypes = []any{
 	(*StoreKey)(nil),           // 43: kubeaws.plugin.v1.StoreKey
 	(*StoreValue)(nil),         // 44: kubeaws.plugin.v1.StoreValue
 	(*StoreEntry)(nil),         // 45: kubeaws.plugin.v1.StoreEntry
-	(*StoreListRequest)(nil),   // 46: kubeaws.plugin.v1.StoreListRequest
-	(*StoreListResponse)(nil),  // 47: kubeaws.plugin.v1.StoreListResponse
-	nil,                        // 48: kubeaws.plugin.v1.StageRequest.ValuesEntry
-	nil,                        // 49: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	nil,                        // 50: kubeaws.plugin.v1.StageRequest.SecretsEntry
-	nil,                        // 51: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
-	nil,                        // 52: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	nil,                        // 53: kubeaws.plugin.v1.StackSpec.TagsEntry
-	nil,                        // 54: kubeaws.plugin.v1.DeployResult.OutputsEntry
-	nil,                        // 55: kubeaws.plugin.v1.StackStatus.OutputsEntry
-	nil,                        // 56: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	nil,                        // 57: kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	nil,                        // 58: kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	nil,                        // 59: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	nil,                        // 60: kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	nil,                        // 61: kubeaws.plugin.v1.Stack.TagsEntry
-	nil,                        // 62: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	nil,                        // 63: kubeaws.plugin.v1.Artifact.SourcesEntry
-	nil,                        // 64: kubeaws.plugin.v1.ArtifactSource.MembersEntry
-	nil,                        // 65: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	(*SecretRef)(nil),          // 46: kubeaws.plugin.v1.SecretRef
+	(*StoreListRequest)(nil),   // 47: kubeaws.plugin.v1.StoreListRequest
+	(*StoreListResponse)(nil),  // 48: kubeaws.plugin.v1.StoreListResponse
+	nil,                        // 49: kubeaws.plugin.v1.StageRequest.ValuesEntry
+	nil,                        // 50: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	nil,                        // 51: kubeaws.plugin.v1.StageRequest.SecretsEntry
+	nil,                        // 52: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	nil,                        // 53: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	nil,                        // 54: kubeaws.plugin.v1.StackSpec.TagsEntry
+	nil,                        // 55: kubeaws.plugin.v1.DeployResult.OutputsEntry
+	nil,                        // 56: kubeaws.plugin.v1.StackStatus.OutputsEntry
+	nil,                        // 57: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	nil,                        // 58: kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	nil,                        // 59: kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	nil,                        // 60: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	nil,                        // 61: kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	nil,                        // 62: kubeaws.plugin.v1.Stack.TagsEntry
+	nil,                        // 63: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	nil,                        // 64: kubeaws.plugin.v1.Artifact.SourcesEntry
+	nil,                        // 65: kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	nil,                        // 66: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	48, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
-	49, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	49, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
+	50, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
 	23, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
 	18, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
 	20, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	50, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
+	51, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
 	6,  // 6: kubeaws.plugin.v1.StageRequest.aws:type_name -> kubeaws.plugin.v1.AWSSettings
-	51, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	52, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
 	9,  // 8: kubeaws.plugin.v1.StageEvent.event:type_name -> kubeaws.plugin.v1.Event
 	10, // 9: kubeaws.plugin.v1.StageEvent.result:type_name -> kubeaws.plugin.v1.StageResult
 	15, // 10: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
@@ -4053,13 +4103,13 @@ var file_plugin_proto_depIdxs = []int32{
 	14, // 17: kubeaws.plugin.v1.StageResult.destroy:type_name -> kubeaws.plugin.v1.DestroyResult
 	12, // 18: kubeaws.plugin.v1.DiffResult.stacks:type_name -> kubeaws.plugin.v1.StackDiff
 	13, // 19: kubeaws.plugin.v1.StackDiff.changes:type_name -> kubeaws.plugin.v1.ResourceChange
-	52, // 20: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	53, // 21: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
+	53, // 20: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	54, // 21: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
 	19, // 22: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
 	17, // 23: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
 	21, // 24: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
-	54, // 25: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
-	55, // 26: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
+	55, // 25: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
+	56, // 26: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
 	24, // 27: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
 	25, // 28: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
 	26, // 29: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
@@ -4073,13 +4123,13 @@ var file_plugin_proto_depIdxs = []int32{
 	37, // 37: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
 	39, // 38: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
 	40, // 39: kubeaws.plugin.v1.ConstructSet.artifacts:type_name -> kubeaws.plugin.v1.Artifact
-	56, // 40: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	57, // 41: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	58, // 42: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	59, // 43: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	60, // 44: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	61, // 45: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
-	62, // 46: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	57, // 40: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	58, // 41: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	59, // 42: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	60, // 43: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	61, // 44: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	62, // 45: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
+	63, // 46: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
 	22, // 47: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
 	28, // 48: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
 	22, // 49: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
@@ -4093,9 +4143,9 @@ var file_plugin_proto_depIdxs = []int32{
 	38, // 57: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
 	22, // 58: kubeaws.plugin.v1.Artifact.target:type_name -> kubeaws.plugin.v1.Target
 	41, // 59: kubeaws.plugin.v1.Artifact.files:type_name -> kubeaws.plugin.v1.ArtifactFile
-	63, // 60: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
-	64, // 61: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
-	65, // 62: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	64, // 60: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
+	65, // 61: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	66, // 62: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
 	7,  // 63: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
 	42, // 64: kubeaws.plugin.v1.Artifact.SourcesEntry.value:type_name -> kubeaws.plugin.v1.ArtifactSource
 	2,  // 65: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
@@ -4111,23 +4161,27 @@ var file_plugin_proto_depIdxs = []int32{
 	43, // 75: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
 	45, // 76: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
 	43, // 77: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
-	46, // 78: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
-	3,  // 79: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
-	0,  // 80: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
-	8,  // 81: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 82: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 83: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 84: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 85: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 86: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
-	0,  // 87: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 88: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
-	44, // 89: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
-	0,  // 90: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 91: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
-	47, // 92: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
-	79, // [79:93] is the sub-list for method output_type
-	65, // [65:79] is the sub-list for method input_type
+	47, // 78: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
+	43, // 79: kubeaws.plugin.v1.Host.SecretGet:input_type -> kubeaws.plugin.v1.StoreKey
+	45, // 80: kubeaws.plugin.v1.Host.SecretPut:input_type -> kubeaws.plugin.v1.StoreEntry
+	3,  // 81: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
+	0,  // 82: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
+	8,  // 83: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 84: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 85: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 86: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 87: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 88: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
+	0,  // 89: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 90: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
+	44, // 91: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
+	0,  // 92: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 93: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
+	48, // 94: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
+	44, // 95: kubeaws.plugin.v1.Host.SecretGet:output_type -> kubeaws.plugin.v1.StoreValue
+	46, // 96: kubeaws.plugin.v1.Host.SecretPut:output_type -> kubeaws.plugin.v1.SecretRef
+	81, // [81:97] is the sub-list for method output_type
+	65, // [65:81] is the sub-list for method input_type
 	65, // [65:65] is the sub-list for extension type_name
 	65, // [65:65] is the sub-list for extension extendee
 	0,  // [0:65] is the sub-list for field type_name
@@ -4148,7 +4202,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   66,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
