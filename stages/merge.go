@@ -49,6 +49,9 @@ func (s *Session) mergeInitialise(parts []Plugin, calls []call, c *carry, res *S
 	}
 	merged, md := s.Plan.Deps.Merge(contribs, merge.Options{Late: late})
 	diags = append(diags, md.WithDefaults("", string(stage.Initialise))...)
+	if !md.HasFatal() {
+		diags = append(diags, resolveArtifacts(s.Plan.Cluster(), s.Plan.ClusterDir, merged)...)
+	}
 	res.Constructs = merged
 	res.Values = values
 	res.Capabilities = c.capabilities

@@ -158,6 +158,8 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 	if err := interrupted(ctx); err != nil {
 		return nil, err
 	}
+	// Secrets a plugin generated in this stage are secrets from now on.
+	s.foldGeneratedSecrets()
 
 	res := &StageResult{}
 	var diags diag.List

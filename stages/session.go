@@ -26,9 +26,11 @@ type Session struct {
 	// Diagnostics are the warnings of planning and registration.
 	Diagnostics diag.List
 
-	reporter  Reporter
-	closeOnce sync.Once
-	all       []Plugin
+	reporter Reporter
+	// credentials keeps the secrets plugins generate.
+	credentials *host.Credentials
+	closeOnce   sync.Once
+	all         []Plugin
 
 	hashOnce sync.Once
 	hashes   map[string]string
@@ -71,6 +73,11 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 	var started []Plugin
 	if lerr == nil {
 		opts.StoreDir = filepath.Join(p.ClusterDir, ".kube-aws", "store")
+		s.credentials = host.NewCredentials("")
+		if p.Config != nil {
+			s.credentials = host.NewCredentials(filepath.Join(p.ClusterDir, CredentialsDir))
+		}
+		opts.Credentials = s.credentials
 		started, lerr = p.Deps.Launch(ctx, p.Enabled, opts)
 	}
 	s.all = started
@@ -108,7 +115,14 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 	}
 	s.Diagnostics = append(s.Diagnostics, rdiags...)
 	if p.Config != nil {
-		s.reporter = redactingReporter{next: p.Options.Reporter, redact: p.Deps.Redact, secrets: p.Config.Secrets}
+		var names []string
+		for _, pl := range ordered {
+			names = append(names, pl.Candidate().Name)
+		}
+		if err := s.credentials.Load(names); err != nil {
+			return s, &Error{Code: ExitFatal, Msg: err.Error()}
+		}
+		s.foldGeneratedSecrets()
 	}
 
 	regs, diags, code := p.validateRegistration(ordered, plain)
@@ -371,4 +385,31 @@ func (s *Session) pluginHashes() (map[string]string, error) {
 		s.hashes = hs
 	})
 	return s.hashes, s.hashErr
+}
+
+// CredentialsDir is the folder beside cluster.yaml where kube-aws keeps the
+// secrets plugins generate (plugins/host.Credentials); `kube-aws init`
+// git-ignores it.
+const CredentialsDir = "credentials"
+
+// foldGeneratedSecrets adds the secrets plugins generated to the
+// configuration's secrets, so that they are scrubbed from every output like
+// a sensitive value of cluster.yaml and deploy receives their plain text.
+// It runs between stages (no plugin call in flight) and replaces the map
+// rather than changing the one a reporter may hold.
+func (s *Session) foldGeneratedSecrets() {
+	cfg := s.Plan.Config
+	if cfg == nil || s.credentials == nil {
+		return
+	}
+	gen := s.credentials.Secrets()
+	merged := make(map[string]string, len(cfg.Secrets)+len(gen))
+	for k, v := range cfg.Secrets {
+		merged[k] = v
+	}
+	for k, v := range gen {
+		merged[k] = v
+	}
+	cfg.Secrets = merged
+	s.reporter = redactingReporter{next: s.Plan.Options.Reporter, redact: s.Plan.Deps.Redact, secrets: merged}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -99,9 +100,23 @@ func TestInitWritesAValidFileAndRefusesToOverwrite(t *testing.T) {
 	if code := run(args, &o, &e); code != 0 {
 		t.Fatalf("init: exit %d\n%s", code, e.String())
 	}
+	// The folder of generated secrets is git-ignored, once.
+	if b, err := os.ReadFile(dir + "/.gitignore"); err != nil || !strings.Contains(string(b), "\n/credentials/\n") {
+		t.Fatalf(".gitignore = %q, %v", b, err)
+	}
 	e.Reset()
 	if code := run(args, &o, &e); code != 2 || !strings.Contains(e.String(), "already exists") {
 		t.Fatalf("second init: exit %d\n%s", code, e.String())
+	}
+	if err := os.WriteFile(dir+"/.gitignore", []byte("*.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"init", "-c", dir + "/other.yaml", "--cluster-name", "other", "--region", "eu-west-1",
+		"--availability-zones", "eu-west-1a", "--s3-uri", "s3://unit-bucket/other"}, &o, &e); code != 0 {
+		t.Fatalf("init of a second cluster: exit %d\n%s", code, e.String())
+	}
+	if b, _ := os.ReadFile(dir + "/.gitignore"); !strings.HasPrefix(string(b), "*.log\n#") || strings.Count(string(b), "/credentials/") != 1 {
+		t.Fatalf(".gitignore appended to = %q", b)
 	}
 	e.Reset()
 	bad := []string{"init", "-c", dir + "/bad.yaml", "--cluster-name", "Not_Valid!", "--region", "eu-west-1", "--s3-uri", "nope"}

@@ -243,7 +243,7 @@ func TestAPanickingPluginLeavesTheOutputAndNoProcess(t *testing.T) {
 		t.Fatalf("render: exit %d\n%s\n%s", code, out, errOut)
 	}
 	before := readDirTree(t, filepath.Join(l.cluster, "rendered"))
-	if len(before) != 2 {
+	if len(before) != 3 { // hello's two files and manifest.json
 		t.Fatalf("rendered: %v", before)
 	}
 
@@ -452,22 +452,41 @@ func TestASecretNeverAppearsInPlainText(t *testing.T) {
 		all.WriteString(o.String())
 		all.WriteString(e.String())
 	}
-	if strings.Contains(all.String(), sentinel) {
-		t.Fatalf("the secret appears in the output:\n%s", all.String())
+	// The secret the plugin generated (testdata/hello) is kept in
+	// credentials/, and only there.
+	const generated = "g3nerated-T0ken-8b2d"
+	if strings.Contains(all.String(), sentinel) || strings.Contains(all.String(), generated) {
+		t.Fatalf("a secret appears in the output:\n%s", all.String())
+	}
+	if !strings.Contains(all.String(), "[hello] deploy has the plain text of ((secret:hello/generated/token)): true") {
+		t.Fatalf("deploy did not receive the generated secret:\n%s", all.String())
+	}
+	kept := filepath.Join(l.cluster, "credentials", "hello", "token")
+	if b, err := os.ReadFile(kept); err != nil || string(b) != generated {
+		t.Fatalf("credentials/hello/token = %q, %v", b, err)
+	}
+	for p, want := range map[string]os.FileMode{kept: 0o600, filepath.Dir(kept): 0o700 | os.ModeDir, filepath.Join(l.cluster, "credentials"): 0o700 | os.ModeDir} {
+		if st, err := os.Stat(p); err != nil || st.Mode() != want {
+			t.Fatalf("%s: mode %v (%v), want %v", p, st.Mode(), err, want)
+		}
 	}
 	if !strings.Contains(all.String(), "[hello] ((secret:hello/values/greeting)) from deploy") {
 		t.Fatalf("the plugin did not see the marker:\n%s", all.String())
 	}
 	for _, dir := range []string{"rendered", ".kube-aws"} {
 		for name, content := range readDirTree(t, filepath.Join(l.cluster, dir)) {
-			if strings.Contains(content, sentinel) {
-				t.Fatalf("%s/%s holds the secret", dir, name)
+			if strings.Contains(content, sentinel) || strings.Contains(content, generated) {
+				t.Fatalf("%s/%s holds a secret", dir, name)
 			}
 		}
 	}
 	greeting, _ := os.ReadFile(filepath.Join(l.cluster, "rendered", "hello", "greeting.txt"))
 	if string(greeting) != "((secret:hello/values/greeting))\n" {
 		t.Fatalf("rendered greeting = %q, want the marker", greeting)
+	}
+	token, _ := os.ReadFile(filepath.Join(l.cluster, "rendered", "hello", "token.txt"))
+	if string(token) != "((secret:hello/generated/token))\n" {
+		t.Fatalf("rendered token = %q, want the marker", token)
 	}
 	l.assertNoPluginLeft()
 }

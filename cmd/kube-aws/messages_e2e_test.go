@@ -30,7 +30,7 @@ func TestTheNATWarningIsPrintedOnce(t *testing.T) {
 	if n := strings.Count(stderr, "NAT gateways"); n != 1 {
 		t.Fatalf("the NAT warning is printed %d times, want once:\n%s", n, stderr)
 	}
-	if !strings.Contains(stderr, "cluster.yaml:61:16 network.natGateways") || !strings.Contains(stderr, "0 fatal, 1 warning(s)") {
+	if !strings.Contains(stderr, "cluster.yaml:77:16 network.natGateways") || !strings.Contains(stderr, "0 fatal, 1 warning(s)") {
 		t.Fatalf("the NAT warning names no line, or other warnings came with it:\n%s", stderr)
 	}
 }

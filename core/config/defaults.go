@@ -3,7 +3,7 @@ package config
 // Defaults. They live here, and only here, so that every stage and every
 // plugin sees the same cluster: ApplyDefaults runs once, right after Load.
 const (
-	DefaultKubernetesVersion = "1.31.4"
+	DefaultKubernetesVersion = "1.34.4"
 	DefaultVPCCIDR           = "10.0.0.0/16"
 	DefaultInstanceType      = "t3.medium"
 	DefaultControllerCount   = 2
@@ -25,6 +25,7 @@ func ApplyDefaults(c *Cluster) {
 	if c.KubernetesVersion == "" {
 		c.KubernetesVersion = DefaultKubernetesVersion
 	}
+	kubernetesDefaults(&c.Kubernetes)
 	if c.Network.VPCID == "" && c.Network.VPCCIDR == "" {
 		c.Network.VPCCIDR = DefaultVPCCIDR
 	}

@@ -241,6 +241,24 @@ func TestBadInput(t *testing.T) {
 			{path: "nodePools[1].plugins.dex.source", line: 29, msg: `cannot be set for a node pool`},
 			{path: "nodePools[1].plugins.dex.verify", line: 30, msg: `cannot be set for a node pool`},
 		}},
+		{"pod CIDR overlapping the VPC", replace("clusterName: demo", "clusterName: demo\nkubernetes: {podCIDR: 10.0.128.0/17}"), []want{
+			{path: "kubernetes.podCIDR", line: 2, msg: "kubernetes.podCIDR 10.0.128.0/17 overlaps network.vpcCIDR 10.0.0.0/16"},
+		}},
+		{"service CIDR overlapping the pod CIDR", replace("clusterName: demo", "clusterName: demo\nkubernetes: {serviceCIDR: 10.2.3.0/24}"), []want{
+			{path: "kubernetes.serviceCIDR", line: 2, msg: "kubernetes.serviceCIDR 10.2.3.0/24 overlaps kubernetes.podCIDR 10.2.0.0/16"},
+		}},
+		{"service CIDR too small for the DNS address", replace("clusterName: demo", "clusterName: demo\nkubernetes: {serviceCIDR: 10.3.0.0/29}"), []want{
+			{path: "kubernetes.serviceCIDR", line: 2, msg: "kubernetes.serviceCIDR 10.3.0.0/29 is smaller than /28"},
+		}},
+		{"pod CIDR too small for two nodes", replace("clusterName: demo", "clusterName: demo\nkubernetes: {podCIDR: 10.2.0.0/24}"), []want{
+			{path: "kubernetes.podCIDR", line: 2, msg: "leaves room for fewer than two nodes"},
+		}},
+		{"pod CIDR with host bits", replace("clusterName: demo", "clusterName: demo\nkubernetes: {podCIDR: 10.2.0.1/16}"), []want{
+			{path: "kubernetes.podCIDR", line: 2, msg: `kubernetes.podCIDR "10.2.0.1/16" has host bits set`, hint: "did you mean 10.2.0.0/16?"},
+		}},
+		{"bad cluster domain", replace("clusterName: demo", "clusterName: demo\nkubernetes: {clusterDomain: Cluster_Local}"), []want{
+			{path: "kubernetes.clusterDomain", line: 2, msg: `kubernetes.clusterDomain "Cluster_Local" is not a valid DNS name`},
+		}},
 		{"plugin values must be a mapping", replace("    values:\n      issuer", "    values: [1]\n    x:\n      issuer"), []want{
 			{path: "plugins.dex.values", line: 34, msg: "plugins.dex.values must be a mapping"},
 			{path: "plugins.dex.x", line: 35, msg: `unknown key "x" in plugins.dex`},

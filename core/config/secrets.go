@@ -36,6 +36,25 @@ func Marker(plugin, pointer string) string {
 	return "((secret:" + plugin + percentEncode(pointer) + "))"
 }
 
+// GeneratedMarker is the marker of a secret a plugin generated and kube-aws
+// keeps for it (credentials/<plugin>/<key> beside cluster.yaml):
+// ((secret:<plugin>/generated/<key>)). No marker of a cluster.yaml value
+// starts so: theirs point into /values or /nodePools.
+func GeneratedMarker(plugin, key string) string {
+	return Marker(plugin, "/generated/"+key)
+}
+
+// GeneratedKeyProblem says why key cannot name a generated secret ("" when
+// it can): it is one file name, credentials/<plugin>/<key>.
+func GeneratedKeyProblem(key string) string {
+	if !generatedKeyRe.MatchString(key) {
+		return fmt.Sprintf("secret key %q is not 1-128 letters, digits, '.', '_' and '-' starting with a letter or digit", key)
+	}
+	return ""
+}
+
+var generatedKeyRe = lazyRE(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
 // MarkerPattern matches any redaction marker.
 var MarkerPattern = regexp.MustCompile(`\(\(secret:[A-Za-z0-9._~%/-]+\)\)`)
 

@@ -13,13 +13,17 @@ type Cluster struct {
 	// KeyName is the EC2 key pair for SSH; empty means none.
 	KeyName string `json:"keyName,omitempty"`
 	// AMI is the image every machine boots; empty means the default for the region.
-	AMI               string      `json:"amiId,omitempty"`
-	KubernetesVersion string      `json:"kubernetesVersion"`
-	Network           Network     `json:"network"`
-	Controller        MachineSet  `json:"controller"`
-	Etcd              MachineSet  `json:"etcd"`
-	APIEndpoint       APIEndpoint `json:"apiEndpoint"`
-	NodePools         []NodePool  `json:"nodePools"`
+	AMI               string `json:"amiId,omitempty"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// Kubernetes holds the cluster's in-cluster networks and DNS domain.
+	Kubernetes Kubernetes `json:"kubernetes"`
+	// Artifacts says where machines get the binaries and images they install.
+	Artifacts   Artifacts   `json:"artifacts,omitempty"`
+	Network     Network     `json:"network"`
+	Controller  MachineSet  `json:"controller"`
+	Etcd        MachineSet  `json:"etcd"`
+	APIEndpoint APIEndpoint `json:"apiEndpoint"`
+	NodePools   []NodePool  `json:"nodePools"`
 	// S3URI is where assets and templates are uploaded: s3://bucket/prefix.
 	S3URI string `json:"s3URI"`
 	// KMSKeyARN encrypts sensitive values for upload; decrypted on the node.
@@ -36,6 +40,28 @@ type Cluster struct {
 	// src remembers where every value came from when the cluster was
 	// parsed from a file; nil for a Cluster built in Go.
 	src *source
+}
+
+// Kubernetes is what every component of the cluster must agree on: the pod
+// and service networks and the DNS domain of services.
+type Kubernetes struct {
+	// PodCIDR is the block pods get their addresses from (the CNI's network).
+	PodCIDR string `json:"podCIDR"`
+	// ServiceCIDR is the block of service cluster IPs
+	// (--service-cluster-ip-range); its first address is the API's service,
+	// its tenth the cluster DNS.
+	ServiceCIDR string `json:"serviceCIDR"`
+	// ClusterDomain is the DNS domain of services (cluster.local).
+	ClusterDomain string `json:"clusterDomain"`
+}
+
+// Artifacts says where machines get the binaries and images they install.
+type Artifacts struct {
+	// Mirror is a folder (relative to cluster.yaml) laid out as
+	// <name>/<version>/linux-<arch>/<file>: air-gapped mode, every artifact
+	// is uploaded from it to the cluster's bucket and machines fetch it
+	// there. Empty: machines download from upstream.
+	Mirror string `json:"mirror,omitempty"`
 }
 
 // Network is a new VPC (VPCCIDR, optional Subnets with CIDRs) or an existing

@@ -91,6 +91,7 @@ func Validate(c *Cluster, file string) diag.List {
 	v := &validator{c: c, file: file}
 	v.cluster()
 	subnets := v.network()
+	v.kubernetes(subnets)
 	v.machines("controller", c.Controller, subnets, 1)
 	v.machines("etcd", c.Etcd, subnets, 1)
 	if c.Etcd.Count > 0 && c.Etcd.Count%2 == 0 {

@@ -55,6 +55,7 @@ type Set struct {
 	IAM          []IAMStatement `json:"iam,omitempty"`
 	HelmReleases []HelmRelease  `json:"helmReleases,omitempty"`
 	Manifests    []Manifest     `json:"manifests,omitempty"`
+	Artifacts    []Artifact     `json:"artifacts,omitempty"`
 }
 
 // IsEmpty reports whether the set contributes nothing.
@@ -66,7 +67,7 @@ func (s *Set) IsEmpty() bool {
 		len(s.Units) == 0 && len(s.Files) == 0 && len(s.APIServer.Flags) == 0 &&
 		len(s.APIServer.Volumes) == 0 && len(s.KubeletFlags) == 0 &&
 		len(s.NodeLabels) == 0 && len(s.NodeTaints) == 0 && len(s.IAM) == 0 &&
-		len(s.HelmReleases) == 0 && len(s.Manifests) == 0
+		len(s.HelmReleases) == 0 && len(s.Manifests) == 0 && len(s.Artifacts) == 0
 }
 
 // Stack is a CloudFormation stack or a contribution to one. Contributions from
@@ -276,4 +277,86 @@ var ListValuedKubeletFlags = map[string]bool{
 	"node-labels":          true,
 	"register-with-taints": true,
 	"tls-cipher-suites":    true,
+}
+
+// ArtifactKind says what an artifact is.
+type ArtifactKind string
+
+const (
+	// Binary is a release of one or more executables (kubelet; etcd,
+	// etcdctl and etcdutl from one tarball).
+	Binary ArtifactKind = "binary"
+	// Image is a container image imported into containerd.
+	Image ArtifactKind = "image"
+)
+
+// Artifact is a binary release or a container image the machines of a
+// target install at boot (kube-aws-node's artifacts step). It is pinned:
+// every upstream source carries its sha256 or digest. In air-gapped mode
+// (artifacts.mirror in cluster.yaml) kube-aws takes every file from the
+// mirror folder instead, at MirrorPath, and records its sha256 in the
+// source's Mirrored.
+type Artifact struct {
+	Target  Target       `json:"target"`
+	Name    string       `json:"name"`
+	Version string       `json:"version"`
+	Kind    ArtifactKind `json:"kind"`
+	// Files are a binary release's executables.
+	Files []ArtifactFile `json:"files,omitempty"`
+	// Reference is an image's upstream name, <registry>/<repository>:<tag>,
+	// the name pods ask for.
+	Reference string `json:"reference,omitempty"`
+	// Sources are the upstream sources by architecture (amd64, arm64).
+	Sources map[string]ArtifactSource `json:"sources"`
+	Plugin  string                    `json:"plugin,omitempty"`
+}
+
+// ArtifactFile is one executable of a binary release.
+type ArtifactFile struct {
+	// Name is the file's name in the release, and in the mirror folder.
+	Name string `json:"name"`
+	// Path is where it is installed, e.g. /usr/local/bin/kubelet.
+	Path string `json:"path"`
+	// Mode is octal, "0755" when empty.
+	Mode string `json:"mode,omitempty"`
+}
+
+// ArtifactSource is where one architecture's artifact comes from upstream.
+type ArtifactSource struct {
+	// URL of the download (a binary, or a tar/tar.gz holding the files).
+	URL string `json:"url,omitempty"`
+	// SHA256 of the download.
+	SHA256 string `json:"sha256,omitempty"`
+	// Members maps a file's Name to its path inside the tarball; a file
+	// not listed is the download itself.
+	Members map[string]string `json:"members,omitempty"`
+	// Digest of an image's manifest or index, sha256:...
+	Digest string `json:"digest,omitempty"`
+	// Mirrored is filled by kube-aws in air-gapped mode: the sha256 of each
+	// file taken from the mirror folder, by file name (an image's is
+	// MirrorImageFile). A plugin leaves it empty.
+	Mirrored map[string]string `json:"mirrored,omitempty"`
+}
+
+// MirrorImageFile is the file name of an image in the mirror folder: a
+// docker-archive tarball as go-containerregistry's tarball.Write makes it.
+const MirrorImageFile = "image.tar"
+
+// MirrorFiles are the names of the artifact's files in the mirror folder.
+func (a *Artifact) MirrorFiles() []string {
+	if a.Kind == Image {
+		return []string{MirrorImageFile}
+	}
+	out := make([]string, len(a.Files))
+	for i, f := range a.Files {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// MirrorPath is where the mirror folder holds an artifact's file for an
+// architecture, slash-separated and relative to the folder:
+// <name>/<version>/linux-<arch>/<file> (docs/artifacts.md).
+func (a *Artifact) MirrorPath(arch, file string) string {
+	return a.Name + "/" + a.Version + "/linux-" + arch + "/" + file
 }

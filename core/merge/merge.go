@@ -46,6 +46,10 @@
 //     set's Patches; the renderer folds both into the stack it builds with
 //     Late, which applies the same rules. No plugin or stack name is known
 //     to this package.
+//   - An artifact (a pinned binary release or image) is known by its name:
+//     every contribution of one name, for any target, must be the same
+//     release (identical but for the target), else a fatal names both
+//     plugins; one entry per target is kept.
 //   - Every merged construct names the plugin that contributed it (its
 //     Plugin field), whatever the plugin itself put there, so that a later
 //     stage can name the owner of what it finds wrong.
@@ -186,6 +190,10 @@ type merger struct {
 	helmByKey  map[[2]string]*helmAcc
 	manifests  []*manifestAcc
 	manifestBy map[string]*manifestAcc
+
+	artifacts      []artifactAcc
+	artifactByName map[string]*artifactAcc
+	artifactSeen   map[targetName]bool
 }
 
 // targetName keys everything that is per target: a unit, a file, a flag.
@@ -223,6 +231,9 @@ func newMerger(contribs []Contribution) *merger {
 		iamBySid:      map[targetName]int{},
 		helmByKey:     map[[2]string]*helmAcc{},
 		manifestBy:    map[string]*manifestAcc{},
+
+		artifactByName: map[string]*artifactAcc{},
+		artifactSeen:   map[targetName]bool{},
 	}
 }
 
@@ -271,6 +282,9 @@ func (m *merger) add(plugin string, s *construct.Set) {
 	}
 	for i := range s.Manifests {
 		m.addManifest(plugin, s.Manifests[i])
+	}
+	for _, i := range sortedIndex(len(s.Artifacts), func(i int) string { return targetKey(s.Artifacts[i].Target, s.Artifacts[i].Name) }) {
+		m.addArtifact(plugin, s.Artifacts[i])
 	}
 }
 
@@ -340,6 +354,9 @@ func (m *merger) result() *construct.Set {
 		mf := x.m
 		mf.Plugin = x.owner
 		out.Manifests = append(out.Manifests, mf)
+	}
+	for _, a := range m.artifacts {
+		out.Artifacts = append(out.Artifacts, a.a)
 	}
 	return out
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// StoreDir holds each plugin's key-value store as <plugin>.json
 	// (normally .kube-aws/store); empty keeps stores in memory.
 	StoreDir string
+	// Credentials keeps the secrets plugins generate (normally
+	// credentials/ beside cluster.yaml); nil keeps them in memory.
+	Credentials *Credentials
 	// HostVersion is sent to plugins in GetInfo (default core/version.Version).
 	HostVersion string
 	// Env is added to the plugins' environment (KEY=VALUE), over kube-aws's own.
@@ -98,6 +101,8 @@ type Plugin struct {
 	writers  []*lineWriter
 	store    *Store
 	services *services
+	// credentials are shared by every plugin of the run.
+	credentials *Credentials
 
 	killOnce sync.Once
 	mu       sync.Mutex
@@ -218,6 +223,10 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 		p.store = NewStore(filepath.Join(opts.StoreDir, c.Name+".json"))
 	} else {
 		p.store = NewStore("")
+	}
+	p.credentials = opts.Credentials
+	if p.credentials == nil {
+		p.credentials = NewCredentials("")
 	}
 	p.services = &services{p: p}
 	raw, synced := p.sink.writer(), p.sink.writer()
@@ -648,6 +657,12 @@ func (s *services) Emit(ev stage.Event) error {
 func (s *services) StoreGet(key string) ([]byte, bool, error) { return s.p.store.Get(key) }
 func (s *services) StorePut(key string, v []byte) error       { return s.p.store.Put(key, v) }
 func (s *services) StoreDelete(key string) error              { return s.p.store.Delete(key) }
+func (s *services) SecretGet(key string) ([]byte, bool, error) {
+	return s.p.credentials.Get(s.p.Name, key)
+}
+func (s *services) SecretPut(key string, v []byte) (string, error) {
+	return s.p.credentials.Put(s.p.Name, key, v)
+}
 func (s *services) StoreList(prefix string) ([]string, error) {
 	return s.p.store.List(prefix)
 }

@@ -534,6 +534,7 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 		Manifests: convSlice(s.Manifests, func(m construct.Manifest) *pb.Manifest {
 			return &pb.Manifest{Name: m.Name, Content: m.Content, Plugin: m.Plugin}
 		}),
+		Artifacts: convSlice(s.Artifacts, artifactToPB),
 	}
 	if len(s.APIServer.Flags) > 0 || len(s.APIServer.Volumes) > 0 {
 		out.ApiServer = &pb.APIServer{
@@ -630,5 +631,49 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 		Manifests: convSlice(s.GetManifests(), func(m *pb.Manifest) construct.Manifest {
 			return construct.Manifest{Name: m.GetName(), Content: m.GetContent(), Plugin: m.GetPlugin()}
 		}),
+		Artifacts: convSlice(s.GetArtifacts(), artifactFromPB),
 	}
+}
+
+func artifactToPB(a construct.Artifact) *pb.Artifact {
+	out := &pb.Artifact{
+		Target: targetToPB(a.Target), Name: a.Name, Version: a.Version, Kind: string(a.Kind),
+		Reference: a.Reference, Plugin: a.Plugin,
+		Files: convSlice(a.Files, func(f construct.ArtifactFile) *pb.ArtifactFile {
+			return &pb.ArtifactFile{Name: f.Name, Path: f.Path, Mode: f.Mode}
+		}),
+	}
+	if a.Sources != nil {
+		out.Sources = make(map[string]*pb.ArtifactSource, len(a.Sources))
+		for arch, s := range a.Sources {
+			out.Sources[arch] = &pb.ArtifactSource{Url: s.URL, Sha256: s.SHA256, Members: s.Members, Digest: s.Digest, Mirrored: s.Mirrored}
+		}
+	}
+	return out
+}
+
+func artifactFromPB(a *pb.Artifact) construct.Artifact {
+	out := construct.Artifact{
+		Target: targetFromPB(a.GetTarget()), Name: a.GetName(), Version: a.GetVersion(), Kind: construct.ArtifactKind(a.GetKind()),
+		Reference: a.GetReference(), Plugin: a.GetPlugin(),
+		Files: convSlice(a.GetFiles(), func(f *pb.ArtifactFile) construct.ArtifactFile {
+			return construct.ArtifactFile{Name: f.GetName(), Path: f.GetPath(), Mode: f.GetMode()}
+		}),
+	}
+	if len(a.GetSources()) > 0 {
+		out.Sources = make(map[string]construct.ArtifactSource, len(a.GetSources()))
+		for arch, s := range a.GetSources() {
+			out.Sources[arch] = construct.ArtifactSource{URL: s.GetUrl(), SHA256: s.GetSha256(), Members: nilIfEmpty(s.GetMembers()),
+				Digest: s.GetDigest(), Mirrored: nilIfEmpty(s.GetMirrored())}
+		}
+	}
+	return out
+}
+
+// nilIfEmpty keeps an empty map nil, as JSON and protobuf both leave it.
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }

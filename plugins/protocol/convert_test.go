@@ -74,6 +74,20 @@ func fullSet() *construct.Set {
 			ValuesFrom: "plugins.dex.values.chart",
 		}},
 		Manifests: []construct.Manifest{{Name: "rbac", Content: "kind: ClusterRole\n", Plugin: "rbac"}},
+		Artifacts: []construct.Artifact{{
+			// Not a valid artifact (the merge checks that): every field is
+			// set so that the round trip covers it.
+			Target: w, Name: "etcd", Version: "v3.6.5", Kind: construct.Binary, Reference: "quay.io/coreos/etcd:v3.6.5",
+			Files: []construct.ArtifactFile{{Name: "etcd", Path: "/usr/local/bin/etcd", Mode: "0755"}},
+			Sources: map[string]construct.ArtifactSource{"amd64": {
+				URL: "https://example/etcd.tar.gz", SHA256: "aa", Members: map[string]string{"etcd": "etcd-v3.6.5/etcd"},
+				Mirrored: map[string]string{"etcd": "bb"}, Digest: "sha256:dd",
+			}},
+			Plugin: "etcd",
+		}, {
+			Target: w, Name: "pause", Version: "3.10.1", Kind: construct.Image, Reference: "registry.k8s.io/pause:3.10.1",
+			Sources: map[string]construct.ArtifactSource{"arm64": {Digest: "sha256:cc"}},
+		}},
 	}
 }
 

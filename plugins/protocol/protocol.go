@@ -63,6 +63,10 @@ type Host interface {
 	StorePut(key string, value []byte) error
 	StoreDelete(key string) error
 	StoreList(prefix string) ([]string, error)
+	// SecretGet and SecretPut reach the secrets kube-aws keeps for the
+	// plugin (plugins/host.Credentials); SecretPut returns the marker.
+	SecretGet(key string) ([]byte, bool, error)
+	SecretPut(key string, value []byte) (string, error)
 }
 
 // Plugin is the Go face of the Plugin gRPC service. The SDK implements it
@@ -337,6 +341,22 @@ func (s *hostServer) StoreList(_ context.Context, r *pb.StoreListRequest) (*pb.S
 	return &pb.StoreListResponse{Keys: keys}, nil
 }
 
+func (s *hostServer) SecretGet(_ context.Context, k *pb.StoreKey) (*pb.StoreValue, error) {
+	v, found, err := s.impl.SecretGet(k.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.StoreValue{Found: found, Value: v}, nil
+}
+
+func (s *hostServer) SecretPut(_ context.Context, e *pb.StoreEntry) (*pb.SecretRef, error) {
+	m, err := s.impl.SecretPut(e.GetKey(), e.GetValue())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.SecretRef{Marker: m}, nil
+}
+
 // ---- plugin side ----
 
 // ErrStageOver is returned by emit once the stage has returned.
@@ -511,6 +531,30 @@ func (h *hostClient) StorePut(key string, value []byte) error {
 	}
 	_, err = c.StorePut(context.Background(), &pb.StoreEntry{Key: key, Value: value})
 	return err
+}
+
+func (h *hostClient) SecretGet(key string) ([]byte, bool, error) {
+	c, err := h.get()
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := c.SecretGet(context.Background(), &pb.StoreKey{Key: key})
+	if err != nil {
+		return nil, false, err
+	}
+	return v.GetValue(), v.GetFound(), nil
+}
+
+func (h *hostClient) SecretPut(key string, value []byte) (string, error) {
+	c, err := h.get()
+	if err != nil {
+		return "", err
+	}
+	r, err := c.SecretPut(context.Background(), &pb.StoreEntry{Key: key, Value: value})
+	if err != nil {
+		return "", err
+	}
+	return r.GetMarker(), nil
 }
 
 func (h *hostClient) StoreDelete(key string) error {

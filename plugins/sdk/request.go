@@ -59,3 +59,35 @@ func (r *Request) Progress(current, total int64, msg string) {
 		_ = r.Host.Emit(stage.Event{Kind: stage.EventProgress, Current: current, Total: total, Message: msg})
 	}
 }
+
+// SecretMarker is the marker that stands for this plugin's generated secret
+// key (((secret:<plugin>/generated/<key>))): put it where the value belongs,
+// like a sensitive value's marker; the machines get the plain text.
+func (r *Request) SecretMarker(key string) string {
+	return config.GeneratedMarker(r.Plugin, key)
+}
+
+// GeneratedSecret returns the marker of this plugin's secret key, which
+// kube-aws keeps (credentials/<plugin>/<key> beside cluster.yaml, never
+// anywhere else), calling gen to make it the first time. Use it for a CA
+// key or a token: the plugin never writes one to disk. SecretGet on Host
+// reads the plain text back (to sign with a CA key, say).
+func (r *Request) GeneratedSecret(key string, gen func() ([]byte, error)) (string, error) {
+	if r.Host == nil {
+		return "", fmt.Errorf("plugin %s: generated secret %s: kube-aws offers no host services to this call", r.Plugin, key)
+	}
+	if _, ok, err := r.Host.SecretGet(key); err != nil {
+		return "", fmt.Errorf("plugin %s: reading generated secret %s: %w", r.Plugin, key, err)
+	} else if ok {
+		return r.SecretMarker(key), nil
+	}
+	v, err := gen()
+	if err != nil {
+		return "", fmt.Errorf("plugin %s: generating secret %s: %w", r.Plugin, key, err)
+	}
+	m, err := r.Host.SecretPut(key, v)
+	if err != nil {
+		return "", fmt.Errorf("plugin %s: keeping generated secret %s: %w", r.Plugin, key, err)
+	}
+	return m, nil
+}

@@ -239,6 +239,20 @@ func (h *requestHost) StorePut(key string, value []byte) error {
 	return h.host.StorePut(key, value)
 }
 
+func (h *requestHost) SecretGet(key string) ([]byte, bool, error) {
+	if h.host == nil {
+		return nil, false, errNoHost
+	}
+	return h.host.SecretGet(key)
+}
+
+func (h *requestHost) SecretPut(key string, value []byte) (string, error) {
+	if h.host == nil {
+		return "", errNoHost
+	}
+	return h.host.SecretPut(key, value)
+}
+
 func (h *requestHost) StoreDelete(key string) error {
 	if h.host == nil {
 		return errNoHost

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -59,6 +60,42 @@ func Init(path string, opts config.InitOptions) error {
 			return stages.ConfigError("%s already exists; kube-aws init never overwrites it", path)
 		}
 		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
+	}
+	if err := gitIgnoreCredentials(dir); err != nil {
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("wrote %s, but %v; add %s/ to it yourself: it holds the secrets plugins generate", path, err, stages.CredentialsDir)}
+	}
+	return nil
+}
+
+// gitIgnoreCredentials makes the cluster folder's .gitignore name the
+// folder of generated secrets (appending to one that does not yet), so a
+// cluster folder committed to git never holds a CA key.
+func gitIgnoreCredentials(dir string) error {
+	p := filepath.Join(dir, ".gitignore")
+	line := "/" + stages.CredentialsDir + "/"
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l == line || l == stages.CredentialsDir+"/" || l == stages.CredentialsDir || l == "/"+stages.CredentialsDir {
+			return nil
+		}
+	}
+	add := "# secrets kube-aws keeps for plugins (CA keys, tokens): never commit them\n" + line + "\n"
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		add = "\n" + add
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	if _, err := f.WriteString(add); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
 	}
 	return nil
 }

@@ -476,6 +476,16 @@ class HostStub(object):
                 request_serializer=plugin__pb2.StoreListRequest.SerializeToString,
                 response_deserializer=plugin__pb2.StoreListResponse.FromString,
                 _registered_method=True)
+        self.SecretGet = channel.unary_unary(
+                '/kubeaws.plugin.v1.Host/SecretGet',
+                request_serializer=plugin__pb2.StoreKey.SerializeToString,
+                response_deserializer=plugin__pb2.StoreValue.FromString,
+                _registered_method=True)
+        self.SecretPut = channel.unary_unary(
+                '/kubeaws.plugin.v1.Host/SecretPut',
+                request_serializer=plugin__pb2.StoreEntry.SerializeToString,
+                response_deserializer=plugin__pb2.SecretRef.FromString,
+                _registered_method=True)
 
 
 class HostServicer(object):
@@ -515,6 +525,21 @@ class HostServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SecretGet(self, request, context):
+        """Generated secrets (CA keys, tokens): kube-aws keeps the plain text in
+        credentials/<plugin>/<key> beside cluster.yaml and gives the plugin the
+        marker that stands for it everywhere else.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SecretPut(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HostServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -542,6 +567,16 @@ def add_HostServicer_to_server(servicer, server):
                     servicer.StoreList,
                     request_deserializer=plugin__pb2.StoreListRequest.FromString,
                     response_serializer=plugin__pb2.StoreListResponse.SerializeToString,
+            ),
+            'SecretGet': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecretGet,
+                    request_deserializer=plugin__pb2.StoreKey.FromString,
+                    response_serializer=plugin__pb2.StoreValue.SerializeToString,
+            ),
+            'SecretPut': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecretPut,
+                    request_deserializer=plugin__pb2.StoreEntry.FromString,
+                    response_serializer=plugin__pb2.SecretRef.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -680,6 +715,60 @@ class Host(object):
             '/kubeaws.plugin.v1.Host/StoreList',
             plugin__pb2.StoreListRequest.SerializeToString,
             plugin__pb2.StoreListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SecretGet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeaws.plugin.v1.Host/SecretGet',
+            plugin__pb2.StoreKey.SerializeToString,
+            plugin__pb2.StoreValue.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SecretPut(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeaws.plugin.v1.Host/SecretPut',
+            plugin__pb2.StoreEntry.SerializeToString,
+            plugin__pb2.SecretRef.FromString,
             options,
             channel_credentials,
             insecure,

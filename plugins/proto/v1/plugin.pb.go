@@ -1751,6 +1751,7 @@ type ConstructSet struct {
 	Iam           []*IAMStatement        `protobuf:"bytes,10,rep,name=iam,proto3" json:"iam,omitempty"`
 	HelmReleases  []*HelmRelease         `protobuf:"bytes,11,rep,name=helm_releases,json=helmReleases,proto3" json:"helm_releases,omitempty"`
 	Manifests     []*Manifest            `protobuf:"bytes,12,rep,name=manifests,proto3" json:"manifests,omitempty"`
+	Artifacts     []*Artifact            `protobuf:"bytes,13,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1865,6 +1866,13 @@ func (x *ConstructSet) GetHelmReleases() []*HelmRelease {
 func (x *ConstructSet) GetManifests() []*Manifest {
 	if x != nil {
 		return x.Manifests
+	}
+	return nil
+}
+
+func (x *ConstructSet) GetArtifacts() []*Artifact {
+	if x != nil {
+		return x.Artifacts
 	}
 	return nil
 }
@@ -3083,6 +3091,250 @@ func (x *Manifest) GetPlugin() string {
 	return ""
 }
 
+// A pinned binary release or container image a target's machines install.
+type Artifact struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Target  *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Name    string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Version string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// binary or image.
+	Kind  string          `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Files []*ArtifactFile `protobuf:"bytes,5,rep,name=files,proto3" json:"files,omitempty"`
+	// An image's upstream reference, <registry>/<repository>:<tag>.
+	Reference string `protobuf:"bytes,6,opt,name=reference,proto3" json:"reference,omitempty"`
+	// Upstream sources by architecture (amd64, arm64).
+	Sources       map[string]*ArtifactSource `protobuf:"bytes,7,rep,name=sources,proto3" json:"sources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Plugin        string                     `protobuf:"bytes,8,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Artifact) Reset() {
+	*x = Artifact{}
+	mi := &file_plugin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Artifact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Artifact) ProtoMessage() {}
+
+func (x *Artifact) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
+func (*Artifact) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Artifact) GetTarget() *Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *Artifact) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Artifact) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Artifact) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Artifact) GetFiles() []*ArtifactFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *Artifact) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
+func (x *Artifact) GetSources() map[string]*ArtifactSource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *Artifact) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+type ArtifactFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactFile) Reset() {
+	*x = ArtifactFile{}
+	mi := &file_plugin_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactFile) ProtoMessage() {}
+
+func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactFile.ProtoReflect.Descriptor instead.
+func (*ArtifactFile) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ArtifactFile) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ArtifactFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ArtifactFile) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+type ArtifactSource struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Url    string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	Sha256 string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// File name -> path inside the downloaded tarball.
+	Members map[string]string `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// An image's digest, sha256:...
+	Digest string `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"`
+	// Air-gapped mode, filled by kube-aws: file name -> sha256 of the
+	// mirror folder's file.
+	Mirrored      map[string]string `protobuf:"bytes,5,rep,name=mirrored,proto3" json:"mirrored,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactSource) Reset() {
+	*x = ArtifactSource{}
+	mi := &file_plugin_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactSource) ProtoMessage() {}
+
+func (x *ArtifactSource) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactSource.ProtoReflect.Descriptor instead.
+func (*ArtifactSource) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ArtifactSource) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ArtifactSource) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *ArtifactSource) GetMembers() map[string]string {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ArtifactSource) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *ArtifactSource) GetMirrored() map[string]string {
+	if x != nil {
+		return x.Mirrored
+	}
+	return nil
+}
+
 type StoreKey struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -3092,7 +3344,7 @@ type StoreKey struct {
 
 func (x *StoreKey) Reset() {
 	*x = StoreKey{}
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3356,7 @@ func (x *StoreKey) String() string {
 func (*StoreKey) ProtoMessage() {}
 
 func (x *StoreKey) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3369,7 @@ func (x *StoreKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreKey.ProtoReflect.Descriptor instead.
 func (*StoreKey) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{40}
+	return file_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StoreKey) GetKey() string {
@@ -3137,7 +3389,7 @@ type StoreValue struct {
 
 func (x *StoreValue) Reset() {
 	*x = StoreValue{}
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3401,7 @@ func (x *StoreValue) String() string {
 func (*StoreValue) ProtoMessage() {}
 
 func (x *StoreValue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3414,7 @@ func (x *StoreValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreValue.ProtoReflect.Descriptor instead.
 func (*StoreValue) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{41}
+	return file_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StoreValue) GetFound() bool {
@@ -3189,7 +3441,7 @@ type StoreEntry struct {
 
 func (x *StoreEntry) Reset() {
 	*x = StoreEntry{}
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3453,7 @@ func (x *StoreEntry) String() string {
 func (*StoreEntry) ProtoMessage() {}
 
 func (x *StoreEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3466,7 @@ func (x *StoreEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreEntry.ProtoReflect.Descriptor instead.
 func (*StoreEntry) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{42}
+	return file_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StoreEntry) GetKey() string {
@@ -3231,6 +3483,51 @@ func (x *StoreEntry) GetValue() []byte {
 	return nil
 }
 
+type SecretRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The marker, ((secret:<plugin>/generated/<key>)).
+	Marker        string `protobuf:"bytes,1,opt,name=marker,proto3" json:"marker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretRef) Reset() {
+	*x = SecretRef{}
+	mi := &file_plugin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretRef) ProtoMessage() {}
+
+func (x *SecretRef) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretRef.ProtoReflect.Descriptor instead.
+func (*SecretRef) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *SecretRef) GetMarker() string {
+	if x != nil {
+		return x.Marker
+	}
+	return ""
+}
+
 type StoreListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
@@ -3240,7 +3537,7 @@ type StoreListRequest struct {
 
 func (x *StoreListRequest) Reset() {
 	*x = StoreListRequest{}
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3549,7 @@ func (x *StoreListRequest) String() string {
 func (*StoreListRequest) ProtoMessage() {}
 
 func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3562,7 @@ func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListRequest.ProtoReflect.Descriptor instead.
 func (*StoreListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{43}
+	return file_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreListRequest) GetPrefix() string {
@@ -3284,7 +3581,7 @@ type StoreListResponse struct {
 
 func (x *StoreListResponse) Reset() {
 	*x = StoreListResponse{}
-	mi := &file_plugin_proto_msgTypes[44]
+	mi := &file_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3593,7 @@ func (x *StoreListResponse) String() string {
 func (*StoreListResponse) ProtoMessage() {}
 
 func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[44]
+	mi := &file_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3606,7 @@ func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListResponse.ProtoReflect.Descriptor instead.
 func (*StoreListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{44}
+	return file_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreListResponse) GetKeys() []string {
@@ -3495,7 +3792,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
 	"\x06Target\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x1b\n" +
-	"\tnode_pool\x18\x02 \x01(\tR\bnodePool\"\xcb\x05\n" +
+	"\tnode_pool\x18\x02 \x01(\tR\bnodePool\"\x86\x06\n" +
 	"\fConstructSet\x120\n" +
 	"\x06stacks\x18\x01 \x03(\v2\x18.kubeaws.plugin.v1.StackR\x06stacks\x122\n" +
 	"\apatches\x18\x02 \x03(\v2\x18.kubeaws.plugin.v1.PatchR\apatches\x12:\n" +
@@ -3512,7 +3809,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x03iam\x18\n" +
 	" \x03(\v2\x1f.kubeaws.plugin.v1.IAMStatementR\x03iam\x12C\n" +
 	"\rhelm_releases\x18\v \x03(\v2\x1e.kubeaws.plugin.v1.HelmReleaseR\fhelmReleases\x129\n" +
-	"\tmanifests\x18\f \x03(\v2\x1b.kubeaws.plugin.v1.ManifestR\tmanifests\"\x8d\t\n" +
+	"\tmanifests\x18\f \x03(\v2\x1b.kubeaws.plugin.v1.ManifestR\tmanifests\x129\n" +
+	"\tartifacts\x18\r \x03(\v2\x1b.kubeaws.plugin.v1.ArtifactR\tartifacts\"\x8d\t\n" +
 	"\x05Stack\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -3637,7 +3935,35 @@ const file_plugin_proto_rawDesc = "" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x16\n" +
-	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\x1c\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\x8f\x03\n" +
+	"\bArtifact\x121\n" +
+	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x125\n" +
+	"\x05files\x18\x05 \x03(\v2\x1f.kubeaws.plugin.v1.ArtifactFileR\x05files\x12\x1c\n" +
+	"\treference\x18\x06 \x01(\tR\treference\x12B\n" +
+	"\asources\x18\a \x03(\v2(.kubeaws.plugin.v1.Artifact.SourcesEntryR\asources\x12\x16\n" +
+	"\x06plugin\x18\b \x01(\tR\x06plugin\x1a]\n" +
+	"\fSourcesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x127\n" +
+	"\x05value\x18\x02 \x01(\v2!.kubeaws.plugin.v1.ArtifactSourceR\x05value:\x028\x01\"J\n" +
+	"\fArtifactFile\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\"\xe2\x02\n" +
+	"\x0eArtifactSource\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12H\n" +
+	"\amembers\x18\x03 \x03(\v2..kubeaws.plugin.v1.ArtifactSource.MembersEntryR\amembers\x12\x16\n" +
+	"\x06digest\x18\x04 \x01(\tR\x06digest\x12K\n" +
+	"\bmirrored\x18\x05 \x03(\v2/.kubeaws.plugin.v1.ArtifactSource.MirroredEntryR\bmirrored\x1a:\n" +
+	"\fMembersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rMirroredEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1c\n" +
 	"\bStoreKey\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\"8\n" +
 	"\n" +
@@ -3647,7 +3973,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"StoreEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"*\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"#\n" +
+	"\tSecretRef\x12\x16\n" +
+	"\x06marker\x18\x01 \x01(\tR\x06marker\"*\n" +
 	"\x10StoreListRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"'\n" +
 	"\x11StoreListResponse\x12\x12\n" +
@@ -3662,13 +3990,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\bValidate\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12H\n" +
 	"\x04Diff\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12K\n" +
 	"\aDestroy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12B\n" +
-	"\x06Cancel\x12 .kubeaws.plugin.v1.CancelRequest\x1a\x16.kubeaws.plugin.v1.Ack2\xe7\x02\n" +
+	"\x06Cancel\x12 .kubeaws.plugin.v1.CancelRequest\x1a\x16.kubeaws.plugin.v1.Ack2\xfa\x03\n" +
 	"\x04Host\x128\n" +
 	"\x04Emit\x12\x18.kubeaws.plugin.v1.Event\x1a\x16.kubeaws.plugin.v1.Ack\x12F\n" +
 	"\bStoreGet\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x1d.kubeaws.plugin.v1.StoreValue\x12A\n" +
 	"\bStorePut\x12\x1d.kubeaws.plugin.v1.StoreEntry\x1a\x16.kubeaws.plugin.v1.Ack\x12B\n" +
 	"\vStoreDelete\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x16.kubeaws.plugin.v1.Ack\x12V\n" +
-	"\tStoreList\x12#.kubeaws.plugin.v1.StoreListRequest\x1a$.kubeaws.plugin.v1.StoreListResponseB8Z6github.com/kube-aws/kube-aws/plugins/proto/v1;pluginv1b\x06proto3"
+	"\tStoreList\x12#.kubeaws.plugin.v1.StoreListRequest\x1a$.kubeaws.plugin.v1.StoreListResponse\x12G\n" +
+	"\tSecretGet\x12\x1b.kubeaws.plugin.v1.StoreKey\x1a\x1d.kubeaws.plugin.v1.StoreValue\x12H\n" +
+	"\tSecretPut\x12\x1d.kubeaws.plugin.v1.StoreEntry\x1a\x1c.kubeaws.plugin.v1.SecretRefB8Z6github.com/kube-aws/kube-aws/plugins/proto/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -3682,7 +4012,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_plugin_proto_goTypes = []any{
 	(*Ack)(nil),                // 0: kubeaws.plugin.v1.Ack
 	(*CancelRequest)(nil),      // 1: kubeaws.plugin.v1.CancelRequest
@@ -3724,36 +4054,43 @@ var file_plugin_proto_goTypes = []any{
 	(*HelmRelease)(nil),        // 37: kubeaws.plugin.v1.HelmRelease
 	(*Chart)(nil),              // 38: kubeaws.plugin.v1.Chart
 	(*Manifest)(nil),           // 39: kubeaws.plugin.v1.Manifest
-	(*StoreKey)(nil),           // 40: kubeaws.plugin.v1.StoreKey
-	(*StoreValue)(nil),         // 41: kubeaws.plugin.v1.StoreValue
-	(*StoreEntry)(nil),         // 42: kubeaws.plugin.v1.StoreEntry
-	(*StoreListRequest)(nil),   // 43: kubeaws.plugin.v1.StoreListRequest
-	(*StoreListResponse)(nil),  // 44: kubeaws.plugin.v1.StoreListResponse
-	nil,                        // 45: kubeaws.plugin.v1.StageRequest.ValuesEntry
-	nil,                        // 46: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	nil,                        // 47: kubeaws.plugin.v1.StageRequest.SecretsEntry
-	nil,                        // 48: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
-	nil,                        // 49: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	nil,                        // 50: kubeaws.plugin.v1.StackSpec.TagsEntry
-	nil,                        // 51: kubeaws.plugin.v1.DeployResult.OutputsEntry
-	nil,                        // 52: kubeaws.plugin.v1.StackStatus.OutputsEntry
-	nil,                        // 53: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	nil,                        // 54: kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	nil,                        // 55: kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	nil,                        // 56: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	nil,                        // 57: kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	nil,                        // 58: kubeaws.plugin.v1.Stack.TagsEntry
-	nil,                        // 59: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	(*Artifact)(nil),           // 40: kubeaws.plugin.v1.Artifact
+	(*ArtifactFile)(nil),       // 41: kubeaws.plugin.v1.ArtifactFile
+	(*ArtifactSource)(nil),     // 42: kubeaws.plugin.v1.ArtifactSource
+	(*StoreKey)(nil),           // 43: kubeaws.plugin.v1.StoreKey
+	(*StoreValue)(nil),         // 44: kubeaws.plugin.v1.StoreValue
+	(*StoreEntry)(nil),         // 45: kubeaws.plugin.v1.StoreEntry
+	(*SecretRef)(nil),          // 46: kubeaws.plugin.v1.SecretRef
+	(*StoreListRequest)(nil),   // 47: kubeaws.plugin.v1.StoreListRequest
+	(*StoreListResponse)(nil),  // 48: kubeaws.plugin.v1.StoreListResponse
+	nil,                        // 49: kubeaws.plugin.v1.StageRequest.ValuesEntry
+	nil,                        // 50: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	nil,                        // 51: kubeaws.plugin.v1.StageRequest.SecretsEntry
+	nil,                        // 52: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	nil,                        // 53: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	nil,                        // 54: kubeaws.plugin.v1.StackSpec.TagsEntry
+	nil,                        // 55: kubeaws.plugin.v1.DeployResult.OutputsEntry
+	nil,                        // 56: kubeaws.plugin.v1.StackStatus.OutputsEntry
+	nil,                        // 57: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	nil,                        // 58: kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	nil,                        // 59: kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	nil,                        // 60: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	nil,                        // 61: kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	nil,                        // 62: kubeaws.plugin.v1.Stack.TagsEntry
+	nil,                        // 63: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	nil,                        // 64: kubeaws.plugin.v1.Artifact.SourcesEntry
+	nil,                        // 65: kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	nil,                        // 66: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	45, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
-	46, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	49, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
+	50, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
 	23, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
 	18, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
 	20, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	47, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
+	51, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
 	6,  // 6: kubeaws.plugin.v1.StageRequest.aws:type_name -> kubeaws.plugin.v1.AWSSettings
-	48, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	52, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
 	9,  // 8: kubeaws.plugin.v1.StageEvent.event:type_name -> kubeaws.plugin.v1.Event
 	10, // 9: kubeaws.plugin.v1.StageEvent.result:type_name -> kubeaws.plugin.v1.StageResult
 	15, // 10: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
@@ -3766,13 +4103,13 @@ var file_plugin_proto_depIdxs = []int32{
 	14, // 17: kubeaws.plugin.v1.StageResult.destroy:type_name -> kubeaws.plugin.v1.DestroyResult
 	12, // 18: kubeaws.plugin.v1.DiffResult.stacks:type_name -> kubeaws.plugin.v1.StackDiff
 	13, // 19: kubeaws.plugin.v1.StackDiff.changes:type_name -> kubeaws.plugin.v1.ResourceChange
-	49, // 20: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	50, // 21: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
+	53, // 20: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	54, // 21: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
 	19, // 22: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
 	17, // 23: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
 	21, // 24: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
-	51, // 25: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
-	52, // 26: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
+	55, // 25: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
+	56, // 26: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
 	24, // 27: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
 	25, // 28: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
 	26, // 29: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
@@ -3785,58 +4122,69 @@ var file_plugin_proto_depIdxs = []int32{
 	36, // 36: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
 	37, // 37: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
 	39, // 38: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
-	53, // 39: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	54, // 40: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	55, // 41: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	56, // 42: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	57, // 43: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	58, // 44: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
-	59, // 45: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	22, // 46: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
-	28, // 47: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
-	22, // 48: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
-	22, // 49: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
-	30, // 50: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
-	30, // 51: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
-	33, // 52: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
-	22, // 53: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
-	22, // 54: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
-	22, // 55: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
-	38, // 56: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
-	7,  // 57: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
-	2,  // 58: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
-	4,  // 59: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
-	5,  // 60: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 61: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 62: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 63: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 64: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 65: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
-	1,  // 66: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
-	9,  // 67: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
-	40, // 68: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
-	42, // 69: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
-	40, // 70: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
-	43, // 71: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
-	3,  // 72: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
-	0,  // 73: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
-	8,  // 74: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 75: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 76: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 77: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 78: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 79: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
-	0,  // 80: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 81: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
-	41, // 82: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
-	0,  // 83: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 84: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
-	44, // 85: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
-	72, // [72:86] is the sub-list for method output_type
-	58, // [58:72] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	40, // 39: kubeaws.plugin.v1.ConstructSet.artifacts:type_name -> kubeaws.plugin.v1.Artifact
+	57, // 40: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	58, // 41: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	59, // 42: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	60, // 43: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	61, // 44: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	62, // 45: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
+	63, // 46: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	22, // 47: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
+	28, // 48: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
+	22, // 49: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
+	22, // 50: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
+	30, // 51: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
+	30, // 52: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
+	33, // 53: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
+	22, // 54: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
+	22, // 55: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
+	22, // 56: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
+	38, // 57: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
+	22, // 58: kubeaws.plugin.v1.Artifact.target:type_name -> kubeaws.plugin.v1.Target
+	41, // 59: kubeaws.plugin.v1.Artifact.files:type_name -> kubeaws.plugin.v1.ArtifactFile
+	64, // 60: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
+	65, // 61: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	66, // 62: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	7,  // 63: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
+	42, // 64: kubeaws.plugin.v1.Artifact.SourcesEntry.value:type_name -> kubeaws.plugin.v1.ArtifactSource
+	2,  // 65: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
+	4,  // 66: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
+	5,  // 67: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 68: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 69: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 70: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 71: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 72: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
+	1,  // 73: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
+	9,  // 74: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
+	43, // 75: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
+	45, // 76: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
+	43, // 77: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
+	47, // 78: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
+	43, // 79: kubeaws.plugin.v1.Host.SecretGet:input_type -> kubeaws.plugin.v1.StoreKey
+	45, // 80: kubeaws.plugin.v1.Host.SecretPut:input_type -> kubeaws.plugin.v1.StoreEntry
+	3,  // 81: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
+	0,  // 82: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
+	8,  // 83: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 84: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 85: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 86: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 87: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 88: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
+	0,  // 89: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 90: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
+	44, // 91: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
+	0,  // 92: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 93: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
+	48, // 94: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
+	44, // 95: kubeaws.plugin.v1.Host.SecretGet:output_type -> kubeaws.plugin.v1.StoreValue
+	46, // 96: kubeaws.plugin.v1.Host.SecretPut:output_type -> kubeaws.plugin.v1.SecretRef
+	81, // [81:97] is the sub-list for method output_type
+	65, // [65:81] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -3854,7 +4202,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

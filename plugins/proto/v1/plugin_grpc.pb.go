@@ -467,6 +467,8 @@ const (
 	Host_StorePut_FullMethodName    = "/kubeaws.plugin.v1.Host/StorePut"
 	Host_StoreDelete_FullMethodName = "/kubeaws.plugin.v1.Host/StoreDelete"
 	Host_StoreList_FullMethodName   = "/kubeaws.plugin.v1.Host/StoreList"
+	Host_SecretGet_FullMethodName   = "/kubeaws.plugin.v1.Host/SecretGet"
+	Host_SecretPut_FullMethodName   = "/kubeaws.plugin.v1.Host/SecretPut"
 )
 
 // HostClient is the client API for Host service.
@@ -483,6 +485,11 @@ type HostClient interface {
 	StorePut(ctx context.Context, in *StoreEntry, opts ...grpc.CallOption) (*Ack, error)
 	StoreDelete(ctx context.Context, in *StoreKey, opts ...grpc.CallOption) (*Ack, error)
 	StoreList(ctx context.Context, in *StoreListRequest, opts ...grpc.CallOption) (*StoreListResponse, error)
+	// Generated secrets (CA keys, tokens): kube-aws keeps the plain text in
+	// credentials/<plugin>/<key> beside cluster.yaml and gives the plugin the
+	// marker that stands for it everywhere else.
+	SecretGet(ctx context.Context, in *StoreKey, opts ...grpc.CallOption) (*StoreValue, error)
+	SecretPut(ctx context.Context, in *StoreEntry, opts ...grpc.CallOption) (*SecretRef, error)
 }
 
 type hostClient struct {
@@ -543,6 +550,26 @@ func (c *hostClient) StoreList(ctx context.Context, in *StoreListRequest, opts .
 	return out, nil
 }
 
+func (c *hostClient) SecretGet(ctx context.Context, in *StoreKey, opts ...grpc.CallOption) (*StoreValue, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoreValue)
+	err := c.cc.Invoke(ctx, Host_SecretGet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) SecretPut(ctx context.Context, in *StoreEntry, opts ...grpc.CallOption) (*SecretRef, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SecretRef)
+	err := c.cc.Invoke(ctx, Host_SecretPut_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -557,6 +584,11 @@ type HostServer interface {
 	StorePut(context.Context, *StoreEntry) (*Ack, error)
 	StoreDelete(context.Context, *StoreKey) (*Ack, error)
 	StoreList(context.Context, *StoreListRequest) (*StoreListResponse, error)
+	// Generated secrets (CA keys, tokens): kube-aws keeps the plain text in
+	// credentials/<plugin>/<key> beside cluster.yaml and gives the plugin the
+	// marker that stands for it everywhere else.
+	SecretGet(context.Context, *StoreKey) (*StoreValue, error)
+	SecretPut(context.Context, *StoreEntry) (*SecretRef, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -581,6 +613,12 @@ func (UnimplementedHostServer) StoreDelete(context.Context, *StoreKey) (*Ack, er
 }
 func (UnimplementedHostServer) StoreList(context.Context, *StoreListRequest) (*StoreListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StoreList not implemented")
+}
+func (UnimplementedHostServer) SecretGet(context.Context, *StoreKey) (*StoreValue, error) {
+	return nil, status.Error(codes.Unimplemented, "method SecretGet not implemented")
+}
+func (UnimplementedHostServer) SecretPut(context.Context, *StoreEntry) (*SecretRef, error) {
+	return nil, status.Error(codes.Unimplemented, "method SecretPut not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -693,6 +731,42 @@ func _Host_StoreList_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_SecretGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreKey)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).SecretGet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_SecretGet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).SecretGet(ctx, req.(*StoreKey))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_SecretPut_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreEntry)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).SecretPut(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_SecretPut_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).SecretPut(ctx, req.(*StoreEntry))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -719,6 +793,14 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StoreList",
 			Handler:    _Host_StoreList_Handler,
+		},
+		{
+			MethodName: "SecretGet",
+			Handler:    _Host_SecretGet_Handler,
+		},
+		{
+			MethodName: "SecretPut",
+			Handler:    _Host_SecretPut_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

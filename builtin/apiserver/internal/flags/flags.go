@@ -26,18 +26,12 @@ const (
 	AuditLogDir     = "/var/log/kube-apiserver"
 )
 
-// DefaultServiceClusterIPRange is the service CIDR kube-aws has always used;
-// cluster DNS sits at its .10 address.
-const DefaultServiceClusterIPRange = "10.3.0.0/24"
-
 // DefaultSecurePort is the port the API server listens on and the API load
 // balancer forwards to.
 const DefaultSecurePort = 443
 
 // Values are the apiserver plugin's values in cluster.yaml.
 type Values struct {
-	// ServiceClusterIPRange is --service-cluster-ip-range.
-	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty"`
 	// EtcdEndpoints is --etcd-servers; empty means one per etcd member,
 	// named as EtcdEndpoint does.
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
@@ -55,7 +49,6 @@ const Schema = `{
   "type": "object",
   "additionalProperties": false,
   "properties": {
-    "serviceClusterIPRange": {"type": "string", "description": "--service-cluster-ip-range"},
     "etcdEndpoints": {"type": "array", "items": {"type": "string"}, "description": "--etcd-servers; default one per etcd member"},
     "securePort": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "--secure-port"},
     "flags": {"type": "object", "additionalProperties": {"type": "string"}, "description": "extra kube-apiserver flags, name without dashes -> value"}
@@ -90,9 +83,6 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		return construct.Set{}, v, diags
 	}
 
-	if v.ServiceClusterIPRange == "" {
-		v.ServiceClusterIPRange = DefaultServiceClusterIPRange
-	}
 	if v.SecurePort == 0 {
 		v.SecurePort = DefaultSecurePort
 	}
@@ -142,7 +132,7 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		"service-account-issuer":             "https://kubernetes.default.svc.cluster.local",
 		"service-account-key-file":           pki("service-account.pem"),
 		"service-account-signing-key-file":   pki("service-account-key.pem"),
-		"service-cluster-ip-range":           v.ServiceClusterIPRange,
+		"service-cluster-ip-range":           c.Kubernetes.ServiceCIDR,
 		"tls-cert-file":                      pki("apiserver.pem"),
 		"tls-min-version":                    "VersionTLS12",
 		"tls-private-key-file":               pki("apiserver-key.pem"),

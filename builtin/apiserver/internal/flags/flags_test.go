@@ -12,7 +12,8 @@ import (
 )
 
 func cluster() *config.Cluster {
-	return &config.Cluster{ClusterName: "demo", KubernetesVersion: "v1.30.4", Etcd: config.MachineSet{Count: 3}}
+	return &config.Cluster{ClusterName: "demo", KubernetesVersion: "v1.30.4", Etcd: config.MachineSet{Count: 3},
+		Kubernetes: config.Kubernetes{ServiceCIDR: "10.7.0.0/24"}}
 }
 
 func flagValue(fs []construct.Flag, name string) (string, bool) {
@@ -32,7 +33,7 @@ func TestDefaults(t *testing.T) {
 	fs := set.APIServer.Flags
 	for name, want := range map[string]string{
 		"etcd-servers":             "https://etcd0.demo.internal:2379,https://etcd1.demo.internal:2379,https://etcd2.demo.internal:2379",
-		"service-cluster-ip-range": DefaultServiceClusterIPRange,
+		"service-cluster-ip-range": "10.7.0.0/24", // kubernetes.serviceCIDR
 		"authorization-mode":       "Node,RBAC",
 		"secure-port":              "443",
 		"tls-cert-file":            "/etc/kubernetes/pki/apiserver.pem",

@@ -15,9 +15,12 @@ type spec struct {
 
 // OldestMinor and NewestMinor bound the Kubernetes versions whose flags the
 // table below was checked against (kube-apiserver --help of each release).
+// 1.34: v1.34.4's --help (the artifact folder's image) no longer has
+// apiserver-count, default-watch-cache-size, cloud-provider and
+// cloud-config; they are marked removed in 1.34, the newest release checked.
 const (
 	OldestMinor = 27
-	NewestMinor = 33
+	NewestMinor = 34
 )
 
 // klogRemoved is the replacement of the klog flags that KEP-2845 deprecated
@@ -62,7 +65,7 @@ var known = map[string]spec{
 	"enable-aggregator-routing":               {},
 	"aggregator-reject-forwarding-redirect":   {},
 	"allow-privileged":                        {},
-	"apiserver-count":                         {},
+	"apiserver-count":                         {Removed: 34, Replacement: "nothing: --endpoint-reconciler-type=lease (the default) counts API servers by their leases"},
 	"endpoint-reconciler-type":                {},
 	"event-ttl":                               {},
 	"lease-reuse-duration-seconds":            {},
@@ -157,7 +160,7 @@ var known = map[string]spec{
 	"encryption-provider-config-automatic-reload": {},
 	"watch-cache":                                 {},
 	"watch-cache-sizes":                           {},
-	"default-watch-cache-size":                    {},
+	"default-watch-cache-size":                    {Removed: 34, Replacement: "nothing: watch cache sizes are automatic; --watch-cache-sizes sets one resource's"},
 
 	// Audit.
 	"audit-policy-file":                 {},
@@ -192,9 +195,9 @@ var known = map[string]spec{
 	"log-json-split-stream":     {},
 
 	// Cloud provider: kube-aws runs the AWS cloud-controller-manager instead.
-	"cloud-provider": {Deprecated: 24,
+	"cloud-provider": {Deprecated: 24, Removed: 34,
 		Replacement: "run the AWS cloud-controller-manager; the API server needs no cloud provider"},
-	"cloud-config": {Deprecated: 24,
+	"cloud-config": {Deprecated: 24, Removed: 34,
 		Replacement: "configure the AWS cloud-controller-manager instead"},
 
 	// Removed flags, kept so the fatal can say what to use instead.

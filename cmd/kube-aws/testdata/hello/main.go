@@ -31,8 +31,15 @@ func greeting(in *sdk.Input[values]) string {
 	return in.Values.Greeting
 }
 
+// generatedToken is the secret hello generates: kube-aws keeps it in
+// credentials/hello/token and it must appear nowhere else.
+const generatedToken = "g3nerated-T0ken-8b2d"
+
 func (hello) Initialise(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
 	in.Log("info", greeting(in)+" from initialise")
+	if _, err := in.GeneratedSecret("token", func() ([]byte, error) { return []byte(generatedToken), nil }); err != nil {
+		return nil, err
+	}
 	if in.Values.Greeting == "shout" {
 		// A diagnostic with a config path: kube-aws adds file:line:col.
 		return &stage.Result{Diagnostics: diag.List{diag.Warningf("hello: do not shout").
@@ -43,7 +50,10 @@ func (hello) Initialise(ctx context.Context, in *sdk.Input[values]) (*stage.Resu
 
 func (hello) Render(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
 	in.Log("info", greeting(in)+" from render")
-	return &stage.Result{Files: []stage.File{{Path: "hello/greeting.txt", Content: []byte(greeting(in) + "\n")}}}, nil
+	return &stage.Result{Files: []stage.File{
+		{Path: "hello/greeting.txt", Content: []byte(greeting(in) + "\n")},
+		{Path: "hello/token.txt", Content: []byte(in.SecretMarker("token") + "\n")},
+	}}, nil
 }
 
 func (hello) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result, error) {
@@ -52,6 +62,7 @@ func (hello) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result, 
 		n = len(in.Rendered.Files)
 	}
 	in.Log("info", fmt.Sprintf("%s from deploy (%d rendered files)", greeting(in), n))
+	in.Log("info", fmt.Sprintf("deploy has the plain text of %s: %v", in.SecretMarker("token"), in.Secrets[in.SecretMarker("token")] == generatedToken))
 	return &stage.Result{Deploy: &stage.DeployResult{Outputs: map[string]string{"hello": greeting(in)}}}, nil
 }
 
