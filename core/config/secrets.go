@@ -53,7 +53,7 @@ func GeneratedKeyProblem(key string) string {
 	return ""
 }
 
-var generatedKeyRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var generatedKeyRe = lazyRE(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // MarkerPattern matches any redaction marker.
 var MarkerPattern = regexp.MustCompile(`\(\(secret:[A-Za-z0-9._~%/-]+\)\)`)
