@@ -162,8 +162,15 @@ type File struct {
 	Content string `json:"content"`
 	// Sensitive content is never written in plain text: it is uploaded
 	// encrypted with the cluster's KMS key and decrypted on the node.
-	Sensitive bool   `json:"sensitive,omitempty"`
-	Plugin    string `json:"plugin,omitempty"`
+	Sensitive bool `json:"sensitive,omitempty"`
+	// Format is how the machine reads the file to substitute the
+	// ((secret:...)) and ((fact:...)) markers in it, structurally: json,
+	// yaml, env or whole (nodeplan.Format). A file whose content holds a
+	// marker needs one; a sensitive file without one is whole. (A string,
+	// not nodeplan.Format: every plugin imports this package, and its
+	// start-up must not compile nodeplan's patterns.)
+	Format string `json:"format,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // Flag is a command-line flag. Name has no leading dashes.

@@ -4,17 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 )
 
-var (
-	sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	digestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	archRe   = regexp.MustCompile(`^(amd64|arm64)$`)
-)
+// isSHA256 reports whether s is a sha256 in lower-case hex.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 type artifactAcc struct {
 	a     construct.Artifact
@@ -82,7 +89,7 @@ func artifactProblem(a *construct.Artifact) string {
 	}
 	sort.Strings(archs)
 	for _, arch := range archs {
-		if !archRe.MatchString(arch) {
+		if arch != "amd64" && arch != "arm64" {
 			return fmt.Sprintf("has a source for architecture %q (amd64 or arm64)", arch)
 		}
 	}
@@ -108,7 +115,7 @@ func artifactProblem(a *construct.Artifact) string {
 		}
 		for _, arch := range archs {
 			src := a.Sources[arch]
-			if src.URL == "" || !sha256Re.MatchString(src.SHA256) || src.Digest != "" {
+			if src.URL == "" || !isSHA256(src.SHA256) || src.Digest != "" {
 				return fmt.Sprintf("has a %s source without a URL and the sha256 (64 lower-case hex digits) of its download", arch)
 			}
 			for name := range src.Members {
@@ -125,7 +132,7 @@ func artifactProblem(a *construct.Artifact) string {
 			return "is an image without a reference, or with files"
 		}
 		for _, arch := range archs {
-			if src := a.Sources[arch]; !digestRe.MatchString(src.Digest) || src.URL != "" {
+			if src := a.Sources[arch]; !strings.HasPrefix(src.Digest, "sha256:") || !isSHA256(src.Digest[len("sha256:"):]) || src.URL != "" {
 				return fmt.Sprintf("has a %s source without the image's digest (sha256:<64 hex digits>)", arch)
 			}
 		}

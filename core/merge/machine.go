@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
 // unitAcc is a systemd unit being merged. A unit entry with content defines
@@ -120,6 +121,12 @@ func (f *fileAcc) file() construct.File {
 }
 
 func (m *merger) addFile(plugin string, in *construct.File) {
+	if in.Format != "" && !nodeplan.ValidFormat(nodeplan.Format(in.Format)) {
+		m.fatal(plugin, fmt.Sprintf("constructs.files[%s:%s]", in.Target, in.Path),
+			fmt.Sprintf("plugin %q sends file %s with format %q", plugin, in.Path, in.Format),
+			fmt.Sprintf("a file's format is one of %v: how the machine finds the markers in it", nodeplan.Formats))
+		return
+	}
 	key := targetName{in.Target, in.Path}
 	prev := m.fileByKey[key]
 	if prev == nil {
@@ -157,6 +164,9 @@ func fileDiffs(first string, p *construct.File, plugin string, in *construct.Fil
 	}
 	if p.Sensitive != in.Sensitive {
 		diffs = append(diffs, fmt.Sprintf("sensitive: %q sets %t, %q sets %t", first, p.Sensitive, plugin, in.Sensitive))
+	}
+	if p.Format != in.Format {
+		diffs = append(diffs, fmt.Sprintf("format: %q sets %q, %q sets %q", first, p.Format, plugin, in.Format))
 	}
 	return diffs
 }

@@ -73,14 +73,15 @@ func (p *SecretsPlan) Validate() error {
 			c.add(field+".path", "%s is listed twice (files[%d] too)", f.Path, j)
 		}
 		seen[f.Path] = i
-		if !validFormat(f.Format) {
+		if !ValidFormat(f.Format) {
 			c.add(field+".format", "%q is not a format: want one of %v", f.Format, Formats)
 		}
 	}
 	return c.err()
 }
 
-func validFormat(f Format) bool {
+// ValidFormat reports whether f is one of Formats.
+func ValidFormat(f Format) bool {
 	for _, k := range Formats {
 		if f == k {
 			return true

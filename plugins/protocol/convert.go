@@ -494,7 +494,7 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 			}
 		}),
 		Files: convSlice(s.Files, func(f construct.File) *pb.FileConstruct {
-			return &pb.FileConstruct{Target: targetToPB(f.Target), Path: f.Path, Mode: f.Mode, Owner: f.Owner, Content: f.Content, Sensitive: f.Sensitive, Plugin: f.Plugin}
+			return &pb.FileConstruct{Target: targetToPB(f.Target), Path: f.Path, Mode: f.Mode, Owner: f.Owner, Content: f.Content, Sensitive: f.Sensitive, Format: f.Format, Plugin: f.Plugin}
 		}),
 		KubeletFlags: convSlice(s.KubeletFlags, func(f construct.TargetedFlag) *pb.TargetedFlag {
 			return &pb.TargetedFlag{Target: targetToPB(f.Target), Flag: flagToPB(f.Flag)}
@@ -589,7 +589,7 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 			}
 		}),
 		Files: convSlice(s.GetFiles(), func(f *pb.FileConstruct) construct.File {
-			return construct.File{Target: targetFromPB(f.GetTarget()), Path: f.GetPath(), Mode: f.GetMode(), Owner: f.GetOwner(), Content: f.GetContent(), Sensitive: f.GetSensitive(), Plugin: f.GetPlugin()}
+			return construct.File{Target: targetFromPB(f.GetTarget()), Path: f.GetPath(), Mode: f.GetMode(), Owner: f.GetOwner(), Content: f.GetContent(), Sensitive: f.GetSensitive(), Format: f.GetFormat(), Plugin: f.GetPlugin()}
 		}),
 		APIServer: construct.APIServer{
 			Flags: convSlice(s.GetApiServer().GetFlags(), flagFromPB),

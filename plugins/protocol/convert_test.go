@@ -48,7 +48,7 @@ func fullSet() *construct.Set {
 			DropIns: []construct.DropIn{{Name: "10-env.conf", Content: "[Service]\nEnvironment=A=1\n", Plugin: "env"}},
 			Plugin:  "agent",
 		}},
-		Files: []construct.File{{Target: w, Path: "/etc/agent.conf", Mode: "0600", Owner: "root:root", Content: "secret=((secret:agent/token))", Sensitive: true, Plugin: "agent"}},
+		Files: []construct.File{{Target: w, Path: "/etc/agent.conf", Mode: "0600", Owner: "root:root", Content: "secret=((secret:agent/token))", Sensitive: true, Format: "env", Plugin: "agent"}},
 		APIServer: construct.APIServer{
 			Flags:   []construct.Flag{{Name: "oidc-issuer-url", Value: "https://dex", Plugin: "dex"}},
 			Volumes: []construct.Volume{{Name: "dex-ca", HostPath: "/etc/dex", MountPath: "/etc/dex", ReadOnly: true}},

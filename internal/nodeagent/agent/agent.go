@@ -163,9 +163,16 @@ func (e *Env) loadFacts(ctx context.Context, fresh bool) error {
 	if err != nil {
 		return err
 	}
+	// Facts the bootstrap passed (KUBE_AWS_FACT_<NAME>: stack parameters
+	// such as the API load balancer's name) are kept with the others, so a
+	// step systemd runs later, without that environment, has them too.
+	passed := nodeplan.FromEnviron(os.Environ())
 	if found && !fresh {
 		e.Facts = kept
-		return nil
+		if len(passed) == 0 {
+			return nil
+		}
+		return e.AddFacts(passed)
 	}
 	client := imds.NewFromConfig(e.AWS)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -181,6 +188,11 @@ func (e *Env) loadFacts(ctx context.Context, fresh bool) error {
 	}
 	// Facts a step derived (a volume's tags) outlive a fresh read.
 	for k, v := range kept {
+		if _, instance := f[k]; !instance {
+			f[k] = v
+		}
+	}
+	for k, v := range passed {
 		if _, instance := f[k]; !instance {
 			f[k] = v
 		}

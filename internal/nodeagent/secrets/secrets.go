@@ -1,5 +1,6 @@
 // Package secrets is the `secrets` step: for every file the secrets plan
-// lists, it fetches the ciphertext of each marker in it from
+// lists, it replaces each ((fact:<name>)) marker by the machine's fact and
+// fetches the ciphertext of each secret marker in it from
 // roles/<role>/secrets/<sha256 of the marker>, decrypts it with KMS under
 // the role's encryption context, and substitutes it structurally
 // (package substitute). A file is replaced whole, keeping its mode and
@@ -67,8 +68,16 @@ func (d *Decrypter) File(ctx context.Context, f nodeplan.SecretFile) (int, error
 	if err != nil {
 		return 0, err
 	}
-	var fetchErr error
+	var fetchErr, factErr error
 	out, n, err := substitute.File(f.Format, data, func(marker string) (string, error) {
+		if name, ok := nodeplan.FactOfMarker(marker); ok {
+			v, found := d.Env.Facts.Get(name)
+			if !found {
+				_, factErr = d.Env.Facts.Expand("{" + name + "}")
+				return "", factErr
+			}
+			return v, nil
+		}
 		v, err := d.Secret(ctx, marker)
 		if err != nil {
 			fetchErr = err
@@ -76,6 +85,9 @@ func (d *Decrypter) File(ctx context.Context, f nodeplan.SecretFile) (int, error
 		return v, err
 	})
 	switch {
+	case factErr != nil:
+		// A fact the machine does not have: the render asked for it.
+		return 0, agent.BadInput(fmt.Errorf("%s: %w", f.Path, factErr))
 	case fetchErr != nil:
 		return 0, fmt.Errorf("%s: %w", f.Path, fetchErr)
 	case err != nil:

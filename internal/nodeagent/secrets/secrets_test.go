@@ -88,7 +88,8 @@ func TestSecretsEveryFormat(t *testing.T) {
 	})
 	write(t, e, nodeplan.AddonsPath, `{"kubeconfig": "/etc/kubernetes/admin.kubeconfig", "releases": [{"name": "dex", "namespace": "auth", "chartKey": "assets/x", "chartSHA256": "x", "values": {"config": {"password": "`+markerPassword+`", "token": "Bearer `+markerToken+`"}}}]}`, 0o600)
 	write(t, e, "/etc/dex/config.yaml", "# "+markerToken+" in a comment stays\nstaticPasswords:\n- password: "+markerPassword+"\n", 0o640)
-	write(t, e, "/etc/dex/dex.env", "DEX_PASSWORD="+markerPassword+"\nDEX_TOKEN="+markerToken+"\n", 0o600)
+	write(t, e, "/etc/dex/dex.env", "DEX_PASSWORD="+markerPassword+"\nDEX_TOKEN="+markerToken+"\nDEX_ADDRESS=((fact:privateIPv4))\nDEX_API=((fact:apiLoadBalancerDNS))\n", 0o600)
+	e.Facts["apiloadbalancerdns"] = "api-1.elb.example" // as the bootstrap's KUBE_AWS_FACT_APILOADBALANCERDNS gives it
 	write(t, e, "/etc/kubernetes/pki/ca-key.pem", markerKey+"\n", 0o600)
 	write(t, e, "/etc/not-listed", markerToken, 0o644)
 	if err := os.Chown(e.Path("/etc/dex/config.yaml"), 65534, 65534); err != nil {
@@ -130,8 +131,8 @@ func TestSecretsEveryFormat(t *testing.T) {
 		t.Errorf("mode or owner not kept: %v uid %d", st.Mode(), st.Sys().(*syscall.Stat_t).Uid)
 	}
 
-	sh, err := exec.Command("/bin/sh", "-c", `. "$1" && printf '%s|%s' "$DEX_PASSWORD" "$DEX_TOKEN"`, "sh", e.Path("/etc/dex/dex.env")).Output()
-	if err != nil || string(sh) != hard+"|t0k3n" {
+	sh, err := exec.Command("/bin/sh", "-c", `. "$1" && printf '%s|%s|%s|%s' "$DEX_PASSWORD" "$DEX_TOKEN" "$DEX_ADDRESS" "$DEX_API"`, "sh", e.Path("/etc/dex/dex.env")).Output()
+	if err != nil || string(sh) != hard+"|t0k3n|"+e.Facts[nodeplan.FactPrivateIPv4]+"|api-1.elb.example" {
 		t.Errorf("env file read by sh: %q (%v)", sh, err)
 	}
 	if b, _ := os.ReadFile(e.Path("/etc/kubernetes/pki/ca-key.pem")); !strings.HasPrefix(string(b), "-----BEGIN PRIVATE KEY-----\nMIIB\n") {
@@ -196,6 +197,15 @@ func TestSecretsFailures(t *testing.T) {
 				plan(t, e, nodeplan.SecretFile{Path: "/etc/a.json", Format: nodeplan.FormatJSON})
 			},
 			want: []string{"/etc/a.json (format json)", "not JSON"},
+			code: agent.ExitBadInput,
+		},
+		{
+			name: "a fact the machine does not have",
+			setup: func(t *testing.T, e *agent.Env) {
+				write(t, e, "/etc/a.json", `{"a": "((fact:member))", "b": "`+markerToken+`"}`, 0o600)
+				plan(t, e, nodeplan.SecretFile{Path: "/etc/a.json", Format: nodeplan.FormatJSON})
+			},
+			want: []string{"/etc/a.json", "{member}", "which this machine does not have"},
 			code: agent.ExitBadInput,
 		},
 		{

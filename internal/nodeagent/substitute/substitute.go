@@ -1,4 +1,5 @@
-// Package substitute replaces secret markers in a file by their values,
+// Package substitute replaces secret and fact markers (((secret:...)),
+// ((fact:...))) in a file by their values,
 // structurally: it parses the file in its declared format, finds markers
 // only where that format has string values, and writes each value encoded
 // for the format, so that a value holding quotes, backslashes or newlines
@@ -45,7 +46,7 @@ func File(format nodeplan.Format, data []byte, lookup Lookup) (out []byte, n int
 func replace(s string, lookup Lookup) (string, int, error) {
 	var err error
 	n := 0
-	out := nodeplan.MarkerPattern.ReplaceAllStringFunc(s, func(m string) string {
+	out := nodeplan.AnyMarkerPattern.ReplaceAllStringFunc(s, func(m string) string {
 		if err != nil {
 			return m
 		}
@@ -76,7 +77,7 @@ func jsonFile(data []byte, lookup Lookup) ([]byte, int, error) {
 			return nil, 0, jsonError(data, err)
 		}
 		s, ok := tok.(string)
-		if !ok || !nodeplan.MarkerPattern.MatchString(s) {
+		if !ok || !nodeplan.AnyMarkerPattern.MatchString(s) {
 			continue
 		}
 		v, n, err := replace(s, lookup)
@@ -145,7 +146,7 @@ func yamlFile(data []byte, lookup Lookup) ([]byte, int, error) {
 	total := 0
 	var walk func(*yaml.Node) error
 	walk = func(n *yaml.Node) error {
-		if n.Kind == yaml.ScalarNode && nodeplan.MarkerPattern.MatchString(n.Value) {
+		if n.Kind == yaml.ScalarNode && nodeplan.AnyMarkerPattern.MatchString(n.Value) {
 			v, c, err := replace(n.Value, lookup)
 			if err != nil {
 				return err
@@ -193,7 +194,7 @@ func envFile(data []byte, lookup Lookup) ([]byte, int, error) {
 	}
 	total := 0
 	for _, a := range f.Assignments() {
-		if !nodeplan.MarkerPattern.MatchString(a.Value) {
+		if !nodeplan.AnyMarkerPattern.MatchString(a.Value) {
 			continue
 		}
 		v, n, err := replace(a.Value, lookup)
@@ -213,10 +214,10 @@ func envFile(data []byte, lookup Lookup) ([]byte, int, error) {
 // marker at all was substituted by an earlier run and is kept.
 func wholeFile(data []byte, lookup Lookup) ([]byte, int, error) {
 	s := strings.TrimSpace(string(data))
-	if !nodeplan.MarkerPattern.MatchString(s) {
+	if !nodeplan.AnyMarkerPattern.MatchString(s) {
 		return data, 0, nil
 	}
-	if nodeplan.MarkerPattern.FindString(s) != s {
+	if nodeplan.AnyMarkerPattern.FindString(s) != s {
 		return nil, 0, errors.New("format whole: the file must be exactly one marker, but it holds other text too; declare its format as json, yaml or env")
 	}
 	v, err := lookup(s)

@@ -2315,14 +2315,16 @@ func (x *DropIn) GetPlugin() string {
 }
 
 type FileConstruct struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	Owner         string                 `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
-	Content       string                 `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
-	Sensitive     bool                   `protobuf:"varint,6,opt,name=sensitive,proto3" json:"sensitive,omitempty"`
-	Plugin        string                 `protobuf:"bytes,7,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Target    *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Path      string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Mode      string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Owner     string                 `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	Content   string                 `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
+	Sensitive bool                   `protobuf:"varint,6,opt,name=sensitive,proto3" json:"sensitive,omitempty"`
+	Plugin    string                 `protobuf:"bytes,7,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// How the machine substitutes markers in it: json, yaml, env or whole.
+	Format        string `protobuf:"bytes,8,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2402,6 +2404,13 @@ func (x *FileConstruct) GetSensitive() bool {
 func (x *FileConstruct) GetPlugin() string {
 	if x != nil {
 		return x.Plugin
+	}
+	return ""
+}
+
+func (x *FileConstruct) GetFormat() string {
+	if x != nil {
+		return x.Format
 	}
 	return ""
 }
@@ -3872,7 +3881,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06DropIn\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x16\n" +
-	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\xd0\x01\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\xe8\x01\n" +
 	"\rFileConstruct\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -3880,7 +3889,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05owner\x18\x04 \x01(\tR\x05owner\x12\x18\n" +
 	"\acontent\x18\x05 \x01(\tR\acontent\x12\x1c\n" +
 	"\tsensitive\x18\x06 \x01(\bR\tsensitive\x12\x16\n" +
-	"\x06plugin\x18\a \x01(\tR\x06plugin\"H\n" +
+	"\x06plugin\x18\a \x01(\tR\x06plugin\x12\x16\n" +
+	"\x06format\x18\b \x01(\tR\x06format\"H\n" +
 	"\x04Flag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
