@@ -82,6 +82,14 @@ const (
 	// only). It defaults to "" so that a render without the helm plugin
 	// still deploys: deploy leaves the default when the file is missing.
 	ParamChartsIndexKey = "ChartsIndexKey"
+	// ParamAssetsPrefix is the key prefix of cluster.yaml's s3URI (may be
+	// empty): every key the machines read is under it.
+	ParamAssetsPrefix = "AssetsPrefix"
+	// ParamNodeAgentKeyAMD64 and ParamNodeAgentKeyARM64 are the full S3
+	// keys of kube-aws-node for each architecture,
+	// <prefix>/assets/<sha256>, as deploy uploaded them.
+	ParamNodeAgentKeyAMD64 = "NodeAgentKeyAmd64"
+	ParamNodeAgentKeyARM64 = "NodeAgentKeyArm64"
 	// ParamInstanceProfile is every machine stack's instance profile,
 	// wired to the iam stack's InstanceProfileOutput.
 	ParamInstanceProfile = "InstanceProfile"
