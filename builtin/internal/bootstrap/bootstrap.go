@@ -47,7 +47,8 @@ var Parameters = []Parameter{
 type Fact struct {
 	// Name is the fact's name, as plans name it ({apiLoadBalancerDNS}).
 	Name string
-	// Parameter is the stack parameter holding its value.
+	// Parameter is the stack parameter holding its value, or a resource's
+	// attribute as Fn::Sub names it (APILoadBalancer.DNSName).
 	Parameter string
 }
 

@@ -134,9 +134,8 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 	// formats and owners say how the machine reads a file's markers, and
 	// whose file it is.
 	origin := map[string]string{}
-	formats, owners := map[string]string{}, map[string]string{}
+	formats := map[string]string{}
 	add := func(f writeFile, what, plugin string) {
-		owners[f.Path] = plugin
 		if plugin != "" {
 			what += fmt.Sprintf(" of plugin %q", plugin)
 		}
@@ -238,8 +237,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 
 	// The plans kube-aws-node reads that are this plugin's: the files
 	// holding markers, and the artifacts.
-	secrets, d := secretsPlan(entries, formats, owners, m)
-	diags = append(diags, d...)
+	secrets := secretsPlan(entries, formats)
 	if len(secrets.Files) > 0 {
 		content, err := encodePlan(secrets)
 		if err != nil {

@@ -33,24 +33,17 @@ var steps = []struct {
 
 // secretsPlan lists every file of the machine that holds a secret or fact
 // marker, with the format the machine substitutes it by: the construct's
-// Format, whole for a sensitive file that gives none. A file with markers
-// and no format is fatal: the machine would not know how to parse it.
-func secretsPlan(entries []writeFile, formats map[string]string, owners map[string]string, m machine) (*nodeplan.SecretsPlan, diag.List) {
-	var diags diag.List
+// Format, whole for a sensitive file that gives none. A file with no format
+// is written as it is: text in it that looks like a marker (a script that
+// mentions one) is never substituted.
+func secretsPlan(entries []writeFile, formats map[string]string) *nodeplan.SecretsPlan {
 	plan := &nodeplan.SecretsPlan{}
 	for _, e := range entries {
-		if !nodeplan.AnyMarkerPattern.MatchString(e.Content) {
-			continue
+		if f := formats[e.Path]; f != "" && nodeplan.AnyMarkerPattern.MatchString(e.Content) {
+			plan.Files = append(plan.Files, nodeplan.SecretFile{Path: e.Path, Format: nodeplan.Format(f)})
 		}
-		f := formats[e.Path]
-		if f == "" {
-			diags = append(diags, diag.Fatalf("file %s on %s holds ((secret:...)) or ((fact:...)) markers but says no format", e.Path, m).
-				WithHint("set the file construct's Format to json, yaml, env or whole: the machine substitutes markers by parsing the file").About(owners[e.Path]))
-			continue
-		}
-		plan.Files = append(plan.Files, nodeplan.SecretFile{Path: e.Path, Format: nodeplan.Format(f)})
 	}
-	return plan, diags
+	return plan
 }
 
 // artifactsPlan is the machine's artifacts.json: every artifact aimed at it,
