@@ -107,7 +107,11 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 	if err != nil {
 		return nil, engine.Target{}, err
 	}
-	t := engine.Target{Cluster: c, Rendered: in.Rendered, Secrets: in.Secrets}
+	t := engine.Target{Cluster: c, Rendered: in.Rendered, Secrets: in.Secrets, NodeAgentDir: nodeAgentDir(),
+		MirrorDir: c.Artifacts.MirrorDir(in.WorkDir)}
+	if in.Constructs != nil {
+		t.Artifacts = in.Constructs.Artifacts
+	}
 	if r := in.Rendered; r != nil && !filepath.IsAbs(r.Dir) && in.WorkDir != "" {
 		cp := *r
 		cp.Dir = filepath.Join(in.WorkDir, r.Dir)
@@ -210,4 +214,18 @@ func (plugin) Validate(ctx context.Context, in *sdk.Input[values]) (*stage.Resul
 		ds[i].Plugin = "deploy"
 	}
 	return &stage.Result{Diagnostics: ds}, nil
+}
+
+// nodeAgentDir is where make build puts kube-aws-node for each
+// architecture, beside the built-in plugins:
+// bin/kube-aws-plugins/{builtin/deploy,libexec/kube-aws-node-linux-<arch>}.
+func nodeAgentDir() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "libexec"
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return filepath.Join(filepath.Dir(filepath.Dir(exe)), "libexec")
 }

@@ -63,7 +63,7 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 			"UserData":    map[string]any{"Value": map[string]any{"Fn::Sub": "s3://${AssetsBucket}/${UserDataKey}"}},
 		},
 	})
-	write("userdata/controller.yaml", "#cloud-config")
+	write("userdata/controller.yaml", map[string]any{"write_files": []any{}}) // JSON is YAML: a #cloud-config document
 
 	cluster, _ := json.Marshal(config.Cluster{ClusterName: "plug", Region: awstest.Region, S3URI: "s3://plugin-test/kube-aws"})
 	in := &stage.Input{
@@ -97,7 +97,7 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 	if len(dep.Deploy.Stacks) != 2 || dep.Deploy.Stacks[1].Name != "plug-control-plane" || dep.Deploy.Outputs["APIEndpoint"] != "https://api.example.com" {
 		t.Fatalf("deploy result %+v", dep.Deploy)
 	}
-	if ud := dep.Deploy.Stacks[1].Outputs["UserData"]; !strings.HasPrefix(ud, "s3://plugin-test/kube-aws/assets/") {
+	if ud := dep.Deploy.Stacks[1].Outputs["UserData"]; !strings.HasPrefix(ud, "s3://plugin-test/kube-aws/roles/controller/userdata/") {
 		t.Fatalf("control plane got UserDataKey %q", ud)
 	}
 	var logged strings.Builder

@@ -44,8 +44,8 @@ func TestPluginBinary(t *testing.T) {
 		t.Errorf("diagnostic %s", d)
 	}
 	b := string(res.Files[3].Content)
-	if !strings.Contains(b, "((secret:p/token))") || !strings.Contains(b, "/etc/kube-aws/secrets.list") {
-		t.Errorf("pool b userdata lacks the marker file or the secrets list:\n%s", b)
+	if !strings.Contains(b, "((secret:p/token))") || !strings.Contains(b, "/etc/kube-aws/secrets.json") {
+		t.Errorf("pool b userdata lacks the marker file or the secrets plan:\n%s", b)
 	}
 	if strings.Contains(string(res.Files[2].Content), "/etc/token") {
 		t.Errorf("pool a got pool b's file")

@@ -75,17 +75,27 @@ const (
 	// ParamUserDataKey is the S3 key of the stack's userdata file
 	// (UserDataFile) as deploy uploaded it.
 	ParamUserDataKey = "UserDataKey"
-	// ParamSecretsPrefix is the S3 key prefix under which deploy uploads
-	// the KMS ciphertext of each sensitive value (<prefix>/secrets).
-	ParamSecretsPrefix = "SecretsPrefix"
 	// ParamChartsIndexKey is the S3 key of ChartsIndexFile (control plane
 	// only). It defaults to "" so that a render without the helm plugin
 	// still deploys: deploy leaves the default when the file is missing.
 	ParamChartsIndexKey = "ChartsIndexKey"
+	// ParamAssetsPrefix is the key prefix of cluster.yaml's s3URI (may be
+	// empty): every key the machines read is under it.
+	ParamAssetsPrefix = "AssetsPrefix"
+	// ParamNodeAgentKeyAMD64 and ParamNodeAgentKeyARM64 are the full S3
+	// keys of kube-aws-node for each architecture,
+	// <prefix>/assets/<sha256>, as deploy uploaded them.
+	ParamNodeAgentKeyAMD64 = "NodeAgentKeyAmd64"
+	ParamNodeAgentKeyARM64 = "NodeAgentKeyArm64"
 	// ParamInstanceProfile is every machine stack's instance profile,
 	// wired to the iam stack's InstanceProfileOutput.
 	ParamInstanceProfile = "InstanceProfile"
 )
+
+// FactAPILoadBalancerDNS is the fact (nodeplan) the control-plane stack's
+// bootstrap passes to the controllers: the API load balancer's DNS name,
+// which the API server certificate names.
+const FactAPILoadBalancerDNS = "apiLoadBalancerDNS"
 
 // ChartsIndexFile is the helm plugin's list of releases in the render output.
 const ChartsIndexFile = "charts/releases.json"

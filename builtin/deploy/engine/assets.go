@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
 // uploadParallelism bounds concurrent S3 calls for assets: they are small
@@ -27,6 +32,7 @@ const uploadParallelism = 8
 // assets maps each rendered file to its content-addressed S3 key.
 type assets struct {
 	keys     map[string]string // rendered path -> key
+	contents map[string][]byte // rendered path -> content
 	uploaded atomic.Int64
 	present  atomic.Int64
 }
@@ -67,6 +73,10 @@ func assetKeys(p *prepared) (map[string]string, map[string][]byte, error) {
 		}
 		sum := sha256.Sum256(b)
 		keys[path] = p.loc.key("assets", hex.EncodeToString(sum[:]))
+		if role, ok := userDataRole(path); ok {
+			// Readable only by the role (its instance profile's policy).
+			keys[path] = p.loc.key("roles", role, "userdata", hex.EncodeToString(sum[:]))
+		}
 		contents[path] = b
 	}
 	return keys, contents, nil
@@ -79,7 +89,7 @@ func (e *Engine) uploadAssets(ctx context.Context, p *prepared) (*assets, error)
 	if err != nil {
 		return nil, err
 	}
-	a := &assets{keys: keys}
+	a := &assets{keys: keys, contents: contents}
 	byKey := map[string]string{} // key -> one path with that content
 	for path, k := range keys {
 		if prev, ok := byKey[k]; !ok || path < prev {
@@ -136,60 +146,113 @@ func noBucket(bucket string, err error) error {
 	return fmt.Errorf("S3 bucket %s of cluster.yaml s3URI does not exist (%w); create it (aws s3 mb s3://%s) or point s3URI at an existing bucket", bucket, err, bucket)
 }
 
-// uploadSecrets encrypts every sensitive value with the cluster's KMS key and
-// uploads the ciphertext to <prefix>/secrets/<sha256 of the marker>, where the
-// node finds it at boot. KMS ciphertext differs on every call, so "already
-// there" means: the stored ciphertext decrypts to the same plain text.
+// roleSecrets lists the secret markers in the files a userdata's secrets
+// plan lists: those the role's machines substitute. Text that only looks
+// like a marker elsewhere (a script mentioning one) is no secret.
+func roleSecrets(userdata []byte) ([]string, error) {
+	var doc struct {
+		WriteFiles []struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		} `json:"write_files"`
+	}
+	if err := yaml.Unmarshal(userdata, &doc); err != nil {
+		return nil, fmt.Errorf("not a #cloud-config document: %w", err)
+	}
+	content := map[string]string{}
+	for _, f := range doc.WriteFiles {
+		content[f.Path] = f.Content
+	}
+	plan, ok := content[nodeplan.SecretsPath]
+	if !ok {
+		return nil, nil
+	}
+	var sp nodeplan.SecretsPlan
+	if err := json.Unmarshal([]byte(plan), &sp); err != nil {
+		return nil, fmt.Errorf("%s: %w", nodeplan.SecretsPath, err)
+	}
+	var out []string
+	for _, f := range sp.Files {
+		out = append(out, nodeplan.MarkerPattern.FindAllString(content[f.Path], -1)...)
+	}
+	return out, nil
+}
+
+// uploadSecrets encrypts, for every role, each secret its userdata names
+// with the cluster's KMS key under the encryption context
+// {"kube-aws:cluster": <name>, "kube-aws:role": <role>} and uploads the
+// ciphertext to <prefix>/roles/<role>/secrets/<sha256 of the marker>, where
+// only that role's machines may read it and only they can decrypt it.
+// KMS ciphertext differs on every call, so "already there" means: the
+// stored ciphertext decrypts, under that context, to the same plain text.
 // Plain text stays in memory; errors and events name markers, never values.
 func (e *Engine) uploadSecrets(ctx context.Context, p *prepared, a *assets) error {
-	if len(p.t.Secrets) == 0 {
+	type item struct{ role, marker string }
+	var items []item
+	for path, content := range a.contents {
+		role, ok := userDataRole(path)
+		if !ok {
+			continue
+		}
+		markers, err := roleSecrets(content)
+		if err != nil {
+			return fmt.Errorf("the userdata of %s (%s): %w; run `kube-aws render` again", role, path, err)
+		}
+		seen := map[string]bool{}
+		for _, m := range markers {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			if _, ok := p.t.Secrets[m]; !ok {
+				return fmt.Errorf("the userdata of %s (%s) names %s, which deploy was not given: run `kube-aws render` again (a plugin's secret was removed?)", role, path, m)
+			}
+			items = append(items, item{role, m})
+		}
+	}
+	if len(items) == 0 {
 		return nil
 	}
 	keyARN := p.t.Cluster.KMSKeyARN
 	if keyARN == "" {
-		return errors.New("cluster.yaml has sensitive values but no kmsKeyArn to encrypt them with: set kmsKeyArn to a KMS key the nodes' roles may decrypt with")
+		return errors.New("the machines' userdata holds secrets but cluster.yaml has no kmsKeyArn to encrypt them with: set kmsKeyArn to a KMS key the nodes' roles may decrypt with")
 	}
-	markers := make([]string, 0, len(p.t.Secrets))
-	for m := range p.t.Secrets {
-		markers = append(markers, m)
-	}
-	sort.Strings(markers)
-	return forEach(ctx, uploadParallelism, markers, func(ctx context.Context, marker string) error {
-		plain := []byte(p.t.Secrets[marker])
-		key := secretKey(p.loc, marker)
-		same, err := e.secretUnchanged(ctx, p.loc.Bucket, key, plain)
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].role != items[j].role {
+			return items[i].role < items[j].role
+		}
+		return items[i].marker < items[j].marker
+	})
+	return forEach(ctx, uploadParallelism, items, func(ctx context.Context, it item) error {
+		plain := []byte(p.t.Secrets[it.marker])
+		key := p.loc.key(nodeplan.SecretKey(it.role, it.marker))
+		ec := map[string]string{"kube-aws:cluster": p.t.Cluster.ClusterName, "kube-aws:role": it.role}
+		same, err := e.secretUnchanged(ctx, p.loc.Bucket, key, plain, ec)
 		if err != nil {
-			return fmt.Errorf("sensitive value %s: checking s3://%s/%s: %w", marker, p.loc.Bucket, key, err)
+			return fmt.Errorf("sensitive value %s for %s: checking s3://%s/%s: %w", it.marker, it.role, p.loc.Bucket, key, err)
 		}
 		if same {
 			a.present.Add(1)
 			return nil
 		}
-		enc, err := e.kms.Encrypt(ctx, &kms.EncryptInput{KeyId: aws.String(keyARN), Plaintext: plain})
+		enc, err := e.kms.Encrypt(ctx, &kms.EncryptInput{KeyId: aws.String(keyARN), Plaintext: plain, EncryptionContext: ec})
 		if err != nil {
-			return fmt.Errorf("sensitive value %s: encrypting with KMS key %s: %w; check kmsKeyArn and that you may use the key", marker, keyARN, err)
+			return fmt.Errorf("sensitive value %s: encrypting with KMS key %s: %w; check kmsKeyArn and that you may use the key", it.marker, keyARN, err)
 		}
 		_, err = e.s3.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: aws.String(p.loc.Bucket), Key: aws.String(key),
 			Body: bytes.NewReader(enc.CiphertextBlob), ContentLength: aws.Int64(int64(len(enc.CiphertextBlob))),
 		})
 		if err != nil {
-			return fmt.Errorf("sensitive value %s: uploading its ciphertext to s3://%s/%s: %w", marker, p.loc.Bucket, key, err)
+			return fmt.Errorf("sensitive value %s: uploading its ciphertext to s3://%s/%s: %w", it.marker, p.loc.Bucket, key, err)
 		}
 		a.uploaded.Add(1)
-		e.report(Event{Kind: EventUpload, Message: fmt.Sprintf("uploaded encrypted %s to s3://%s/%s", marker, p.loc.Bucket, key)})
+		e.report(Event{Kind: EventUpload, Message: fmt.Sprintf("uploaded encrypted %s for %s to s3://%s/%s", it.marker, it.role, p.loc.Bucket, key)})
 		return nil
 	})
 }
 
-// secretKey is where a sensitive value's ciphertext lives. The marker is
-// hashed so that plugin names and JSON pointers need no escaping in keys.
-func secretKey(loc location, marker string) string {
-	sum := sha256.Sum256([]byte(marker))
-	return loc.key("secrets", hex.EncodeToString(sum[:]))
-}
-
-func (e *Engine) secretUnchanged(ctx context.Context, bucket, key string, plain []byte) (bool, error) {
+func (e *Engine) secretUnchanged(ctx context.Context, bucket, key string, plain []byte, ec map[string]string) (bool, error) {
 	out, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
 		switch apiCode(err) {
@@ -205,7 +268,7 @@ func (e *Engine) secretUnchanged(ctx context.Context, bucket, key string, plain 
 	if err != nil {
 		return false, err
 	}
-	dec, err := e.kms.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob})
+	dec, err := e.kms.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob, EncryptionContext: ec})
 	if err != nil {
 		// Undecryptable (another key, say): replace it.
 		return false, nil

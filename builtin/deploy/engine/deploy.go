@@ -57,8 +57,17 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 	}
 	defer release()
 
+	if err := p.resolveNodeAgent(); err != nil {
+		return nil, err
+	}
 	a, err := e.uploadAssets(ctx, p)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.uploadNodeAgent(ctx, p, a); err != nil {
+		return nil, err
+	}
+	if err := e.uploadMirror(ctx, p, a); err != nil {
 		return nil, err
 	}
 	if err := e.uploadSecrets(ctx, p, a); err != nil {

@@ -31,6 +31,9 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*stage.DiffResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := p.resolveNodeAgent(); err != nil {
+		return nil, err
+	}
 	current, orphans, err := e.survey(ctx, p)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
@@ -109,6 +110,15 @@ type Target struct {
 	Cluster  *config.Cluster
 	Rendered *stage.Rendered
 	Secrets  map[string]string
+	// Artifacts are the merged Artifact constructs: in air-gapped mode
+	// each holds the sha256 of its files in the mirror folder, MirrorDir,
+	// and Deploy uploads them to <prefix>/assets/<sha256>.
+	Artifacts []construct.Artifact
+	MirrorDir string
+	// NodeAgentDir holds kube-aws-node-linux-<arch> (make build's
+	// bin/kube-aws-plugins/libexec), uploaded to <prefix>/assets/<sha256>
+	// for machine stacks' bootstrap.
+	NodeAgentDir string
 }
 
 // New loads the AWS configuration and makes the clients.
@@ -237,6 +247,8 @@ type prepared struct {
 	region  string
 	graph   *graph
 	tmpl    map[string]*template // by stack name
+	// nodeAgent is kube-aws-node by architecture (resolveNodeAgent).
+	nodeAgent map[string]nodeAgentFile
 }
 
 func (e *Engine) prepare(t Target) (*prepared, error) {

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,7 +111,7 @@ func TestLifecycle(t *testing.T) {
 	if np["SubnetId"] != nout["SubnetId"] || np["SecurityGroupId"] != nout["NodeSG"] || np["SubnetId"] == "" {
 		t.Fatalf("node pool parameters %v do not carry the network outputs %v", np, nout)
 	}
-	if np["AssetsBucket"] != f.bucket || !strings.HasPrefix(np["UserDataKey"], "clusters/"+f.name+"/assets/") {
+	if np["AssetsBucket"] != f.bucket || !strings.HasPrefix(np["UserDataKey"], "clusters/"+f.name+"/roles/nodepool-a/userdata/") {
 		t.Fatalf("node pool parameters %v: want AssetsBucket %s and a content-addressed UserDataKey", np, f.bucket)
 	}
 	ud, err := f.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(np["UserDataKey"])})
@@ -120,7 +122,7 @@ func TestLifecycle(t *testing.T) {
 	if tg := tags(pool); tg[names.TagCluster] != f.name || tg["owner"] != "tests" {
 		t.Fatalf("node pool tags %v: want %s=%s and the cluster's tags", tg, names.TagCluster, f.name)
 	}
-	if k := outputsOf(f.stack("control-plane"))["BootKey"]; !strings.HasPrefix(k, "clusters/"+f.name+"/assets/") || k == np["UserDataKey"] {
+	if k := outputsOf(f.stack("control-plane"))["BootKey"]; !strings.HasPrefix(k, "clusters/"+f.name+"/roles/controller/userdata/") || k == np["UserDataKey"] {
 		t.Fatalf("control-plane BootKey %q: want the key of userdata/controller.yaml named in the template's Metadata", k)
 	}
 	// The controllers' helm install script finds each chart beside
@@ -240,13 +242,15 @@ func TestLifecycle(t *testing.T) {
 func TestSecrets(t *testing.T) {
 	f := newFixture(t, map[string]int{"a": 1})
 	const plain = "s3cr3t-token-value"
-	marker := "dex/connectors/0/clientSecret"
+	marker := "((secret:dex/values/clientSecret))"
 	f.secrets = map[string]string{marker: plain}
 	e := f.engine()
 	ctx := context.Background()
 	f.mustDeploy(e, f.render())
 
-	key := secretKey(location{Bucket: f.bucket, Prefix: "clusters/" + f.name}, marker)
+	// For the role whose userdata names it, under its encryption context.
+	key := location{Bucket: f.bucket, Prefix: "clusters/" + f.name}.key(nodeplan.SecretKey("nodepool-a", marker))
+	ec := map[string]string{"kube-aws:cluster": f.name, "kube-aws:role": "nodepool-a"}
 	out, err := f.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key)})
 	if err != nil {
 		t.Fatalf("secret not uploaded to %s: %v", key, err)
@@ -258,9 +262,12 @@ func TestSecrets(t *testing.T) {
 	if strings.Contains(string(blob), plain) {
 		t.Fatal("the uploaded secret holds the plain text")
 	}
-	dec, err := f.kms.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob})
+	dec, err := f.kms.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob, EncryptionContext: ec})
 	if err != nil || string(dec.Plaintext) != plain || aws.ToString(dec.KeyId) == "" {
 		t.Fatalf("uploaded ciphertext does not decrypt to the value: %v", err)
+	}
+	if _, err := f.kms.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob, EncryptionContext: map[string]string{"kube-aws:cluster": f.name, "kube-aws:role": "controller"}}); err == nil {
+		t.Fatal("the ciphertext decrypts under another role's context")
 	}
 
 	res := f.mustDeploy(e, f.render())
@@ -276,8 +283,23 @@ func TestSecrets(t *testing.T) {
 		t.Fatal("a secret's plain text reached the progress events")
 	}
 
-	// No KMS key: refused with what to do.
+	// A marker the userdata names that deploy has no plain text for.
+	delete(f.secrets, marker)
 	tg := f.render()
+	tg.Secrets = nil
+	f.secrets = map[string]string{marker: "x"}
+	ud := f.userdata("a")
+	f.secrets = map[string]string{}
+	if err := os.WriteFile(filepath.Join(f.dir, "userdata", "nodepool-a.yaml"), ud, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Deploy(ctx, tg); err == nil || !strings.Contains(err.Error(), "names "+marker+", which deploy was not given") {
+		t.Fatalf("deploy of a userdata naming an unknown secret: %v", err)
+	}
+	f.secrets[marker] = plain
+
+	// No KMS key: refused with what to do.
+	tg = f.render()
 	tg.Cluster.KMSKeyARN = ""
 	if _, err := e.Deploy(ctx, tg); err == nil || !strings.Contains(err.Error(), "kmsKeyArn") {
 		t.Fatalf("deploy of secrets without kmsKeyArn: %v", err)
@@ -643,5 +665,58 @@ func TestInterruptedThenRerun(t *testing.T) {
 	res = f.mustDeploy(f.engine(), f.render())
 	if !slices.Equal(res.Created, []string{"control-plane", "nodepool-a"}) {
 		t.Fatalf("rerun created %v", res.Created)
+	}
+}
+
+// A render with machine stacks: deploy uploads kube-aws-node for every
+// architecture and every file air-gapped mode took from the mirror to
+// <prefix>/assets/<sha256>, and fills the bootstrap's parameters.
+func TestMachineAssets(t *testing.T) {
+	f := newFixture(t, map[string]int{"a": 1})
+	f.machines = true
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(rel, content string) string {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(content))
+		return hex.EncodeToString(sum[:])
+	}
+	amd := write("libexec/kube-aws-node-linux-amd64", "node agent amd64")
+	arm := write("libexec/kube-aws-node-linux-arm64", "node agent arm64")
+	pause := write("mirror/pause/3.10.1/linux-amd64/image.tar", "pause image")
+	tg := f.render()
+	tg.NodeAgentDir, tg.MirrorDir = filepath.Join(dir, "libexec"), filepath.Join(dir, "mirror")
+	tg.Artifacts = []construct.Artifact{{Name: "pause", Version: "3.10.1", Kind: construct.Image, Reference: "registry.k8s.io/pause:3.10.1",
+		Sources: map[string]construct.ArtifactSource{"amd64": {Mirrored: map[string]string{construct.MirrorImageFile: pause}}}}}
+	e := f.engine()
+	f.mustDeploy(e, tg)
+	prefix := "clusters/" + f.name
+	out := outputsOf(f.stack("nodepool-a"))["NodeAgent"]
+	if !strings.HasPrefix(out, prefix+" "+prefix+"/assets/"+amd+" "+prefix+"/roles/nodepool-a/userdata/") {
+		t.Fatalf("node pool parameters: %q", out)
+	}
+	for _, sum := range []string{amd, arm, pause} {
+		if _, err := f.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(prefix + "/assets/" + sum)}); err != nil {
+			t.Errorf("assets/%s not uploaded: %v", sum, err)
+		}
+	}
+	if res := f.mustDeploy(e, tg); res.Uploaded != 0 {
+		t.Errorf("a second deploy uploaded %d objects", res.Uploaded)
+	}
+
+	// A mirror file changed since initialise, a missing kube-aws-node.
+	write("mirror/pause/3.10.1/linux-amd64/image.tar", "another pause")
+	if _, err := e.Deploy(ctx, tg); err == nil || !strings.Contains(err.Error(), "changed since kube-aws read it") {
+		t.Fatalf("a changed mirror file: %v", err)
+	}
+	tg.NodeAgentDir = filepath.Join(dir, "nowhere")
+	if _, err := e.Deploy(ctx, tg); err == nil || !strings.Contains(err.Error(), "make build writes bin/kube-aws-plugins/libexec/kube-aws-node-linux-amd64") {
+		t.Fatalf("no kube-aws-node: %v", err)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +70,10 @@ type fixture struct {
 	// noCharts leaves charts/releases.json out of the render, as when the
 	// helm plugin is disabled.
 	noCharts bool
+	// machines gives the pools' templates the bootstrap's node agent
+	// parameters and the Target a kube-aws-node folder and a mirrored
+	// artifact.
+	machines bool
 }
 
 type eventLog struct {
@@ -243,7 +250,22 @@ func (f *fixture) render() Target {
 		}, stage.StackSpec{DependsOn: []string{"control-plane"}, ParameterSources: map[string]names.Source{
 			"SubnetId": names.From("network", "SubnetId"), "SecurityGroupId": names.From("network", "NodeSG"), "InstanceProfile": names.From("iam", "NodeProfile"),
 		}})
-		files["userdata/nodepool-"+pool+".yaml"] = []byte("#cloud-config\n# pool " + pool + "\n")
+		// The pools' userdata names every secret, so each pool gets them.
+		files["userdata/nodepool-"+pool+".yaml"] = f.userdata(pool)
+		if f.machines {
+			params := stacks[len(stacks)-1]
+			tmpl := map[string]any{}
+			if err := json.Unmarshal(files[params.Template], &tmpl); err != nil {
+				f.t.Fatal(err)
+			}
+			ps := tmpl["Parameters"].(map[string]any)
+			for _, p := range []string{"AssetsPrefix", "NodeAgentKeyAmd64", "NodeAgentKeyArm64"} {
+				ps[p] = obj{"Type": "String"}
+			}
+			tmpl["Outputs"].(map[string]any)["NodeAgent"] = obj{"Value": obj{"Fn::Sub": "${AssetsPrefix} ${NodeAgentKeyAmd64} ${UserDataKey}"}}
+			b, _ := json.MarshalIndent(tmpl, "", "  ")
+			files[params.Template] = b
+		}
 	}
 	files["userdata/controller.yaml"] = []byte("#cloud-config\n")
 	if !f.noCharts {
@@ -294,4 +316,23 @@ func (f *fixture) mustDeploy(e *Engine, t Target) *Result {
 		f.t.Fatalf("deploy: %v\nevents:\n%s", err, f.events.text())
 	}
 	return res
+}
+
+// userdata is a pool's #cloud-config: a file holding every secret's marker,
+// listed in the secrets plan, and a script that only mentions a marker.
+func (f *fixture) userdata(pool string) []byte {
+	env := ""
+	for _, m := range slices.Sorted(maps.Keys(f.secrets)) {
+		env += "S=" + m + "\n"
+	}
+	doc := obj{"write_files": []obj{
+		{"path": "/etc/app.env", "content": env},
+		{"path": "/etc/script.sh", "content": "# replaces ((secret:...)) markers\n"},
+		{"path": nodeplan.SecretsPath, "content": `{"files": [{"path": "/etc/app.env", "format": "env"}]}`},
+	}}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return append([]byte("#cloud-config\n# pool "+pool+"\n"), b...)
 }

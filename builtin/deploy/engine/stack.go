@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -175,8 +176,18 @@ func (e *Engine) input(p *prepared, stack string, keys map[string]string, output
 			v = k
 		case n == names.ParamAssetsBucket:
 			v = p.loc.Bucket
-		case n == names.ParamSecretsPrefix:
-			v = p.loc.key("secrets")
+		case n == names.ParamAssetsPrefix:
+			v = p.loc.Prefix
+		case n == names.ParamNodeAgentKeyAMD64 || n == names.ParamNodeAgentKeyARM64:
+			arch := string(nodeplan.AMD64)
+			if n == names.ParamNodeAgentKeyARM64 {
+				arch = string(nodeplan.ARM64)
+			}
+			f, ok := p.nodeAgent[arch]
+			if !ok {
+				return nil, fmt.Errorf("stack %s: its template takes %s, and kube-aws-node for linux/%s was not found", stack, n, arch)
+			}
+			v = f.key
 		case n == names.ParamUserDataKey:
 			path := userDataFile(stack)
 			k, ok := keys[path]

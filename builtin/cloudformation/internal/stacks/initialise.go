@@ -8,6 +8,7 @@ import (
 	"github.com/awslabs/goformation/v4/cloudformation/elasticloadbalancingv2"
 	"github.com/awslabs/goformation/v4/cloudformation/route53"
 
+	"github.com/kube-aws/kube-aws/builtin/internal/bootstrap"
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -40,11 +41,15 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	etcdSubnets, d := pickSubnets(subnets, c.Etcd.Subnets, "etcd.subnets")
 	diags = append(diags, d...)
 	etcd := newStack(names.StackEtcd, fmt.Sprintf("kube-aws %s: etcd", c.ClusterName))
-	set.Protected = append(set.Protected, machineStack(etcd, c, machines{
+	prot, err := machineStack(etcd, c, machines{
 		role: construct.Etcd, name: "etcd", instanceType: c.Etcd.InstanceType, rootVolume: c.Etcd.RootVolumeSize,
 		min: c.Etcd.Count, max: c.Etcd.Count, desired: c.Etcd.Count,
 		subnets: etcdSubnets, sgOutput: names.OutputEtcdSecurityGroup,
-	})...)
+	})
+	if err != nil {
+		return &construct.Set{}, append(diags, diag.Fatalf("etcd stack: %v", err))
+	}
+	set.Protected = append(set.Protected, prot...)
 	set.Stacks = append(set.Stacks, etcd.done())
 
 	cp, prot, d := controlPlane(c, v, subnets)
@@ -69,11 +74,16 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 		sn, d := pickSubnets(subnets, p.Subnets, path+".subnets")
 		diags = append(diags, d...)
 		st := newStack(names.NodePoolStack(p.Name), fmt.Sprintf("kube-aws %s: node pool %s", c.ClusterName, p.Name))
-		set.Protected = append(set.Protected, machineStack(st, c, machines{
+		prot, err := machineStack(st, c, machines{
 			role: construct.Worker, pool: p.Name, name: names.NodePoolStack(p.Name),
 			instanceType: p.InstanceType, min: p.MinSize, max: p.MaxSize, desired: p.DesiredCapacity,
 			subnets: sn, spot: p.Spot, sgOutput: names.OutputWorkerSecurityGroup, asgTags: poolTags(c, p),
-		})...)
+		})
+		if err != nil {
+			diags = append(diags, diag.Fatalf("node pool %s stack: %v", p.Name, err).At(path+".name"))
+			continue
+		}
+		set.Protected = append(set.Protected, prot...)
 		set.Stacks = append(set.Stacks, st.done())
 	}
 
@@ -184,7 +194,12 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			At("plugins.cloudformation.values.apiLoadBalancer"))
 	}
 
-	prot := machineStack(s, c, m)
+	// The API server certificate names the load balancer.
+	m.facts = []bootstrap.Fact{{Name: names.FactAPILoadBalancerDNS, Parameter: names.APILoadBalancer + ".DNSName"}}
+	prot, err := machineStack(s, c, m)
+	if err != nil {
+		diags = append(diags, diag.Fatalf("control-plane stack: %v", err))
+	}
 
 	endpoint := cfn.Join("", "https://", cfn.GetAtt(names.APILoadBalancer, "DNSName"))
 	if c.APIEndpoint.DNSName != "" {

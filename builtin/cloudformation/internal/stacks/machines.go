@@ -1,7 +1,6 @@
 package stacks
 
 import (
-	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
 	"github.com/awslabs/goformation/v4/cloudformation/policies"
 
+	"github.com/kube-aws/kube-aws/builtin/internal/bootstrap"
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -35,73 +35,6 @@ const defaultImageArm = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-
 // (m6g, c7gn, t4g, x2gd): Arm machines need the arm64 image.
 var graviton = regexp.MustCompile(`^[a-z]+[0-9]+[a-z]*g[a-z]*$`)
 
-// bootstrap is the whole EC2 userdata of every machine. The real userdata is
-// rendered by the userdata plugin, can be larger than EC2's 16 KB limit, and
-// changes without touching the templates; so the launch template only
-// fetches it from S3 (parameters filled by deploy) and hands it to
-// cloud-init. Before that it installs decrypt-secrets, which the userdata's
-// runcmd calls with /etc/kube-aws/secrets.list to replace each
-// ((secret:...)) marker in the listed files by its plain text: deploy
-// uploads each value's KMS ciphertext to <SecretsPrefix>/<sha256 of the
-// marker>. Fn::Sub fills ${AWS::Region}, ${AssetsBucket}, ${SecretsPrefix}
-// and ${UserDataKey} (and, on controllers, ${ChartsIndexKey}); nothing else
-// in here may be written ${...}. The second %s is controllerAssets on
-// controllers and empty elsewhere.
-const bootstrap = `#!/bin/bash
-# kube-aws bootstrap (%s): fetch this machine's cloud-init userdata from S3 and run it.
-set -euo pipefail
-mkdir -p /var/lib/kube-aws /opt/kube-aws/bin
-%scat > /opt/kube-aws/bin/decrypt-secrets <<'KUBE_AWS_EOF'
-#!/usr/bin/env python3
-"""Replace every ((secret:...)) marker in the files listed in argv[1] by its plain text."""
-import base64, hashlib, re, subprocess, sys
-BUCKET, PREFIX, REGION = "${AssetsBucket}", "${SecretsPrefix}", "${AWS::Region}"
-MARKER = re.compile(r"\(\(secret:[^()\s]+\)\)")
-cache = {}
-def plain(marker):
-    if marker not in cache:
-        key = PREFIX + "/" + hashlib.sha256(marker.encode()).hexdigest()
-        blob = subprocess.run(["aws", "s3", "cp", "--region", REGION, "s3://" + BUCKET + "/" + key, "-"],
-                              check=True, capture_output=True).stdout
-        out = subprocess.run(["aws", "kms", "decrypt", "--region", REGION, "--ciphertext-blob", "fileb:///dev/stdin",
-                              "--query", "Plaintext", "--output", "text"], input=blob, check=True, capture_output=True).stdout
-        cache[marker] = base64.b64decode(out).decode()
-    return cache[marker]
-for path in open(sys.argv[1]).read().split():
-    with open(path) as f:
-        text = f.read()
-    new = MARKER.sub(lambda m: plain(m.group(0)), text)
-    if new != text:
-        with open(path, "w") as f:
-            f.write(new)
-KUBE_AWS_EOF
-chmod 0755 /opt/kube-aws/bin/decrypt-secrets
-for attempt in 1 2 3 4 5 6; do
-  if aws s3 cp --region "${AWS::Region}" "s3://${AssetsBucket}/${UserDataKey}" /var/lib/kube-aws/userdata.yaml; then
-    break
-  fi
-  sleep $((attempt * 5))
-done
-test -s /var/lib/kube-aws/userdata.yaml
-cloud-init --file /var/lib/kube-aws/userdata.yaml init
-cloud-init --file /var/lib/kube-aws/userdata.yaml modules --mode config
-cloud-init --file /var/lib/kube-aws/userdata.yaml modules --mode final
-`
-
-// controllerAssets tells the helm plugin's install unit on the controllers
-// where the charts are: the S3 key of charts/releases.json (empty without
-// the helm plugin) and the bucket. Deploy uploads every rendered file to
-// <prefix>/assets/<sha256>, so the charts it lists are in the same folder
-// under their sha256, and need no parameter each. Written before cloud-init
-// runs, so the unit finds it whenever it starts.
-const controllerAssets = `mkdir -p /etc/kube-aws
-cat > /etc/kube-aws/assets.env <<'KUBE_AWS_ASSETS_EOF'
-KUBE_AWS_REGION='${AWS::Region}'
-KUBE_AWS_ASSETS_BUCKET='${AssetsBucket}'
-KUBE_AWS_CHARTS_INDEX_KEY='${ChartsIndexKey}'
-KUBE_AWS_ASSETS_EOF
-`
-
 // machines describes the machines of one stack.
 type machines struct {
 	role         construct.Role
@@ -118,19 +51,30 @@ type machines struct {
 	targetGroups []string
 	// loadBalancers are classic load balancer names the group registers with.
 	loadBalancers []string
+	// facts are passed to the machines by their bootstrap.
+	facts []bootstrap.Fact
 }
 
 // machineStack adds to s the parameters, launch template and auto scaling
 // group of a set of machines, and returns the protected paths of the launch
 // template: its bootstrap userdata and instance profile.
-func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected {
-	s.param(names.ParamAssetsBucket, "String", "S3 bucket holding the cluster's assets (filled by deploy)", nil)
-	s.param(names.ParamUserDataKey, "String", "S3 key of this stack's userdata (filled by deploy)", nil)
-	s.param(names.ParamSecretsPrefix, "String", "S3 key prefix of the encrypted sensitive values (filled by deploy)", nil)
-	assets := ""
-	if m.role == construct.Controller {
-		s.param(names.ParamChartsIndexKey, "String", "S3 key of charts/releases.json, the Helm releases the controllers install (filled by deploy; empty without the helm plugin)", "")
-		assets = controllerAssets
+//
+// The launch template's user data is builtin/internal/bootstrap's: it
+// fetches kube-aws-node and runs `kube-aws-node boot`, which fetches the
+// role's userdata (rendered by the userdata plugin, larger than EC2's 16 KB
+// limit, changing without touching the templates) from the key deploy
+// fills in.
+func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protected, error) {
+	for _, p := range bootstrap.Parameters {
+		s.param(p.Name, "String", p.Description, nil)
+	}
+	role := string(m.role)
+	if m.pool != "" {
+		role = names.NodePoolStack(m.pool)
+	}
+	userData, err := bootstrap.UserData(c.ClusterName, role, m.facts)
+	if err != nil {
+		return nil, err
 	}
 	if c.AMI != "" {
 		s.param(paramImageID, "AWS::EC2::Image::Id", "Image every machine boots", c.AMI)
@@ -152,7 +96,7 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 		KeyName:            c.KeyName,
 		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: cfn.Ref(names.ParamInstanceProfile)},
 		SecurityGroupIds:   []string{cfn.Ref(paramSecurityGroup)},
-		UserData:           cfn.Base64(cfn.Sub(fmt.Sprintf(bootstrap, m.name, assets))),
+		UserData:           userData,
 		// IMDSv2 only; a hop limit of 2 lets containers reach it.
 		MetadataOptions: &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: 2, HttpEndpoint: "enabled"},
 		TagSpecifications: []ec2.LaunchTemplate_TagSpecification{
@@ -199,7 +143,7 @@ func machineStack(s *stack, c *config.Cluster, m machines) []construct.Protected
 	return []construct.Protected{
 		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
 		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
-	}
+	}, nil
 }
 
 // rollingUpdate replaces machines one at a time when their launch template

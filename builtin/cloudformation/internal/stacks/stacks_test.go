@@ -3,6 +3,7 @@ package stacks
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kube-aws/kube-aws/builtin/internal/bootstrap"
 	"sort"
 	"strings"
 	"testing"
@@ -153,7 +154,7 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 				}
 			}
 		}
-		for _, p := range []string{"AssetsBucket", "UserDataKey", "SecretsPrefix"} {
+		for _, p := range []string{"AssetsBucket", "AssetsPrefix", "UserDataKey", "NodeAgentKeyAmd64", "NodeAgentKeyArm64"} {
 			if _, ok := s.Parameters[p]; !ok {
 				t.Errorf("%s: parameter %s missing", name, p)
 			}
@@ -161,10 +162,22 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 				t.Errorf("%s: %s must be left to deploy, not wired", name, p)
 			}
 		}
+		// The launch template boots kube-aws-node with builtin/internal/bootstrap,
+		// for the stack's role; controllers learn the API load balancer's name.
 		lt := resource(t, s, "LaunchTemplate")["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
 		ud, _ := json.Marshal(lt["UserData"])
-		if !strings.Contains(string(ud), `"Fn::Base64":{"Fn::Sub":"#!/bin/bash`) || !strings.Contains(string(ud), "${UserDataKey}") {
-			t.Errorf("%s: bootstrap userdata is %s", name, ud)
+		role := map[string]string{"etcd": "etcd", "control-plane": "controller", "nodepool-workers": "nodepool-workers"}[name]
+		var facts []bootstrap.Fact
+		if role == "controller" {
+			facts = []bootstrap.Fact{{Name: "apiLoadBalancerDNS", Parameter: "LoadBalancer.DNSName"}}
+		}
+		script, err := bootstrap.Script("t", role, facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"Fn::Base64": map[string]any{"Fn::Sub": script}})
+		if string(ud) != string(want) {
+			t.Errorf("%s: the launch template user data is not the bootstrap of role %s:\n%.300s", name, role, ud)
 		}
 		var prot []string
 		for _, p := range set.Protected {

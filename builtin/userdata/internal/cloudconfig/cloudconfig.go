@@ -19,8 +19,12 @@
 //
 // Sensitive values never appear in plain text: a sensitive file's content
 // must be made of ((secret:...)) markers, which are written as they are, and
-// every file holding a marker is listed in /etc/kube-aws/secrets.list so the
-// node decrypts and substitutes them (DecryptCommand) before any unit starts.
+// every file holding a secret or fact marker is listed, with its format, in
+// the secrets plan (/etc/kube-aws/secrets.json) so that kube-aws-node
+// substitutes them before any unit starts. The machine's artifacts (pinned
+// binaries and images) are its artifacts plan, and runcmd calls
+// kube-aws-node's steps for the plans the machine has, in the boot flow's
+// order (runCmd), around systemd's reload and starts.
 package cloudconfig
 
 import (
@@ -35,6 +39,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -47,12 +52,6 @@ const (
 	KubeletEnvPath = "/etc/kubernetes/kubelet.env"
 	ManifestDir    = "/etc/kubernetes/manifests"
 	AddonsDir      = "/etc/kubernetes/addons"
-	SecretsList    = "/etc/kube-aws/secrets.list"
-	// DecryptCommand decrypts the ciphertext of every marker in the files
-	// SecretsList names and substitutes it in place. The bootstrap that
-	// fetches this userdata installs it; runcmd calls it before any unit
-	// starts, so no service ever reads a marker instead of its secret.
-	DecryptCommand = "/opt/kube-aws/bin/decrypt-secrets"
 )
 
 // Marker matches a redaction marker, ((secret:<plugin>/<json-pointer>)); it
@@ -132,7 +131,10 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 	var entries []writeFile
 	// origin remembers what wrote each path, for the duplicate-path fatal;
 	// plugin is the construct's owner ("" for what userdata adds itself).
+	// formats and owners say how the machine reads a file's markers, and
+	// whose file it is.
 	origin := map[string]string{}
+	formats := map[string]string{}
 	add := func(f writeFile, what, plugin string) {
 		if plugin != "" {
 			what += fmt.Sprintf(" of plugin %q", plugin)
@@ -162,13 +164,20 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 				mode = "0600"
 			}
 		}
-		if f.Sensitive {
-			if rest := strings.TrimSpace(Marker.ReplaceAllString(f.Content, "")); rest != "" || !Marker.MatchString(f.Content) {
+		// A sensitive file read whole is the marker and nothing else; one
+		// with a structured format holds at least one marker.
+		if whole := f.Format == "" || f.Format == string(nodeplan.FormatWhole); f.Sensitive && (!Marker.MatchString(f.Content) ||
+			whole && strings.TrimSpace(Marker.ReplaceAllString(f.Content, "")) != "") {
+			{
 				// The content is never quoted here: it may be the secret.
 				diags = append(diags, diag.Fatalf("sensitive file %s for %s holds plain text; userdata never carries sensitive content in plain text", f.Path, f.Target).
 					At(where).WithHint("give the secret in cluster.yaml (valueFrom, or a property marked x-kube-aws-sensitive) and write its ((secret:...)) marker as the file's content").About(f.Plugin))
 				continue
 			}
+		}
+		formats[path.Clean(f.Path)] = f.Format
+		if f.Format == "" && f.Sensitive {
+			formats[path.Clean(f.Path)] = string(nodeplan.FormatWhole)
 		}
 		add(writeFile{Path: path.Clean(f.Path), Permissions: mode, Owner: owner(f.Owner), Content: f.Content}, "file "+where, f.Plugin)
 	}
@@ -200,6 +209,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 	if m.Role != construct.Etcd || targetsKubelet(set, m) {
 		env, d := kubeletEnv(set, m, len(set.APIServer.Flags) > 0)
 		diags = append(diags, d...)
+		formats[KubeletEnvPath] = string(nodeplan.FormatEnv)
 		add(writeFile{Path: KubeletEnvPath, Permissions: "0644", Owner: owner(""), Content: env}, "the kubelet's flags", "")
 	}
 
@@ -209,6 +219,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 			if err != nil {
 				diags = append(diags, diag.Fatalf("kube-apiserver static pod: %v", err).At("constructs.apiServer"))
 			} else {
+				formats[podspec.ManifestPath] = string(nodeplan.FormatYAML)
 				add(writeFile{Path: podspec.ManifestPath, Permissions: "0600", Owner: owner(""), Content: string(pod)}, "the API server static pod", "")
 			}
 		}
@@ -219,42 +230,33 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 				diags = append(diags, diag.Fatalf("manifest %q: %v", mf.Name, err).At(where).About(mf.Plugin))
 				continue
 			}
+			formats[AddonsDir+"/"+name] = string(nodeplan.FormatYAML)
 			add(writeFile{Path: AddonsDir + "/" + name, Permissions: "0644", Owner: owner(""), Content: mf.Content}, "manifest "+where, mf.Plugin)
 		}
 	}
 
-	// Every file holding a marker is decrypted on the node, sensitive or not.
-	var secretPaths []string
-	for _, e := range entries {
-		if Marker.MatchString(e.Content) {
-			secretPaths = append(secretPaths, e.Path)
+	// The plans kube-aws-node reads that are this plugin's: the files
+	// holding markers, and the artifacts.
+	secrets := secretsPlan(entries, formats)
+	if len(secrets.Files) > 0 {
+		content, err := encodePlan(secrets)
+		if err != nil {
+			return nil, diags, fmt.Errorf("secrets plan of %s: %w", m, err)
 		}
+		add(writeFile{Path: nodeplan.SecretsPath, Permissions: "0644", Owner: owner(""), Content: content}, "the secrets plan", "")
 	}
-	// Not charts/releases.json: the helm plugin's install script downloads
-	// it after runcmd, and decrypts its markers itself; listed here, it
-	// would fail runcmd on a file not there yet.
-	sort.Strings(secretPaths)
-	if len(secretPaths) > 0 {
-		add(writeFile{Path: SecretsList, Permissions: "0600", Owner: owner(""), Content: strings.Join(secretPaths, "\n") + "\n"}, "the secrets list", "")
+	artifacts, d := artifactsPlan(set, m)
+	diags = append(diags, d...)
+	if len(artifacts.Binaries)+len(artifacts.Images) > 0 && !d.HasFatal() {
+		content, err := encodePlan(artifacts)
+		if err != nil {
+			return nil, diags, fmt.Errorf("artifacts plan of %s: %w", m, err)
+		}
+		add(writeFile{Path: nodeplan.ArtifactsPath, Permissions: "0644", Owner: owner(""), Content: content}, "the artifacts plan", "")
 	}
 
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
-	doc := document{WriteFiles: entries}
-	if len(secretPaths) > 0 {
-		doc.RunCmd = append(doc.RunCmd, []string{DecryptCommand, SecretsList})
-	}
-	if hasUnits {
-		doc.RunCmd = append(doc.RunCmd, []string{"systemctl", "daemon-reload"})
-	}
-	if len(restart) > 0 {
-		doc.RunCmd = append(doc.RunCmd, append([]string{"systemctl", "try-restart", "--no-block"}, restart...))
-	}
-	if len(enable) > 0 {
-		doc.RunCmd = append(doc.RunCmd, append([]string{"systemctl", "enable"}, enable...))
-		// --no-block: a unit that waits for the API server (Helm installs)
-		// must not hold cloud-init, and so the boot, hostage.
-		doc.RunCmd = append(doc.RunCmd, append([]string{"systemctl", "start", "--no-block"}, enable...))
-	}
+	doc := document{WriteFiles: entries, RunCmd: runCmd(entries, hasUnits, restart, enable)}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, diags, fmt.Errorf("userdata for %s: %w", m, err)

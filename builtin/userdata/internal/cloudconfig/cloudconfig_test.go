@@ -15,6 +15,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -62,7 +63,7 @@ func fixtureSet() *construct.Set {
 		},
 		Files: []construct.File{
 			{Target: controller, Path: "/etc/dex/client-secret", Sensitive: true, Content: "((secret:dex/clientSecret))"},
-			{Target: controller, Path: "/etc/dex/config.yaml", Content: "issuer: https://dex.example.com\nclientSecret: ((secret:dex/clientSecret))\n"},
+			{Target: controller, Path: "/etc/dex/config.yaml", Format: "yaml", Content: "issuer: https://dex.example.com\nclientSecret: ((secret:dex/clientSecret))\n"},
 			{Target: workers, Path: "/etc/sysctl.d/90-kube-aws.conf", Mode: "0644", Content: "vm.max_map_count = 262144\n"},
 			{Target: gpu, Path: "/etc/modules-load.d/nvidia.conf", Content: "nvidia\n"},
 		},
@@ -167,7 +168,18 @@ func TestDocuments(t *testing.T) {
 		{"controller", KubeletEnvPath, true, "--register-with-taints=node-role.kube-aws.io/controller:NoSchedule"},
 		// Not charts/releases.json, though the dex release's values hold a
 		// marker: the helm install script fetches and decrypts it later.
-		{"controller", SecretsList, true, "/etc/dex/client-secret\n/etc/dex/config.yaml\n"},
+		{"controller", nodeplan.SecretsPath, true, `{
+  "files": [
+    {
+      "path": "/etc/dex/client-secret",
+      "format": "whole"
+    },
+    {
+      "path": "/etc/dex/config.yaml",
+      "format": "yaml"
+    }
+  ]
+}`},
 		{"etcd", "/etc/kubernetes/manifests/kube-apiserver.yaml", false, ""},
 		{"etcd", KubeletEnvPath, false, ""}, // nothing targets an etcd kubelet
 		{"etcd", "/etc/systemd/system/etcd-member.service", true, "/usr/bin/etcd"},
@@ -175,7 +187,7 @@ func TestDocuments(t *testing.T) {
 		{"nodepool-general", "/etc/systemd/system/containerd.service.d/10-kube-aws.conf", true, "LimitNOFILE"},
 		{"nodepool-general", "/etc/systemd/system/nvidia-persistenced.service", false, ""},
 		{"nodepool-general", KubeletEnvPath, true, `KUBELET_ARGS="--feature-gates=A=true --max-pods=110 --node-labels=kube-aws.io/pool=general,kube-aws.io/role=worker,team=a"`},
-		{"nodepool-general", SecretsList, false, ""},
+		{"nodepool-general", nodeplan.SecretsPath, false, ""},
 		{"nodepool-gpu", "/etc/systemd/system/nvidia-persistenced.service.d/20-restart.conf", true, "Restart=always"},
 		{"nodepool-gpu", "/etc/modules-load.d/nvidia.conf", true, "nvidia"},
 		{"nodepool-gpu", "/etc/sysctl.d/90-kube-aws.conf", true, "max_map_count"},
@@ -200,7 +212,7 @@ func TestDocuments(t *testing.T) {
 		return strings.Join(lines, "\n")
 	}
 	wantRun := map[string]string{
-		"controller": DecryptCommand + " " + SecretsList + "\nsystemctl daemon-reload\nsystemctl enable kube-aws-helm-install.service\nsystemctl start --no-block kube-aws-helm-install.service",
+		"controller": "kube-aws-node secrets\nsystemctl daemon-reload\nsystemctl enable kube-aws-helm-install.service\nsystemctl start --no-block kube-aws-helm-install.service",
 		"nodepool-general": "systemctl daemon-reload\nsystemctl try-restart --no-block containerd.service\n" +
 			"systemctl enable node-exporter.service\nsystemctl start --no-block node-exporter.service",
 		"nodepool-gpu": "systemctl daemon-reload\nsystemctl try-restart --no-block containerd.service\n" +
@@ -259,8 +271,8 @@ func TestSensitiveNeverInPlainText(t *testing.T) {
 				}
 				general := string(files[2].Content)
 				if !strings.Contains(general, "path: /etc/app/password\n  permissions: \"0600\"") ||
-					!strings.Contains(general, "/etc/app/password\n") || !strings.Contains(general, "- "+DecryptCommand) {
-					t.Fatalf("marker file must be written 0600, listed in %s and decrypted first:\n%s", SecretsList, general)
+					!strings.Contains(general, "\"path\": \"/etc/app/password\",\n          \"format\": \"whole\"") || !strings.Contains(general, "runcmd:\n- - kube-aws-node\n  - secrets\n") {
+					t.Fatalf("marker file must be written 0600, listed in %s and substituted first:\n%s", nodeplan.SecretsPath, general)
 				}
 				return
 			}
@@ -449,5 +461,71 @@ func TestGrowth(t *testing.T) {
 	a10, a100 := allocs(10), allocs(100)
 	if a100 > 10*a10 {
 		t.Errorf("100 pools allocate %.0f times, 10 pools %.0f: %.1fx, want under 10x", a100, a10, a100/a10)
+	}
+}
+
+// Artifacts become the machine's artifacts plan, from the mirror's uploads
+// when kube-aws resolved them there, else from upstream; runcmd calls the
+// steps of the plans the machine has, in the boot flow's order.
+func TestArtifactsPlanAndRunCmd(t *testing.T) {
+	sum := strings.Repeat("a", 64)
+	mirrored := strings.Repeat("b", 64)
+	set := &construct.Set{
+		Artifacts: []construct.Artifact{{
+			Target: workers, Name: "cni-plugins", Version: "v0.9.1", Kind: construct.Binary,
+			Files: []construct.ArtifactFile{{Name: "bridge", Path: "/opt/cni/bin/bridge"}, {Name: "loopback", Path: "/opt/cni/bin/loopback"}},
+			Sources: map[string]construct.ArtifactSource{"amd64": {URL: "https://example/cni.tgz", SHA256: sum,
+				Members: map[string]string{"bridge": "./bridge", "loopback": "./loopback"}}},
+		}, {
+			Target: workers, Name: "pause", Version: "3.10.1", Kind: construct.Image, Reference: "registry.k8s.io/pause:3.10.1",
+			Sources: map[string]construct.ArtifactSource{"amd64": {Digest: "sha256:" + sum, Mirrored: map[string]string{construct.MirrorImageFile: mirrored}}},
+		}},
+		Files: []construct.File{
+			{Target: workers, Path: nodeplan.GoalPath, Content: `{"node": {"kubeconfig": "/var/lib/kubelet/kubeconfig"}}`},
+			{Target: workers, Path: "/etc/app.env", Format: "env", Content: "ADDRESS=((fact:privateIPv4))\n"},
+			{Target: workers, Path: "/etc/bad.json", Content: `{"a": "((fact:privateIPv4))"}`},
+		},
+		Units: []construct.Unit{{Target: workers, Name: "app.service", Enable: true, Content: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}},
+	}
+	// /etc/bad.json says no format: written as it is, not substituted.
+	files, diags := render(t, fixtureCluster(), set)
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	var doc document
+	if err := yaml.Unmarshal(files[2].Content, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var plan nodeplan.ArtifactsPlan
+	var secrets nodeplan.SecretsPlan
+	for _, f := range doc.WriteFiles {
+		switch f.Path {
+		case nodeplan.ArtifactsPath:
+			if err := json.Unmarshal([]byte(f.Content), &plan); err != nil {
+				t.Fatal(err)
+			}
+		case nodeplan.SecretsPath:
+			if err := json.Unmarshal([]byte(f.Content), &secrets); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(plan.Binaries) != 2 || plan.Binaries[0].Name != "cni-plugins bridge" || plan.Binaries[1].Sources["amd64"].Member != "./loopback" ||
+		plan.Binaries[0].Sources["amd64"].URL != "https://example/cni.tgz" {
+		t.Errorf("binaries: %+v", plan.Binaries)
+	}
+	if len(plan.Images) != 1 || plan.Images[0].Sources["amd64"].AssetKey != "assets/"+mirrored || plan.Images[0].Sources["amd64"].Digest != "" {
+		t.Errorf("images: %+v", plan.Images)
+	}
+	if len(secrets.Files) != 1 || secrets.Files[0] != (nodeplan.SecretFile{Path: "/etc/app.env", Format: nodeplan.FormatEnv}) {
+		t.Errorf("secrets plan: %+v", secrets)
+	}
+	var run []string
+	for _, c := range doc.RunCmd {
+		run = append(run, strings.Join(c, " "))
+	}
+	want := "kube-aws-node secrets|kube-aws-node artifacts|systemctl daemon-reload|systemctl enable app.service|systemctl start --no-block app.service|kube-aws-node wait"
+	if got := strings.Join(run, "|"); got != want {
+		t.Errorf("runcmd %s\nwant    %s", got, want)
 	}
 }

@@ -1,0 +1,148 @@
+package cloudconfig
+
+import (
+	"sort"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
+)
+
+// NodeAgent is the command runcmd calls: boot puts the folder of the running
+// kube-aws-node first on PATH (docs/node-agent.md).
+const NodeAgent = "kube-aws-node"
+
+// steps are kube-aws-node's steps that runcmd calls, in the order of the
+// boot flow, each when the role has its plan. Volumes come first because
+// their tags give facts ({member}) that the markers of secrets, the names of
+// certificates and the records of dns use; secrets before artifacts and
+// certificates (a CA key is a secret); units start after dns (etcd peers
+// find each other by name); addons and wait need the units running.
+var steps = []struct {
+	step, plan string
+	afterUnits bool
+}{
+	{"volumes", nodeplan.VolumesPath, false},
+	{"secrets", nodeplan.SecretsPath, false},
+	{"artifacts", nodeplan.ArtifactsPath, false},
+	{"certificates", nodeplan.CertificatesPath, false},
+	{"dns", nodeplan.DNSPath, false},
+	{"addons", nodeplan.AddonsPath, true},
+	{"wait", nodeplan.GoalPath, true},
+}
+
+// secretsPlan lists every file of the machine that holds a secret or fact
+// marker, with the format the machine substitutes it by: the construct's
+// Format, whole for a sensitive file that gives none. A file with no format
+// is written as it is: text in it that looks like a marker (a script that
+// mentions one) is never substituted.
+func secretsPlan(entries []writeFile, formats map[string]string) *nodeplan.SecretsPlan {
+	plan := &nodeplan.SecretsPlan{}
+	for _, e := range entries {
+		if f := formats[e.Path]; f != "" && nodeplan.AnyMarkerPattern.MatchString(e.Content) {
+			plan.Files = append(plan.Files, nodeplan.SecretFile{Path: e.Path, Format: nodeplan.Format(f)})
+		}
+	}
+	return plan
+}
+
+// artifactsPlan is the machine's artifacts.json: every artifact aimed at it,
+// each file of a binary release a binary, from the mirror's upload
+// (assets/<sha256>) in air-gapped mode, else from upstream.
+func artifactsPlan(set *construct.Set, m machine) (*nodeplan.ArtifactsPlan, diag.List) {
+	plan := &nodeplan.ArtifactsPlan{}
+	var diags diag.List
+	seen := map[string]bool{}
+	for _, a := range set.Artifacts {
+		if !m.matches(a.Target) || seen[a.Name] {
+			continue
+		}
+		seen[a.Name] = true
+		archs := make([]string, 0, len(a.Sources))
+		for arch := range a.Sources {
+			archs = append(archs, arch)
+		}
+		sort.Strings(archs)
+		switch a.Kind {
+		case construct.Binary:
+			for _, f := range a.Files {
+				b := nodeplan.Binary{Name: a.Name + " " + f.Name, Path: f.Path, Mode: f.Mode, Sources: map[nodeplan.Arch]nodeplan.Source{}}
+				if len(a.Files) == 1 {
+					b.Name = a.Name
+				}
+				for _, arch := range archs {
+					src := a.Sources[arch]
+					if sum, ok := src.Mirrored[f.Name]; ok {
+						b.Sources[nodeplan.Arch(arch)] = nodeplan.Source{AssetKey: nodeplan.AssetKey(sum), SHA256: sum}
+					} else if src.URL != "" {
+						b.Sources[nodeplan.Arch(arch)] = nodeplan.Source{URL: src.URL, SHA256: src.SHA256, Member: src.Members[f.Name]}
+					}
+				}
+				plan.Binaries = append(plan.Binaries, b)
+			}
+		case construct.Image:
+			im := nodeplan.Image{Name: a.Name, Reference: a.Reference, Sources: map[nodeplan.Arch]nodeplan.ImageSource{}}
+			for _, arch := range archs {
+				src := a.Sources[arch]
+				if sum, ok := src.Mirrored[construct.MirrorImageFile]; ok {
+					im.Sources[nodeplan.Arch(arch)] = nodeplan.ImageSource{AssetKey: nodeplan.AssetKey(sum), SHA256: sum}
+				} else if src.Digest != "" {
+					im.Sources[nodeplan.Arch(arch)] = nodeplan.ImageSource{Digest: src.Digest}
+				}
+			}
+			plan.Images = append(plan.Images, im)
+		}
+	}
+	if err := plan.Validate(); err != nil {
+		diags = append(diags, diag.Fatalf("artifacts plan of %s: %v", m, err).At("constructs.artifacts"))
+	}
+	return plan, diags
+}
+
+// encodePlan is a plan as the content of its file.
+func encodePlan(p nodeplan.Plan) (string, error) {
+	b, err := nodeplan.Encode(p)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// runCmd is the machine's runcmd: kube-aws-node's steps for the plans it
+// has, in the boot flow's order, with systemd's reload, restarts and starts
+// between the steps that prepare the machine and those that need its units.
+func runCmd(entries []writeFile, hasUnits bool, restart, enable []string) [][]string {
+	has := map[string]bool{}
+	for _, e := range entries {
+		has[e.Path] = true
+	}
+	var out [][]string
+	units := func() {
+		if hasUnits {
+			out = append(out, []string{"systemctl", "daemon-reload"})
+		}
+		if len(restart) > 0 {
+			out = append(out, append([]string{"systemctl", "try-restart", "--no-block"}, restart...))
+		}
+		if len(enable) > 0 {
+			out = append(out, append([]string{"systemctl", "enable"}, enable...))
+			// --no-block: a unit that waits for something later in the
+			// boot must not hold the boot hostage.
+			out = append(out, append([]string{"systemctl", "start", "--no-block"}, enable...))
+		}
+	}
+	started := false
+	for _, s := range steps {
+		if s.afterUnits && !started {
+			units()
+			started = true
+		}
+		if has[s.plan] {
+			out = append(out, []string{NodeAgent, s.step})
+		}
+	}
+	if !started {
+		units()
+	}
+	return out
+}
