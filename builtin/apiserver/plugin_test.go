@@ -13,7 +13,7 @@ import (
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
-const clusterJSON = `{"clusterName":"demo","kubernetesVersion":"1.31.4","etcd":{"count":3}}`
+const clusterJSON = `{"clusterName":"demo","kubernetesVersion":"1.34.4","etcd":{"count":3},"kubernetes":{"podCIDR":"10.2.0.0/16","serviceCIDR":"10.3.0.0/24","clusterDomain":"cluster.local"}}`
 
 // TestPluginBinary runs the built plugin through kube-aws's own host code:
 // registration, initialise (defaults plus the user's flags from values),

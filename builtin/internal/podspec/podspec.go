@@ -131,6 +131,11 @@ func StaticPod(flags []construct.Flag, volumes []construct.Volume, kubernetesVer
 		if f.Name == "" {
 			return nil, fmt.Errorf("kube-apiserver flag with an empty name (value %q)", f.Value)
 		}
+		if f.Value == "" {
+			// --name= is refused by kube-apiserver for most flags; the
+			// apiserver plugin's render check names the flag's plugin.
+			return nil, fmt.Errorf("kube-apiserver flag --%s of plugin %q has an empty value", f.Name, f.Plugin)
+		}
 		command = append(command, "--"+f.Name+"="+f.Value)
 		switch f.Name {
 		case "secure-port":

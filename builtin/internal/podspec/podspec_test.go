@@ -70,6 +70,7 @@ func TestStaticPodErrors(t *testing.T) {
 		{"bad version", nil, ok, "one.two", "not a number"},
 		{"bad port", []construct.Flag{{Name: "secure-port", Value: "https"}}, ok, "1.30.1", "not a port"},
 		{"empty flag name", []construct.Flag{{Name: "", Value: "x"}}, ok, "1.30.1", "empty name"},
+		{"empty flag value", []construct.Flag{{Name: "advertise-address", Value: "", Plugin: "extras"}}, ok, "1.30.1", `--advertise-address of plugin "extras" has an empty value`},
 		{"volume name clash", nil, []construct.Volume{{Name: "a", HostPath: "/a", MountPath: "/a"}, {Name: "a", HostPath: "/b", MountPath: "/b"}}, "1.30.1", "defined twice"},
 		{"mount clash", nil, []construct.Volume{{Name: "a", HostPath: "/a", MountPath: "/m"}, {Name: "b", HostPath: "/b", MountPath: "/m"}}, "1.30.1", "both mount"},
 		{"incomplete volume", nil, []construct.Volume{{Name: "a"}}, "1.30.1", "required"},

@@ -97,8 +97,9 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 	}
 
 	pki := func(name string) string { return PKIDir + "/" + name }
+	// Certificate and key files are kubeadm's layout (CLUSTER.md), which the
+	// pki plugin issues on every controller.
 	flags := map[string]string{
-		"advertise-address":                  "", // filled below only when known
 		"allow-privileged":                   "true",
 		"anonymous-auth":                     "false",
 		"api-audiences":                      "https://kubernetes.default.svc.cluster.local",
@@ -109,36 +110,39 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		"audit-policy-file":                  AuditPolicyPath,
 		"authorization-mode":                 "Node,RBAC",
 		"bind-address":                       "0.0.0.0",
-		"client-ca-file":                     pki("ca.pem"),
+		"client-ca-file":                     pki("ca.crt"),
 		"enable-admission-plugins":           strings.Join(admissionPlugins, ","),
 		"enable-bootstrap-token-auth":        "true",
-		"etcd-cafile":                        pki("etcd-ca.pem"),
-		"etcd-certfile":                      pki("etcd-client.pem"),
-		"etcd-keyfile":                       pki("etcd-client-key.pem"),
+		"etcd-cafile":                        pki("etcd/ca.crt"),
+		"etcd-certfile":                      pki("apiserver-etcd-client.crt"),
+		"etcd-keyfile":                       pki("apiserver-etcd-client.key"),
 		"etcd-servers":                       strings.Join(v.EtcdEndpoints, ","),
-		"kubelet-certificate-authority":      pki("ca.pem"),
-		"kubelet-client-certificate":         pki("apiserver-kubelet-client.pem"),
-		"kubelet-client-key":                 pki("apiserver-kubelet-client-key.pem"),
+		"kubelet-certificate-authority":      pki("ca.crt"),
+		"kubelet-client-certificate":         pki("apiserver-kubelet-client.crt"),
+		"kubelet-client-key":                 pki("apiserver-kubelet-client.key"),
 		"kubelet-preferred-address-types":    "InternalIP,Hostname,ExternalIP",
 		"profiling":                          "false",
-		"proxy-client-cert-file":             pki("front-proxy-client.pem"),
-		"proxy-client-key-file":              pki("front-proxy-client-key.pem"),
+		"proxy-client-cert-file":             pki("front-proxy-client.crt"),
+		"proxy-client-key-file":              pki("front-proxy-client.key"),
 		"requestheader-allowed-names":        "front-proxy-client",
-		"requestheader-client-ca-file":       pki("front-proxy-ca.pem"),
+		"requestheader-client-ca-file":       pki("front-proxy-ca.crt"),
 		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
 		"requestheader-group-headers":        "X-Remote-Group",
 		"requestheader-username-headers":     "X-Remote-User",
 		"secure-port":                        fmt.Sprint(v.SecurePort),
 		"service-account-issuer":             "https://kubernetes.default.svc.cluster.local",
-		"service-account-key-file":           pki("service-account.pem"),
-		"service-account-signing-key-file":   pki("service-account-key.pem"),
+		"service-account-key-file":           pki("sa.pub"),
+		"service-account-signing-key-file":   pki("sa.key"),
 		"service-cluster-ip-range":           c.Kubernetes.ServiceCIDR,
-		"tls-cert-file":                      pki("apiserver.pem"),
+		"tls-cert-file":                      pki("apiserver.crt"),
 		"tls-min-version":                    "VersionTLS12",
-		"tls-private-key-file":               pki("apiserver-key.pem"),
+		"tls-private-key-file":               pki("apiserver.key"),
 	}
-	// --advertise-address is left out: it is the controller's own IP, known
-	// only on the node, and kube-apiserver picks the default interface's.
+	// --advertise-address is left out: it is the controller's own address,
+	// known only on the machine, and kube-apiserver then advertises the
+	// address of the host's default interface, which on EC2 is the
+	// instance's private address (the one the kubernetes Service's endpoint
+	// must be).
 	// The user's flags replace the defaults: they were written on purpose.
 	for name, value := range v.Flags {
 		flags[strings.TrimLeft(name, "-")] = value
@@ -240,6 +244,12 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 		switch {
 		case strings.HasPrefix(name, "-") || name == "":
 			diags = append(diags, diag.Fatalf("kube-apiserver flag %q: write flag names without leading dashes", name).At(path))
+		case f.Value == "":
+			// kube-apiserver refuses most flags given as --name= (an empty
+			// IP, port or path), and for the rest an empty value is never
+			// what a plugin meant: leave the flag out instead.
+			diags = append(diags, diag.Fatalf("kube-apiserver flag --%s has an empty value", name).At(path).
+				WithHint("leave the flag out to get kube-apiserver's default, or give it a value"))
 		case !ok:
 			d := diag.Fatalf("unknown kube-apiserver flag --%s for Kubernetes %s", name, ver.MinorString()).At(path)
 			if near := diag.Closest(name, knownNames(), 2); near != "" {

@@ -36,12 +36,22 @@ func TestDefaults(t *testing.T) {
 		"service-cluster-ip-range": "10.7.0.0/24", // kubernetes.serviceCIDR
 		"authorization-mode":       "Node,RBAC",
 		"secure-port":              "443",
-		"tls-cert-file":            "/etc/kubernetes/pki/apiserver.pem",
+		"tls-cert-file":            "/etc/kubernetes/pki/apiserver.crt",
+		"etcd-cafile":              "/etc/kubernetes/pki/etcd/ca.crt",
+		"service-account-key-file": "/etc/kubernetes/pki/sa.pub",
 		"v":                        "2",    // user flag, dashes trimmed
 		"profiling":                "true", // user flag replaces the default
 	} {
 		if got, ok := flagValue(fs, name); !ok || got != want {
 			t.Errorf("--%s = %q (present %v), want %q", name, got, ok, want)
+		}
+	}
+	if v, ok := flagValue(fs, "advertise-address"); ok {
+		t.Errorf("--advertise-address=%q is rendered; it is the machine's own address, left to kube-apiserver", v)
+	}
+	for _, f := range fs {
+		if f.Value == "" {
+			t.Errorf("--%s is rendered with an empty value", f.Name)
 		}
 	}
 	if v, _ := flagValue(fs, "enable-admission-plugins"); !strings.Contains(v, "NodeRestriction") {
@@ -122,6 +132,7 @@ func TestCheck(t *testing.T) {
 		{"removed klog", "logtostderr", "1.28.0", diag.Fatal, "removed in Kubernetes 1.26", "--logging-format"},
 		{"deprecated admission-control", "admission-control", "1.30.0", diag.Warning, "deprecated since Kubernetes 1.10", "--enable-admission-plugins"},
 		{"deprecated cloud-provider", "cloud-provider", "1.30.0", diag.Warning, "deprecated", "cloud-controller-manager"},
+		{"removed cloud-provider", "cloud-provider", "1.34.4", diag.Fatal, "removed in Kubernetes 1.33", "cloud-controller-manager"},
 		{"too new for version", "authentication-config", "1.28.0", diag.Fatal, "needs Kubernetes 1.29", ""},
 		{"available in version", "authentication-config", "1.29.0", "", "", ""},
 		{"newer than the table checks as newest", "authentication-config", "1.40.0", "", "", ""},
@@ -130,7 +141,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Check([]construct.Flag{{Name: "secure-port", Value: "443"}, {Name: tt.flag, Value: "x"}}, tt.version)
+			d := Check([]construct.Flag{{Name: "secure-port", Value: "443"}, {Name: tt.flag, Value: "x", Plugin: "extras"}}, tt.version)
 			if tt.severity == "" {
 				if len(d) != 0 {
 					t.Fatalf("unexpected diagnostics: %v", d)
@@ -143,6 +154,9 @@ func TestCheck(t *testing.T) {
 			got := d[0]
 			if got.Severity != tt.severity || !strings.Contains(got.Message, tt.message) || !strings.Contains(got.Hint, tt.hint) {
 				t.Errorf("got %s %q hint %q; want %s containing %q, hint containing %q", got.Severity, got.Message, got.Hint, tt.severity, tt.message, tt.hint)
+			}
+			if got.Plugin != "extras" {
+				t.Errorf("plugin = %q, want the plugin that set the flag", got.Plugin)
 			}
 			if got.Path != "constructs.apiServer.flags["+tt.flag+"]" {
 				t.Errorf("path = %q, want the flag by name, as core/merge names it", got.Path)
@@ -162,5 +176,18 @@ func TestCheckReportsEveryProblemOnce(t *testing.T) {
 	f, w := d.Count()
 	if f != 2 || w != 1 {
 		t.Errorf("got %d fatal, %d warning: %v; want 2 and 1", f, w, d)
+	}
+}
+
+// TestCheckRefusesEmptyValues: a flag rendered as --name= (issue 11: the
+// API server refused --advertise-address=) is a render fatal naming the
+// flag and the plugin that set it.
+func TestCheckRefusesEmptyValues(t *testing.T) {
+	for _, name := range []string{"advertise-address", "etcd-servers", "v"} {
+		d := Check([]construct.Flag{{Name: "secure-port", Value: "443"}, {Name: name, Value: "", Plugin: "extras"}}, "1.34.4")
+		if len(d) != 1 || d[0].Severity != diag.Fatal || d[0].Plugin != "extras" ||
+			!strings.Contains(d[0].Message, "--"+name+" has an empty value") || d[0].Path != "constructs.apiServer.flags["+name+"]" {
+			t.Errorf("--%s=: got %v; want one fatal naming the flag, at its path, about plugin extras", name, d)
+		}
 	}
 }

@@ -16,8 +16,9 @@ type spec struct {
 // OldestMinor and NewestMinor bound the Kubernetes versions whose flags the
 // table below was checked against (kube-apiserver --help of each release).
 // 1.34: v1.34.4's --help (the artifact folder's image) no longer has
-// apiserver-count, default-watch-cache-size, cloud-provider and
-// cloud-config; they are marked removed in 1.34, the newest release checked.
+// apiserver-count and default-watch-cache-size; they are marked removed in
+// 1.34, the newest release checked. cloud-provider and cloud-config went in
+// 1.33 (kubernetes/kubernetes#130162).
 const (
 	OldestMinor = 27
 	NewestMinor = 34
@@ -195,10 +196,12 @@ var known = map[string]spec{
 	"log-json-split-stream":     {},
 
 	// Cloud provider: kube-aws runs the AWS cloud-controller-manager instead.
-	"cloud-provider": {Deprecated: 24, Removed: 34,
-		Replacement: "run the AWS cloud-controller-manager; the API server needs no cloud provider"},
-	"cloud-config": {Deprecated: 24, Removed: 34,
-		Replacement: "configure the AWS cloud-controller-manager instead"},
+	// Deprecated in 1.29 (kubernetes/kubernetes#120903), removed in 1.33
+	// (kubernetes/kubernetes#130162): kube-apiserver 1.33 exits on them.
+	"cloud-provider": {Deprecated: 29, Removed: 33,
+		Replacement: "nothing: the AWS cloud-controller-manager does the cloud's work and the API server needs no cloud provider"},
+	"cloud-config": {Deprecated: 29, Removed: 33,
+		Replacement: "nothing: configure the AWS cloud-controller-manager instead"},
 
 	// Removed flags, kept so the fatal can say what to use instead.
 	"insecure-port":         {Deprecated: 20, Removed: 24, Replacement: "--secure-port (the insecure port is gone)"},
