@@ -11,13 +11,13 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kube-aws/kube-aws/contrib/internal/chartcache"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/kubeversion"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/chartcache"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 

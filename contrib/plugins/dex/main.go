@@ -10,10 +10,10 @@ import (
 	"embed"
 	"encoding/json"
 
-	"github.com/kube-aws/kube-aws/contrib/internal/chartcache"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/chartcache"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 

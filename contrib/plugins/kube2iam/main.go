@@ -12,11 +12,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kube-aws/kube-aws/contrib/internal/chartcache"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/chartcache"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 

@@ -1,4 +1,4 @@
-// Package chartcache puts a Helm chart that a contrib plugin embeds in its
+// Package chartcache puts a Helm chart that a built-in or contrib plugin embeds in its
 // binary (go:embed) on disk, where the helm built-in plugin can load it: the
 // construct.Chart a plugin contributes names a folder by absolute path, and
 // the helm plugin runs in another process.
@@ -12,7 +12,7 @@
 //   - concurrent runs are safe: each writes a temporary folder and renames it
 //     into place, and a rename that loses the race finds the same content.
 //
-// It uses only the standard library, so contrib binaries stay lean.
+// It uses only the standard library, so plugin binaries stay lean.
 package chartcache
 
 import (
