@@ -1,7 +1,9 @@
-// Package podspec builds the kube-apiserver static pod manifest that the
-// userdata plugin places in the controllers' /etc/kubernetes/manifests, from
-// the API server flags and volumes every plugin contributed (the apiserver
-// plugin contributes the defaults and checks the merged flags). It is a
+// Package podspec builds the control plane's static pod manifests: the
+// kube-apiserver's, which the userdata plugin places in the controllers'
+// /etc/kubernetes/manifests from the API server flags and volumes every
+// plugin contributed (the apiserver plugin contributes the defaults and
+// checks the merged flags), and those of kube-controller-manager and
+// kube-scheduler, which the kubernetes plugin contributes as files. It is a
 // library the built-ins share (like builtin/internal/cfn), not part of a
 // plugin: plugins never import each other (docs/design.md).
 //
@@ -15,6 +17,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -68,7 +71,7 @@ type container struct {
 	ImagePullPolicy string        `json:"imagePullPolicy"`
 	Command         []string      `json:"command"`
 	LivenessProbe   probe         `json:"livenessProbe"`
-	ReadinessProbe  probe         `json:"readinessProbe"`
+	ReadinessProbe  *probe        `json:"readinessProbe,omitempty"`
 	StartupProbe    probe         `json:"startupProbe"`
 	Resources       resources     `json:"resources"`
 	VolumeMounts    []volumeMount `json:"volumeMounts,omitempty"`
@@ -153,37 +156,91 @@ func StaticPod(flags []construct.Flag, volumes []construct.Volume, kubernetesVer
 		}
 	}
 
-	mounts, podVolumes, err := buildVolumes(volumes)
-	if err != nil {
-		return nil, err
-	}
 	get := func(path string) httpGet {
 		return httpGet{Host: host, Path: path, Port: port, Scheme: "HTTPS"}
+	}
+	// Probe settings follow kubeadm's, which are tuned for an API server
+	// that waits for etcd on first boot.
+	return build(Component{
+		Name:      "kube-apiserver",
+		Image:     Image + ":" + v.String(),
+		Command:   command,
+		Volumes:   volumes,
+		CPU:       "250m",
+		Liveness:  probe{HTTPGet: get("/livez"), InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 8},
+		Readiness: &probe{HTTPGet: get("/readyz"), PeriodSeconds: 1, TimeoutSeconds: 15, FailureThreshold: 3},
+		Startup:   probe{HTTPGet: get("/livez"), InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 24},
+	})
+}
+
+// Component describes the static pod of a control-plane component that
+// serves a health endpoint on the machine (kube-controller-manager,
+// kube-scheduler): its image, its command (the images kube-aws runs have
+// no entrypoint: the command names the binary), the host paths it mounts.
+type Component struct {
+	Name    string
+	Image   string
+	Command []string
+	Volumes []construct.Volume
+	// HealthPort and HealthPath are the HTTPS endpoint on 127.0.0.1 the
+	// kubelet probes (--bind-address=127.0.0.1 keeps it off the network).
+	HealthPort int
+	HealthPath string
+	// CPU is the container's CPU request.
+	CPU string
+
+	Liveness, Startup probe
+	Readiness         *probe
+}
+
+// ComponentPod returns the static pod manifest of a control-plane
+// component as YAML, with kubeadm's probe settings on its health endpoint.
+func ComponentPod(c Component) ([]byte, error) {
+	if c.Name == "" || c.Image == "" || len(c.Command) == 0 {
+		return nil, fmt.Errorf("static pod %q: name, image and command are required", c.Name)
+	}
+	if c.HealthPort <= 0 || c.HealthPort > 65535 || c.HealthPath == "" {
+		return nil, fmt.Errorf("static pod %s: health endpoint %d%s is not a port and path", c.Name, c.HealthPort, c.HealthPath)
+	}
+	for _, arg := range c.Command[1:] {
+		if strings.HasSuffix(arg, "=") {
+			return nil, fmt.Errorf("static pod %s: flag %s has an empty value", c.Name, arg)
+		}
+	}
+	get := httpGet{Host: "127.0.0.1", Path: c.HealthPath, Port: c.HealthPort, Scheme: "HTTPS"}
+	c.Liveness = probe{HTTPGet: get, InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 8}
+	c.Startup = probe{HTTPGet: get, InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 24}
+	c.Readiness = nil
+	return build(c)
+}
+
+func build(c Component) ([]byte, error) {
+	mounts, podVolumes, err := buildVolumes(c.Volumes)
+	if err != nil {
+		return nil, err
 	}
 	p := pod{
 		APIVersion: "v1",
 		Kind:       "Pod",
 		Metadata: metadata{
-			Name:      "kube-apiserver",
+			Name:      c.Name,
 			Namespace: "kube-system",
-			Labels:    map[string]string{"component": "kube-apiserver", "tier": "control-plane"},
+			Labels:    map[string]string{"component": c.Name, "tier": "control-plane"},
 		},
 		Spec: podSpec{
 			HostNetwork:       true,
 			PriorityClassName: "system-node-critical",
 			SecurityContext:   podSecurity{SeccompProfile: seccompProfile{Type: "RuntimeDefault"}},
 			Containers: []container{{
-				Name:            "kube-apiserver",
-				Image:           Image + ":" + v.String(),
+				Name:            c.Name,
+				Image:           c.Image,
 				ImagePullPolicy: "IfNotPresent",
-				Command:         command,
-				// Probe settings follow kubeadm's, which are tuned for an API
-				// server that waits for etcd on first boot.
-				LivenessProbe:  probe{HTTPGet: get("/livez"), InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 8},
-				ReadinessProbe: probe{HTTPGet: get("/readyz"), PeriodSeconds: 1, TimeoutSeconds: 15, FailureThreshold: 3},
-				StartupProbe:   probe{HTTPGet: get("/livez"), InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 15, FailureThreshold: 24},
-				Resources:      resources{Requests: map[string]string{"cpu": "250m"}},
-				VolumeMounts:   mounts,
+				Command:         c.Command,
+				LivenessProbe:   c.Liveness,
+				ReadinessProbe:  c.Readiness,
+				StartupProbe:    c.Startup,
+				Resources:       resources{Requests: map[string]string{"cpu": c.CPU}},
+				VolumeMounts:    mounts,
 			}},
 			Volumes: podVolumes,
 		},

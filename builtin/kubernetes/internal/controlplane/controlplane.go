@@ -1,0 +1,213 @@
+// Package controlplane builds what the controllers run besides the API
+// server (whose static pod the apiserver plugin's flags make): the static
+// pods of kube-controller-manager and kube-scheduler, both with leader
+// election so that any number of controllers may run them, the plan and
+// unit of kube-aws-node's kubelet serving CSR approver, and the RBAC
+// bindings that let a worker's kubelet join with a bootstrap token.
+package controlplane
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kube-aws/kube-aws/builtin/internal/podspec"
+	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
+)
+
+// Paths and names on the controllers.
+const (
+	ManifestDir = "/etc/kubernetes/manifests"
+	// ApproverUnit runs `kube-aws-node approve-csrs`.
+	ApproverUnit = "kube-aws-approve-csrs.service"
+	// Health ports of the components (their defaults), probed on loopback.
+	ControllerManagerPort = 10257
+	SchedulerPort         = 10259
+)
+
+var controller = construct.Target{Role: construct.Controller}
+
+// Contribute adds the controllers' static pods, the approver's plan and
+// unit, and the node bootstrap RBAC manifest to set.
+func Contribute(set *construct.Set, c *config.Cluster, r versions.Release) error {
+	kcm, err := controllerManager(c, r)
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler(r)
+	if err != nil {
+		return err
+	}
+	approver, err := nodeplan.Encode(&nodeplan.ApproverPlan{Kubeconfig: names.KubeconfigAdmin})
+	if err != nil {
+		return err
+	}
+	set.Files = append(set.Files, []construct.File{
+		{Target: controller, Path: ManifestDir + "/kube-controller-manager.yaml", Mode: "0600", Content: string(kcm)},
+		{Target: controller, Path: ManifestDir + "/kube-scheduler.yaml", Mode: "0600", Content: string(sched)},
+		{Target: controller, Path: nodeplan.ApproverPath, Mode: "0644", Content: string(approver)},
+	}...)
+	set.Units = append(set.Units, construct.Unit{Target: controller, Name: ApproverUnit, Content: approverUnit, Enable: true})
+	set.Manifests = append(set.Manifests, construct.Manifest{Name: "kube-aws-node-bootstrap.yaml", Content: bootstrapRBAC})
+	return nil
+}
+
+// flags renders name -> value as --name=value, sorted, refusing an empty
+// value (the component would refuse it at start).
+func flags(component string, m map[string]string) ([]string, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := []string{component}
+	for _, k := range keys {
+		if m[k] == "" {
+			return nil, fmt.Errorf("%s flag --%s has an empty value", component, k)
+		}
+		out = append(out, "--"+k+"="+m[k])
+	}
+	return out, nil
+}
+
+var pkiVolume = construct.Volume{Name: "k8s-certs", HostPath: names.PKIDir, MountPath: names.PKIDir, ReadOnly: true}
+var caCertsVolume = construct.Volume{Name: "ca-certs", HostPath: "/etc/ssl/certs", MountPath: "/etc/ssl/certs", ReadOnly: true}
+
+func kubeconfigVolume(path string) construct.Volume {
+	return construct.Volume{Name: "kubeconfig", HostPath: path, MountPath: path, ReadOnly: true}
+}
+
+func controllerManager(c *config.Cluster, r versions.Release) ([]byte, error) {
+	kc := names.KubeconfigControllerManager
+	command, err := flags("kube-controller-manager", map[string]string{
+		// Node IPAM gives every node a /24 of the pod network
+		// (node.spec.podCIDR), which the CNI (flannel) takes its subnet from.
+		"allocate-node-cidrs":              "true",
+		"cluster-cidr":                     c.Kubernetes.PodCIDR,
+		"node-cidr-mask-size":              "24",
+		"service-cluster-ip-range":         c.Kubernetes.ServiceCIDR,
+		"authentication-kubeconfig":        kc,
+		"authorization-kubeconfig":         kc,
+		"kubeconfig":                       kc,
+		"bind-address":                     "127.0.0.1",
+		"client-ca-file":                   names.PKICACert,
+		"requestheader-client-ca-file":     names.PKIFrontProxyCACert,
+		"root-ca-file":                     names.PKICACert,
+		"service-account-private-key-file": names.PKIServiceAccountKey,
+		// The CSR signer signs kubelets' client certificates (TLS
+		// bootstrapping) and serving certificates with the cluster CA.
+		"cluster-signing-cert-file": names.PKICACert,
+		"cluster-signing-key-file":  names.PKICAKey,
+		"cluster-name":              c.ClusterName,
+		// bootstrapsigner and tokencleaner are off by default; the
+		// bootstrap token workers join with needs the latter to expire.
+		"controllers":                     "*,bootstrapsigner,tokencleaner",
+		"leader-elect":                    "true",
+		"use-service-account-credentials": "true",
+		"profiling":                       "false",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return podspec.ComponentPod(podspec.Component{
+		Name:       "kube-controller-manager",
+		Image:      r.Image("kube-controller-manager"),
+		Command:    command,
+		Volumes:    []construct.Volume{pkiVolume, caCertsVolume, kubeconfigVolume(kc)},
+		HealthPort: ControllerManagerPort,
+		HealthPath: "/healthz",
+		CPU:        "200m",
+	})
+}
+
+func scheduler(r versions.Release) ([]byte, error) {
+	kc := names.KubeconfigScheduler
+	command, err := flags("kube-scheduler", map[string]string{
+		"authentication-kubeconfig": kc,
+		"authorization-kubeconfig":  kc,
+		"kubeconfig":                kc,
+		"bind-address":              "127.0.0.1",
+		"leader-elect":              "true",
+		"profiling":                 "false",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return podspec.ComponentPod(podspec.Component{
+		Name:    "kube-scheduler",
+		Image:   r.Image("kube-scheduler"),
+		Command: command,
+		// The kubeconfig names its client certificate by path, in PKIDir.
+		Volumes:    []construct.Volume{pkiVolume, kubeconfigVolume(kc)},
+		HealthPort: SchedulerPort,
+		HealthPath: "/livez",
+		CPU:        "100m",
+	})
+}
+
+// approverUnit runs the kubelet serving CSR approver on every controller
+// (each decides a request at most once; a second one finds it decided).
+var approverUnit = strings.Join([]string{
+	"[Unit]",
+	"Description=kube-aws: approve kubelet serving certificate requests that match their EC2 instance",
+	"After=network-online.target",
+	"Wants=network-online.target",
+	"",
+	"[Service]",
+	"EnvironmentFile=" + nodeplan.SettingsEnvPath,
+	"ExecStart=" + nodeplan.BinaryPath + " approve-csrs",
+	"Restart=always",
+	"RestartSec=5",
+	"",
+	"[Install]",
+	"WantedBy=multi-user.target",
+	"",
+}, "\n")
+
+// bootstrapRBAC lets a kubelet holding a bootstrap token (group
+// system:bootstrappers) ask for its client certificate, has the controller
+// manager's csrapproving controller approve that request and the renewals of
+// nodes' own certificates (what kubeadm sets up), and nothing else.
+const bootstrapRBAC = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kube-aws:kubelet-bootstrap
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:node-bootstrapper
+subjects:
+  - apiGroup: rbac.authorization.k8s.io
+    kind: Group
+    name: system:bootstrappers
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kube-aws:node-autoapprove-bootstrap
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:nodeclient
+subjects:
+  - apiGroup: rbac.authorization.k8s.io
+    kind: Group
+    name: system:bootstrappers
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kube-aws:node-autoapprove-certificate-rotation
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:selfnodeclient
+subjects:
+  - apiGroup: rbac.authorization.k8s.io
+    kind: Group
+    name: system:nodes
+`

@@ -1,0 +1,92 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
+	"github.com/kube-aws/kube-aws/core/config"
+)
+
+func release(t *testing.T) versions.Release {
+	r, d := versions.For("1.34.4")
+	if len(d) != 0 {
+		t.Fatal(d)
+	}
+	return r
+}
+
+// TestContainerdConfig reads the configuration back as containerd would
+// (TOML) and checks the settings the nodes depend on.
+func TestContainerdConfig(t *testing.T) {
+	out, err := ContainerdConfig(release(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Version int `toml:"version"`
+		Plugins struct {
+			CRI struct {
+				SandboxImage        string `toml:"sandbox_image"`
+				RestrictOOMScoreAdj bool   `toml:"restrict_oom_score_adj"`
+				Containerd          struct {
+					DefaultRuntimeName string `toml:"default_runtime_name"`
+					Runtimes           map[string]struct {
+						RuntimeType string         `toml:"runtime_type"`
+						Options     map[string]any `toml:"options"`
+					} `toml:"runtimes"`
+				} `toml:"containerd"`
+				CNI struct {
+					BinDir  string `toml:"bin_dir"`
+					ConfDir string `toml:"conf_dir"`
+				} `toml:"cni"`
+			} `toml:"io.containerd.grpc.v1.cri"`
+		} `toml:"plugins"`
+	}
+	md, err := toml.Decode(out, &cfg)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if u := md.Undecoded(); len(u) != 0 {
+		t.Errorf("keys this test does not check: %v", u)
+	}
+	cri := cfg.Plugins.CRI
+	runc := cri.Containerd.Runtimes["runc"]
+	if cfg.Version != 2 || cri.Containerd.DefaultRuntimeName != "runc" || cri.SandboxImage != "registry.k8s.io/pause:3.10.1" || !cri.RestrictOOMScoreAdj ||
+		runc.RuntimeType != "io.containerd.runc.v2" || runc.Options["SystemdCgroup"] != false ||
+		cri.CNI.BinDir != CNIBinDir || cri.CNI.ConfDir != CNIConfDir {
+		t.Errorf("containerd configuration %+v", cfg)
+	}
+}
+
+func TestKubeletConfig(t *testing.T) {
+	c := &config.Cluster{Kubernetes: config.Kubernetes{PodCIDR: "10.2.0.0/16", ServiceCIDR: "10.3.0.0/24", ClusterDomain: "cluster.local"}}
+	s, err := SettingsOf(c, release(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, controlPlane := range []bool{true, false} {
+		out, err := KubeletConfig(s, controlPlane)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kc kubeletConfiguration
+		if err := yaml.UnmarshalStrict([]byte(out), &kc); err != nil {
+			t.Fatal(err)
+		}
+		if kc.ClusterDNS[0] != "10.3.0.10" || kc.CgroupDriver != "cgroupfs" || !kc.ServerTLSBootstrap ||
+			kc.Authentication.Anonymous.Enabled || kc.Authorization.Mode != "Webhook" {
+			t.Errorf("kubelet configuration %+v", kc)
+		}
+		if (kc.StaticPodPath != "") != controlPlane {
+			t.Errorf("control plane %v: staticPodPath %q", controlPlane, kc.StaticPodPath)
+		}
+	}
+	c.Kubernetes.ServiceCIDR = "nonsense"
+	if _, err := SettingsOf(c, release(t)); err == nil || !strings.Contains(err.Error(), "kubernetes.serviceCIDR") {
+		t.Errorf("a bad service CIDR: %v", err)
+	}
+}

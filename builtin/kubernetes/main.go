@@ -1,0 +1,38 @@
+// Command kubernetes is the built-in kube-aws plugin that makes the machines
+// Kubernetes nodes: containerd's configuration and the kubelet (unit,
+// configuration, flags) on controllers and workers, the static pods of
+// kube-controller-manager and kube-scheduler, the nodes' goal and the
+// kubelet serving CSR approver, and the add-ons every cluster runs as Helm
+// releases (kube-proxy, CoreDNS, the AWS cloud controller manager). The
+// Kubernetes version must be one whose binaries and images it pins; any other
+// is fatal at initialise. The logic is in internal/.
+package main
+
+import (
+	"context"
+
+	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/cluster"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
+
+type plugin struct{}
+
+func (plugin) Info() stage.PluginInfo {
+	return stage.PluginInfo{
+		Name:        cluster.Plugin,
+		Version:     version.Version,
+		Description: "containerd, kubelet, controller-manager, scheduler, kube-proxy, CoreDNS and the AWS cloud controller manager",
+	}
+}
+
+func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	set, diags, err := cluster.Initialise(in.Cluster, in.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	return &stage.Result{Constructs: set, Diagnostics: diags.WithDefaults(cluster.Plugin, string(stage.Initialise))}, nil
+}
