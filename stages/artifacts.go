@@ -34,6 +34,13 @@ func resolveArtifacts(c *config.Cluster, clusterDir string, set *construct.Set) 
 		for _, arch := range c.Architectures(string(a.Target.Role), a.Target.NodePool) {
 			src, ok := a.Sources[arch]
 			if mirror == "" {
+				if ok && a.Kind == construct.Image && src.Digest == "" {
+					diags = append(diags, diag.Diagnostic{Severity: diag.Fatal, Plugin: a.Plugin, Stage: string(stage.Initialise),
+						Path:    fmt.Sprintf("constructs.artifacts[%s]", a.Name),
+						Message: fmt.Sprintf("image %s (%s) has no pinned upstream digest for %s, so machines of %s can only take it from an artifact folder", a.Reference, a.Name, arch, a.Target),
+						Hint:    "set artifacts.mirror in cluster.yaml to a folder holding it (docs/artifacts.md), or use a version of plugin " + a.Plugin + " that pins its digest"})
+					continue
+				}
 				if !ok {
 					diags = append(diags, diag.Diagnostic{Severity: diag.Fatal, Plugin: a.Plugin, Stage: string(stage.Initialise),
 						Path:    fmt.Sprintf("constructs.artifacts[%s]", a.Name),

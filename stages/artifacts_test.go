@@ -38,6 +38,16 @@ func TestResolveArtifacts(t *testing.T) {
 		}
 	})
 
+	t.Run("upstream: an image without a pinned digest is for the mirror only", func(t *testing.T) {
+		p := pause()
+		p.Sources = map[string]construct.ArtifactSource{"amd64": {}, "arm64": {}}
+		diags := resolveArtifacts(cluster(""), t.TempDir(), &construct.Set{Artifacts: []construct.Artifact{p}})
+		if len(diags) != 2 || diags[0].Plugin != "kubernetes" || !strings.Contains(diags[0].Message, "has no pinned upstream digest for amd64") ||
+			!strings.Contains(diags[0].Hint, "artifacts.mirror") {
+			t.Fatalf("diagnostics:\n%s", diags.Error())
+		}
+	})
+
 	t.Run("mirror: every file hashed, every missing one listed", func(t *testing.T) {
 		dir := t.TempDir()
 		write := func(rel, content string) string {

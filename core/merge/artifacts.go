@@ -132,7 +132,12 @@ func artifactProblem(a *construct.Artifact) string {
 			return "is an image without a reference, or with files"
 		}
 		for _, arch := range archs {
-			if src := a.Sources[arch]; !strings.HasPrefix(src.Digest, "sha256:") || !isSHA256(src.Digest[len("sha256:"):]) || src.URL != "" {
+			// An empty source is an image no public source pins a digest
+			// of: it is only taken from the mirror folder (air-gapped
+			// mode); without one, kube-aws refuses it after the merge.
+			src := a.Sources[arch]
+			badDigest := src.Digest != "" && (!strings.HasPrefix(src.Digest, "sha256:") || !isSHA256(src.Digest[len("sha256:"):]))
+			if badDigest || src.URL != "" || src.SHA256 != "" {
 				return fmt.Sprintf("has a %s source without the image's digest (sha256:<64 hex digits>)", arch)
 			}
 		}

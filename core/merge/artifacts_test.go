@@ -88,6 +88,11 @@ func TestBadArtifacts(t *testing.T) {
 			i.Sources = map[string]construct.ArtifactSource{"amd64": {URL: "https://x", SHA256: sumA}}
 			return i
 		}(), "digest"},
+		{"image with a malformed digest", func() construct.Artifact {
+			i := image
+			i.Sources = map[string]construct.ArtifactSource{"amd64": {Digest: "sha256:abc"}}
+			return i
+		}(), "digest"},
 		{"image without reference", func() construct.Artifact { i := image; i.Reference = ""; return i }(), "without a reference"},
 	}
 	for _, tc := range cases {
@@ -95,6 +100,11 @@ func TestBadArtifacts(t *testing.T) {
 			_, diags := Merge([]Contribution{{Plugin: "alpha", Set: &construct.Set{Artifacts: []construct.Artifact{tc.a}}}})
 			checkConflict(t, diags, "alpha", "constructs.artifacts["+tc.a.Name+"]", tc.want)
 		})
+	}
+	mirrorOnly := image
+	mirrorOnly.Sources = map[string]construct.ArtifactSource{"amd64": {}}
+	if _, diags := Merge([]Contribution{{Plugin: "alpha", Set: &construct.Set{Artifacts: []construct.Artifact{mirrorOnly}}}}); len(diags) != 0 {
+		t.Fatalf("an image without an upstream pin (air-gapped only): %s", diags.Error())
 	}
 	if _, diags := Merge([]Contribution{{Plugin: "alpha", Set: &construct.Set{Artifacts: []construct.Artifact{image}}}}); len(diags) != 0 {
 		t.Fatalf("a good image: %s", diags.Error())
