@@ -27,7 +27,7 @@ func Initialise(c *config.Cluster, workDir string) (*construct.Set, diag.List, e
 	if err != nil {
 		return nil, diag.List{diag.Fatalf("%v", err).At("kubernetes.serviceCIDR")}, nil
 	}
-	set := &construct.Set{}
+	set := &construct.Set{Artifacts: r.Artifacts(c.Artifacts.Mirror != "", node.CNIBinDir, node.KubeletBinary)}
 	if err := node.Contribute(set, s); err != nil {
 		return nil, nil, err
 	}

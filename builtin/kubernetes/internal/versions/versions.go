@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/kubeversion"
 )
@@ -92,4 +93,93 @@ func (r Release) CoreDNSImage() string { return Registry + "/coredns/coredns:" +
 // CloudControllerManagerImage is the AWS cloud controller manager's image.
 func (r Release) CloudControllerManagerImage() string {
 	return Registry + "/provider-aws/cloud-controller-manager:" + r.CloudControllerManager
+}
+
+// Pins are the upstream sources of a release's artifacts with their sha256
+// or digest, per architecture (docs/upstream-pins.md says where each was
+// read). An image without a pinned digest has no entry: it is taken only
+// from the artifact folder in air-gapped mode, and pulled by tag otherwise.
+type Pins struct {
+	Kubelet    map[string]construct.ArtifactSource
+	CNIPlugins map[string]construct.ArtifactSource
+	// Images by name (pause, cloud-controller-manager...), digest per
+	// architecture: the digest of the multi-architecture index.
+	Images map[string]string
+}
+
+var pins = map[string]Pins{
+	"v1.34.4": {
+		Kubelet: map[string]construct.ArtifactSource{
+			"amd64": {URL: "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubelet", SHA256: "03b8fea715a7ef82eeaf518dee34c72670c57cc7bc40dc1320c04fbf4f15172f"},
+			"arm64": {URL: "https://dl.k8s.io/release/v1.34.4/bin/linux/arm64/kubelet", SHA256: "c78845473c434ee85a2444eeab87f8b20f524e3ab6854a078f79468f44aad8f5"},
+		},
+		CNIPlugins: map[string]construct.ArtifactSource{
+			"amd64": {URL: "https://github.com/containernetworking/plugins/releases/download/v0.9.1/cni-plugins-linux-amd64-v0.9.1.tgz", SHA256: "962100bbc4baeaaa5748cdbfce941f756b1531c2eadb290129401498bfac21e7"},
+			"arm64": {URL: "https://github.com/containernetworking/plugins/releases/download/v0.9.1/cni-plugins-linux-arm64-v0.9.1.tgz", SHA256: "ef17764ffd6cdcb16d76401bac1db6acc050c9b088f1be5efa0e094ea3b01df0"},
+		},
+		Images: map[string]string{
+			"pause":                    "sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c",
+			"cloud-controller-manager": "sha256:ab45cec4a1ee68a556d09a362746db8fd66b258101aefcf0542f51e960248810",
+		},
+	},
+}
+
+// Archs are the architectures kube-aws runs machines of.
+var Archs = []string{"amd64", "arm64"}
+
+// CNIPluginFiles are the CNI plugins the nodes install from the
+// containernetworking/plugins release: loopback (every pod's lo), bridge and
+// host-local (what flannel delegates to), portmap (hostPort), flannel (the
+// meta plugin the flannel add-on configures; v0.9.1 is the last release
+// that has it).
+var CNIPluginFiles = []string{"bridge", "flannel", "host-local", "loopback", "portmap"}
+
+// Artifacts are the binaries and images of the release the nodes install:
+// every node the kubelet, the CNI plugins, pause, kube-proxy and CoreDNS;
+// controllers also the control plane's images and the cloud controller
+// manager. Without a mirror (mirror false) an image with no pinned digest
+// is left out: containerd pulls it by tag.
+func (r Release) Artifacts(mirror bool, cniBinDir, kubeletPath string) []construct.Artifact {
+	p := pins[r.Kubernetes]
+	var out []construct.Artifact
+	both := []construct.Target{{Role: construct.Controller}, {Role: construct.Worker}}
+	add := func(targets []construct.Target, a construct.Artifact) {
+		for _, t := range targets {
+			a.Target = t
+			out = append(out, a)
+		}
+	}
+	add(both, construct.Artifact{Name: "kubelet", Version: r.Kubernetes, Kind: construct.Binary,
+		Files: []construct.ArtifactFile{{Name: "kubelet", Path: kubeletPath, Mode: "0755"}}, Sources: p.Kubelet})
+	cni := construct.Artifact{Name: "cni-plugins", Version: r.CNIPlugins, Kind: construct.Binary, Sources: map[string]construct.ArtifactSource{}}
+	for _, f := range CNIPluginFiles {
+		cni.Files = append(cni.Files, construct.ArtifactFile{Name: f, Path: cniBinDir + "/" + f, Mode: "0755"})
+	}
+	for arch, src := range p.CNIPlugins {
+		src.Members = map[string]string{}
+		for _, f := range CNIPluginFiles {
+			src.Members[f] = "./" + f
+		}
+		cni.Sources[arch] = src
+	}
+	add(both, cni)
+	image := func(targets []construct.Target, name, version, reference string) {
+		sources := map[string]construct.ArtifactSource{}
+		for _, arch := range Archs {
+			sources[arch] = construct.ArtifactSource{Digest: p.Images[name]}
+		}
+		if p.Images[name] == "" && !mirror {
+			return
+		}
+		add(targets, construct.Artifact{Name: name, Version: version, Kind: construct.Image, Reference: reference, Sources: sources})
+	}
+	controller := []construct.Target{{Role: construct.Controller}}
+	image(both, "pause", r.Pause, r.PauseImage())
+	image(both, "kube-proxy", r.Kubernetes, r.Image("kube-proxy"))
+	image(both, "coredns", r.CoreDNS, r.CoreDNSImage())
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		image(controller, c, r.Kubernetes, r.Image(c))
+	}
+	image(controller, "cloud-controller-manager", r.CloudControllerManager, r.CloudControllerManagerImage())
+	return out
 }
