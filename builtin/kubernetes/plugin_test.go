@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 // clusterJSON is a cluster as kube-aws hands it to plugins: defaults filled.
 const clusterJSON = `{"clusterName":"demo","region":"us-east-1","kubernetesVersion":"1.34.4",
  "kubernetes":{"podCIDR":"10.2.0.0/16","serviceCIDR":"10.3.0.0/24","clusterDomain":"cluster.local"},
- "etcd":{"count":3},"nodePools":[{"name":"general","instanceType":"t3.large"}]}`
+ "etcd":{"count":3},"apiEndpoint":{"dnsName":"k8s.demo.example.com"},"nodePools":[{"name":"general","instanceType":"t3.large"}]}`
 
 func initialise(t *testing.T, config string) *stage.Result {
 	t.Helper()
@@ -154,5 +154,26 @@ func TestPluginBinaryRefusesUnpinnedVersion(t *testing.T) {
 		if !res.Constructs.IsEmpty() {
 			t.Errorf("%s: a refused version contributes nothing", v)
 		}
+	}
+}
+
+// TestPluginBinaryReleases: the add-ons, in install order, with charts
+// the helm plugin can read, and a fatal when kube-proxy could not reach the
+// API server.
+func TestPluginBinaryReleases(t *testing.T) {
+	set := initialise(t, clusterJSON).Constructs
+	var got []string
+	for _, r := range set.HelmReleases {
+		got = append(got, r.Namespace+"/"+r.Name)
+		if _, err := os.Stat(filepath.Join(r.Chart.Path, "Chart.yaml")); err != nil {
+			t.Errorf("release %s: chart %v", r.Name, err)
+		}
+	}
+	if strings.Join(got, " ") != "kube-system/kube-proxy kube-system/aws-cloud-controller-manager kube-system/coredns" {
+		t.Errorf("releases %v", got)
+	}
+	res := initialise(t, strings.Replace(clusterJSON, `"apiEndpoint":{"dnsName":"k8s.demo.example.com"},`, "", 1))
+	if d := res.Diagnostics; len(d) != 1 || d[0].Path != "apiEndpoint.dnsName" || d[0].Severity != diag.Fatal || !res.Constructs.IsEmpty() {
+		t.Errorf("without apiEndpoint.dnsName: %v", d)
 	}
 }

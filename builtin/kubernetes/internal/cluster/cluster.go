@@ -4,6 +4,7 @@
 package cluster
 
 import (
+	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/addons"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/controlplane"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/node"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
@@ -33,6 +34,13 @@ func Initialise(c *config.Cluster, workDir string) (*construct.Set, diag.List, e
 	}
 	if err := controlplane.Contribute(set, c, r); err != nil {
 		return nil, nil, err
+	}
+	d, err := addons.Contribute(set, c, r, Plugin, workDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if diags = append(diags, d...); diags.HasFatal() {
+		return nil, diags, nil
 	}
 	return set, diags, nil
 }
