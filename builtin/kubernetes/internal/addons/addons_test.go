@@ -6,14 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kube-aws/kube-aws/builtin/internal/charttest"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -24,66 +21,18 @@ func cluster() *config.Cluster {
 		Kubernetes: config.Kubernetes{PodCIDR: "10.2.0.0/16", ServiceCIDR: "10.3.0.0/24", ClusterDomain: "cluster.local"}}
 }
 
-// render renders every release the plugin contributes with Helm's engine,
-// as the helm plugin and helm install do, and decodes each object strictly
-// into its Kubernetes type: a misspelt field fails here, not on a cluster.
-func render(t *testing.T) map[string]map[string][]byte {
+func render(t *testing.T) map[string]charttest.Objects {
 	t.Helper()
 	r, _ := versions.For("1.34.4")
 	var set construct.Set
 	if d, err := Contribute(&set, cluster(), r, "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
-	out := map[string]map[string][]byte{}
+	out := map[string]charttest.Objects{}
 	for _, rel := range set.HelmReleases {
-		ch, err := loader.Load(rel.Chart.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var values map[string]any
-		if err := json.Unmarshal(rel.Values, &values); err != nil {
-			t.Fatal(err)
-		}
-		top, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, IsInstall: true}, chartutil.DefaultCapabilities)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := engine.Render(ch, top)
-		if err != nil {
-			t.Fatalf("release %s: %v", rel.Name, err)
-		}
-		objects := map[string][]byte{}
-		for name, content := range files {
-			if !strings.HasSuffix(name, ".yaml") {
-				continue
-			}
-			for _, doc := range strings.Split(content, "\n---\n") {
-				if strings.TrimSpace(doc) == "" {
-					continue
-				}
-				var meta struct {
-					APIVersion, Kind string
-					Metadata         struct{ Name string }
-				}
-				if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.APIVersion == "" || meta.Kind == "" {
-					t.Fatalf("%s: not a Kubernetes object (%v):\n%s", name, err, doc)
-				}
-				objects[meta.Kind+"/"+meta.Metadata.Name] = []byte(doc)
-			}
-		}
-		out[rel.Name] = objects
+		out[rel.Name] = charttest.Render(t, rel)
 	}
 	return out
-}
-
-func decode(t *testing.T, doc []byte, into any) {
-	t.Helper()
-	if doc == nil {
-		t.Fatalf("no such object")
-	}
-	if err := yaml.UnmarshalStrict(doc, into); err != nil {
-		t.Fatalf("%v:\n%s", err, doc)
-	}
 }
 
 func TestCharts(t *testing.T) {
@@ -104,13 +53,13 @@ func TestCharts(t *testing.T) {
 	}
 
 	var proxy appsv1.DaemonSet
-	decode(t, objs["kube-proxy"]["DaemonSet/kube-proxy"], &proxy)
+	objs["kube-proxy"].Decode(t, "DaemonSet/kube-proxy", &proxy)
 	c := proxy.Spec.Template.Spec.Containers[0]
 	if !proxy.Spec.Template.Spec.HostNetwork || c.Image != "registry.k8s.io/kube-proxy:v1.34.4" || c.Command[0] != "/usr/local/bin/kube-proxy" {
 		t.Errorf("kube-proxy: hostNetwork %v, image %s, command %v (the image has no entrypoint)", proxy.Spec.Template.Spec.HostNetwork, c.Image, c.Command)
 	}
 	var cm corev1.ConfigMap
-	decode(t, objs["kube-proxy"]["ConfigMap/kube-proxy"], &cm)
+	objs["kube-proxy"].Decode(t, "ConfigMap/kube-proxy", &cm)
 	for _, want := range []string{"maxPerCore: 0", `clusterCIDR: "10.2.0.0/16"`, "mode: iptables"} {
 		if !strings.Contains(cm.Data["config.conf"], want) {
 			t.Errorf("kube-proxy configuration lacks %q:\n%s", want, cm.Data["config.conf"])
@@ -121,22 +70,22 @@ func TestCharts(t *testing.T) {
 	}
 
 	var svc corev1.Service
-	decode(t, objs["coredns"]["Service/kube-dns"], &svc)
+	objs["coredns"].Decode(t, "Service/kube-dns", &svc)
 	if svc.Spec.ClusterIP != "10.3.0.10" {
 		t.Errorf("kube-dns at %s, want the tenth address of the service network", svc.Spec.ClusterIP)
 	}
 	var dns appsv1.Deployment
-	decode(t, objs["coredns"]["Deployment/coredns"], &dns)
+	objs["coredns"].Decode(t, "Deployment/coredns", &dns)
 	if img := dns.Spec.Template.Spec.Containers[0].Image; img != "registry.k8s.io/coredns/coredns:v1.12.1" {
 		t.Errorf("coredns image %s", img)
 	}
-	decode(t, objs["coredns"]["ConfigMap/coredns"], &cm)
+	objs["coredns"].Decode(t, "ConfigMap/coredns", &cm)
 	if !strings.Contains(cm.Data["Corefile"], "kubernetes cluster.local in-addr.arpa ip6.arpa") {
 		t.Errorf("Corefile:\n%s", cm.Data["Corefile"])
 	}
 
 	var ccm appsv1.DaemonSet
-	decode(t, objs["aws-cloud-controller-manager"]["DaemonSet/aws-cloud-controller-manager"], &ccm)
+	objs["aws-cloud-controller-manager"].Decode(t, "DaemonSet/aws-cloud-controller-manager", &ccm)
 	spec := ccm.Spec.Template.Spec
 	c = spec.Containers[0]
 	if !spec.HostNetwork || spec.NodeSelector[ControllerLabel] != ControllerLabelValue {
@@ -158,12 +107,12 @@ func TestCharts(t *testing.T) {
 	if !tolerated["node.cloudprovider.kubernetes.io/uninitialized"] || !tolerated["node.kubernetes.io/not-ready"] {
 		t.Errorf("ccm tolerations %v", spec.Tolerations)
 	}
-	decode(t, objs["aws-cloud-controller-manager"]["ConfigMap/aws-cloud-config"], &cm)
+	objs["aws-cloud-controller-manager"].Decode(t, "ConfigMap/aws-cloud-config", &cm)
 	if !strings.Contains(cm.Data["cloud.conf"], "KubernetesClusterID = demo") {
 		t.Errorf("cloud.conf:\n%s", cm.Data["cloud.conf"])
 	}
 	var role rbacv1.ClusterRole
-	decode(t, objs["aws-cloud-controller-manager"]["ClusterRole/kube-aws:cloud-controller-manager"], &role)
+	objs["aws-cloud-controller-manager"].Decode(t, "ClusterRole/kube-aws:cloud-controller-manager", &role)
 }
 
 // TestChartsAreStable: a second extraction gives the same chart folder, so
