@@ -1,10 +1,8 @@
 package stacks
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/awslabs/goformation/v4/cloudformation/autoscaling"
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
@@ -30,10 +28,6 @@ const (
 // CLI, which the bootstrap needs, and AWS keeps the parameter current.
 const defaultImageX86 = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
 const defaultImageArm = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64"
-
-// graviton matches instance families with a "g" after the generation
-// (m6g, c7gn, t4g, x2gd): Arm machines need the arm64 image.
-var graviton = regexp.MustCompile(`^[a-z]+[0-9]+[a-z]*g[a-z]*$`)
 
 // machines describes the machines of one stack.
 type machines struct {
@@ -80,7 +74,8 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 		s.param(paramImageID, "AWS::EC2::Image::Id", "Image every machine boots", c.AMI)
 	} else {
 		img := defaultImageX86
-		if graviton.MatchString(strings.SplitN(m.instanceType, ".", 2)[0]) {
+		// Arm machines (a1 and the Graviton families) need the arm64 image.
+		if config.Architecture(m.instanceType) == "arm64" {
 			img = defaultImageArm
 		}
 		s.param(paramImageID, "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "SSM parameter naming the image every machine boots", img)

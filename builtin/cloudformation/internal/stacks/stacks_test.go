@@ -539,3 +539,21 @@ func TestTwoPluginsTagTheAPILoadBalancer(t *testing.T) {
 		}
 	}
 }
+
+// TestArmPoolsBootTheArm64Image: a1 and the Graviton families get the arm64
+// image, everything else the x86_64 one (issue 11: a1.* got the x86_64 image).
+func TestArmPoolsBootTheArm64Image(t *testing.T) {
+	c := minimal()
+	c.NodePools = []config.NodePool{
+		{Name: "a1", InstanceType: "a1.large", MinSize: 1, MaxSize: 1, DesiredCapacity: 1},
+		{Name: "graviton", InstanceType: "c7gn.large", MinSize: 1, MaxSize: 1, DesiredCapacity: 1},
+		{Name: "intel", InstanceType: "m5.large", MinSize: 1, MaxSize: 1, DesiredCapacity: 1},
+	}
+	set := initialise(t, c)
+	for pool, want := range map[string]string{"a1": defaultImageArm, "graviton": defaultImageArm, "intel": defaultImageX86} {
+		var p struct{ Default string }
+		if err := json.Unmarshal(stackOf(t, set, "nodepool-"+pool).Parameters[paramImageID], &p); err != nil || p.Default != want {
+			t.Errorf("pool %s boots %q (%v), want %s", pool, p.Default, err, want)
+		}
+	}
+}
