@@ -81,19 +81,39 @@ func kubeconfigVolume(path string) construct.Volume {
 	return construct.Volume{Name: "kubeconfig", HostPath: path, MountPath: path, ReadOnly: true}
 }
 
+// component builds the static pod of a component that reaches the API
+// server with the kubeconfig kc, serves its health endpoint on loopback and
+// elects a leader among the controllers; flags are its own on top.
+func component(r versions.Release, name, kc string, own map[string]string, volumes []construct.Volume, port int, health, cpu string) ([]byte, error) {
+	all := map[string]string{
+		"authentication-kubeconfig": kc,
+		"authorization-kubeconfig":  kc,
+		"kubeconfig":                kc,
+		"bind-address":              "127.0.0.1",
+		"leader-elect":              "true",
+		"profiling":                 "false",
+	}
+	for k, v := range own {
+		all[k] = v
+	}
+	command, err := flags(name, all)
+	if err != nil {
+		return nil, err
+	}
+	// The kubeconfig names its client certificate by path, in PKIDir.
+	volumes = append([]construct.Volume{pkiVolume, kubeconfigVolume(kc)}, volumes...)
+	return podspec.ComponentPod(podspec.Component{Name: name, Image: r.Image(name), Command: command,
+		Volumes: volumes, HealthPort: port, HealthPath: health, CPU: cpu})
+}
+
 func controllerManager(c *config.Cluster, r versions.Release) ([]byte, error) {
-	kc := names.KubeconfigControllerManager
-	command, err := flags("kube-controller-manager", map[string]string{
+	return component(r, "kube-controller-manager", names.KubeconfigControllerManager, map[string]string{
 		// Node IPAM gives every node a /24 of the pod network
 		// (node.spec.podCIDR), which the CNI (flannel) takes its subnet from.
 		"allocate-node-cidrs":              "true",
 		"cluster-cidr":                     c.Kubernetes.PodCIDR,
 		"node-cidr-mask-size":              "24",
 		"service-cluster-ip-range":         c.Kubernetes.ServiceCIDR,
-		"authentication-kubeconfig":        kc,
-		"authorization-kubeconfig":         kc,
-		"kubeconfig":                       kc,
-		"bind-address":                     "127.0.0.1",
 		"client-ca-file":                   names.PKICACert,
 		"requestheader-client-ca-file":     names.PKIFrontProxyCACert,
 		"root-ca-file":                     names.PKICACert,
@@ -106,47 +126,12 @@ func controllerManager(c *config.Cluster, r versions.Release) ([]byte, error) {
 		// bootstrapsigner and tokencleaner are off by default; the
 		// bootstrap token workers join with needs the latter to expire.
 		"controllers":                     "*,bootstrapsigner,tokencleaner",
-		"leader-elect":                    "true",
 		"use-service-account-credentials": "true",
-		"profiling":                       "false",
-	})
-	if err != nil {
-		return nil, err
-	}
-	return podspec.ComponentPod(podspec.Component{
-		Name:       "kube-controller-manager",
-		Image:      r.Image("kube-controller-manager"),
-		Command:    command,
-		Volumes:    []construct.Volume{pkiVolume, caCertsVolume, kubeconfigVolume(kc)},
-		HealthPort: ControllerManagerPort,
-		HealthPath: "/healthz",
-		CPU:        "200m",
-	})
+	}, []construct.Volume{caCertsVolume}, ControllerManagerPort, "/healthz", "200m")
 }
 
 func scheduler(r versions.Release) ([]byte, error) {
-	kc := names.KubeconfigScheduler
-	command, err := flags("kube-scheduler", map[string]string{
-		"authentication-kubeconfig": kc,
-		"authorization-kubeconfig":  kc,
-		"kubeconfig":                kc,
-		"bind-address":              "127.0.0.1",
-		"leader-elect":              "true",
-		"profiling":                 "false",
-	})
-	if err != nil {
-		return nil, err
-	}
-	return podspec.ComponentPod(podspec.Component{
-		Name:    "kube-scheduler",
-		Image:   r.Image("kube-scheduler"),
-		Command: command,
-		// The kubeconfig names its client certificate by path, in PKIDir.
-		Volumes:    []construct.Volume{pkiVolume, kubeconfigVolume(kc)},
-		HealthPort: SchedulerPort,
-		HealthPath: "/livez",
-		CPU:        "100m",
-	})
+	return component(r, "kube-scheduler", names.KubeconfigScheduler, nil, nil, SchedulerPort, "/livez", "100m")
 }
 
 // approverUnit runs the kubelet serving CSR approver on every controller
