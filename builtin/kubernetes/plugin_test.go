@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
@@ -48,6 +49,11 @@ func TestPluginBinaryGolden(t *testing.T) {
 	set := res.Constructs
 	seen := map[string]bool{}
 	for _, f := range set.Files {
+		if f.Path == names.KubeconfigBootstrapKubelet {
+			// It names the bootstrap token's id, made anew for every
+			// cluster (checked in TestPluginBinaryConstructs).
+			continue
+		}
 		name := goldenName(f)
 		seen[name] = true
 		if *update {
@@ -128,6 +134,21 @@ func TestPluginBinaryConstructs(t *testing.T) {
 		if flags[k] != want {
 			t.Errorf("%s = %q, want %q", k, flags[k], want)
 		}
+	}
+	for _, f := range set.Files {
+		if f.Path == names.KubeconfigBootstrapKubelet &&
+			(f.Target.String() != "worker" || !strings.Contains(f.Content, ".((secret:kubernetes/generated/bootstrap-token-secret))")) {
+			t.Errorf("bootstrap kubeconfig for %s:\n%s", f.Target, f.Content)
+		}
+		if f.Path == "/etc/kubernetes/encryption-config.yaml" && !strings.Contains(f.Content, "secret: ((secret:kubernetes/generated/encryption-key))") {
+			t.Errorf("encryption configuration:\n%s", f.Content)
+		}
+	}
+	if len(set.Manifests) != 2 || !strings.Contains(set.Manifests[1].Content, "token-secret: ((secret:kubernetes/generated/bootstrap-token-secret))") {
+		t.Errorf("manifests %+v", set.Manifests)
+	}
+	if fl := set.APIServer.Flags; len(fl) != 1 || fl[0].Name != "encryption-provider-config" {
+		t.Errorf("API server flags %+v", fl)
 	}
 	if _, ok := flags["controller --bootstrap-kubeconfig"]; ok {
 		t.Error("controllers hold a kubelet kubeconfig; they must not bootstrap")

@@ -8,7 +8,6 @@ package addons
 import (
 	"embed"
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
@@ -33,14 +32,10 @@ const (
 	ControllerLabelValue = "controller"
 )
 
-// Contribute adds the releases (and the controllers' node label) to set.
-// workDir is where cluster.yaml is: the charts are extracted under its
+// Contribute adds the releases (and the controllers' node label) to set;
+// apiServer is the API server's URL for kube-proxy. workDir is where cluster.yaml is: the charts are extracted under its
 // .kube-aws/cache for the helm plugin to read.
-func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, plugin, workDir string) (diag.List, error) {
-	if c.APIEndpoint.DNSName == "" {
-		return diag.List{diag.Fatalf("kube-proxy needs the API server's address before the kubernetes Service works, and apiEndpoint.dnsName is empty").
-			At("apiEndpoint.dnsName").WithHint("set apiEndpoint.dnsName (with hostedZoneId, kube-aws creates its record)")}, nil
-	}
+func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiServer, plugin, workDir string) (diag.List, error) {
 	dns, err := c.Kubernetes.DNSServiceIP()
 	if err != nil {
 		return diag.List{diag.Fatalf("%v", err).At("kubernetes.serviceCIDR")}, nil
@@ -51,7 +46,7 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, plugi
 	}{
 		{"kube-proxy", map[string]any{
 			"image":       r.Image("kube-proxy"),
-			"apiServer":   fmt.Sprintf("https://%s:%d", c.APIEndpoint.DNSName, names.APIServerPort),
+			"apiServer":   apiServer,
 			"clusterCIDR": c.Kubernetes.PodCIDR,
 		}},
 		{"aws-cloud-controller-manager", map[string]any{

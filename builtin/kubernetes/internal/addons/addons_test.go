@@ -25,7 +25,7 @@ func render(t *testing.T) map[string]charttest.Objects {
 	t.Helper()
 	r, _ := versions.For("1.34.4")
 	var set construct.Set
-	if d, err := Contribute(&set, cluster(), r, "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
 	out := map[string]charttest.Objects{}
@@ -121,10 +121,10 @@ func TestChartsAreStable(t *testing.T) {
 	r, _ := versions.For("1.34.4")
 	dir := t.TempDir()
 	var a, b construct.Set
-	if _, err := Contribute(&a, cluster(), r, "kubernetes", dir); err != nil {
+	if _, err := Contribute(&a, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Contribute(&b, cluster(), r, "kubernetes", dir); err != nil {
+	if _, err := Contribute(&b, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
 		t.Fatal(err)
 	}
 	ja, _ := json.Marshal(a)

@@ -4,13 +4,17 @@
 package cluster
 
 import (
+	"fmt"
+
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/addons"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/controlplane"
+	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/joinsecrets"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/node"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // Plugin is the plugin's name.
@@ -18,12 +22,20 @@ const Plugin = "kubernetes"
 
 // Initialise returns the plugin's constructs. A fatal diagnostic (a
 // Kubernetes version without pins) means nothing is contributed; an error is
-// kube-aws's own fault.
-func Initialise(c *config.Cluster, workDir string) (*construct.Set, diag.List, error) {
+// kube-aws's own fault. k keeps the secrets the plugin generates, store
+// the public values.
+func Initialise(c *config.Cluster, workDir string, k joinsecrets.Keeper, store joinsecrets.Store) (*construct.Set, diag.List, error) {
 	r, diags := versions.For(c.KubernetesVersion)
+	if c.APIEndpoint.DNSName == "" {
+		// kube-proxy and joining workers reach the API server before the
+		// kubernetes Service works: by the endpoint's name.
+		diags = append(diags, diag.Fatalf("kube-proxy and the workers' kubelets need the API server's address before the kubernetes Service works, and apiEndpoint.dnsName is empty").
+			At("apiEndpoint.dnsName").WithHint("set apiEndpoint.dnsName (with apiEndpoint.hostedZoneId kube-aws creates its record)"))
+	}
 	if diags.HasFatal() {
 		return nil, diags, nil
 	}
+	apiServer := fmt.Sprintf("https://%s:%d", c.APIEndpoint.DNSName, names.APIServerPort)
 	s, err := node.SettingsOf(c, r)
 	if err != nil {
 		return nil, diag.List{diag.Fatalf("%v", err).At("kubernetes.serviceCIDR")}, nil
@@ -35,7 +47,10 @@ func Initialise(c *config.Cluster, workDir string) (*construct.Set, diag.List, e
 	if err := controlplane.Contribute(set, c, r); err != nil {
 		return nil, nil, err
 	}
-	d, err := addons.Contribute(set, c, r, Plugin, workDir)
+	if err := joinsecrets.Contribute(set, k, store, apiServer); err != nil {
+		return nil, nil, err
+	}
+	d, err := addons.Contribute(set, c, r, apiServer, Plugin, workDir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,23 +19,28 @@ import (
 	"github.com/kube-aws/kube-aws/core/names"
 )
 
+// Store keeps values between runs.
+type Store interface {
+	Get(name string) ([]byte, bool, error)
+	Put(name string, value []byte) error
+}
+
 // Keeper keeps what the plugin generates between runs, in the host's store
 // of generated secrets: the plugin writes nothing to disk, and everywhere
 // else a secret is its marker.
 type Keeper interface {
-	Get(name string) ([]byte, bool, error)
-	Put(name string, value []byte) error
+	Store
 	// Marker stands for the secret kept under name in rendered files.
 	Marker(name string) string
 }
 
-// Names of what the plugin keeps.
+// Names of what the plugin keeps. The bootstrap token is <id>.<secret>:
+// the id is public (it names the token's Secret) and kept in the plugin's
+// ordinary store, the secret part is what authenticates.
 const (
-	KeepEncryptionKey = "encryption-key"
-	// The bootstrap token is <id>.<secret>; the id is public (it names the
-	// token's Secret), the secret part is what authenticates.
-	KeepBootstrapTokenID     = "bootstrap-token-id"
+	KeepEncryptionKey        = "encryption-key"
 	KeepBootstrapTokenSecret = "bootstrap-token-secret"
+	StoreBootstrapTokenID    = "bootstrap-token-id"
 )
 
 // Paths on the machines.
@@ -50,7 +55,7 @@ var (
 
 // ensure returns the kept value of name, generating and keeping it the
 // first time; a kept value that check refuses is an error naming it.
-func ensure(k Keeper, name string, gen func() ([]byte, error), check func([]byte) bool) error {
+func ensure(k Store, name string, gen func() ([]byte, error), check func([]byte) bool) error {
 	v, ok, err := k.Get(name)
 	if err != nil {
 		return fmt.Errorf("reading the kept %s: %w", name, err)
@@ -107,18 +112,19 @@ func isAESKey(v []byte) bool {
 
 // Contribute adds the encryption configuration (file, API server flag and
 // volume), the bootstrap token's Secret and the workers' bootstrap
-// kubeconfig, reaching the API server at apiServer, to set.
-func Contribute(set *construct.Set, k Keeper, apiServer string) error {
+// kubeconfig, reaching the API server at apiServer, to set. k keeps the
+// secrets, public the token's id.
+func Contribute(set *construct.Set, k Keeper, public Store, apiServer string) error {
 	if err := ensure(k, KeepEncryptionKey, aesKey, isAESKey); err != nil {
 		return err
 	}
-	if err := ensure(k, KeepBootstrapTokenID, token(6), tokenIDRe.Match); err != nil {
+	if err := ensure(public, StoreBootstrapTokenID, token(6), tokenIDRe.Match); err != nil {
 		return err
 	}
 	if err := ensure(k, KeepBootstrapTokenSecret, token(16), tokenSecretRe.Match); err != nil {
 		return err
 	}
-	id, _, err := k.Get(KeepBootstrapTokenID)
+	id, _, err := public.Get(StoreBootstrapTokenID)
 	if err != nil {
 		return err
 	}

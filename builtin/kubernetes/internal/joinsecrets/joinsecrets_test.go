@@ -20,16 +20,17 @@ func (m memory) Put(name string, v []byte) error       { m[name] = v; return nil
 func (m memory) Marker(name string) string             { return "((secret:kubernetes/" + name + "))" }
 
 func TestContributeMakesOnceAndKeepsSecretsAsMarkers(t *testing.T) {
-	k := memory{}
+	k, public := memory{}, memory{}
 	var first construct.Set
-	if err := Contribute(&first, k, "https://k8s.demo.example.com:443"); err != nil {
+	if err := Contribute(&first, k, public, "https://k8s.demo.example.com:443"); err != nil {
 		t.Fatal(err)
 	}
 	if raw, err := base64.StdEncoding.DecodeString(string(k[KeepEncryptionKey])); err != nil || len(raw) != 32 {
 		t.Errorf("encryption key %q is not 32 bytes of base64", k[KeepEncryptionKey])
 	}
-	if !tokenIDRe.Match(k[KeepBootstrapTokenID]) || !tokenSecretRe.Match(k[KeepBootstrapTokenSecret]) {
-		t.Errorf("bootstrap token %s.%s", k[KeepBootstrapTokenID], k[KeepBootstrapTokenSecret])
+	id := public[StoreBootstrapTokenID]
+	if !tokenIDRe.Match(id) || !tokenSecretRe.Match(k[KeepBootstrapTokenSecret]) || len(k) != 2 {
+		t.Errorf("bootstrap token %s.%s, secrets %v", id, k[KeepBootstrapTokenSecret], k)
 	}
 	// A second run reuses what is kept: the same constructs.
 	var second construct.Set
@@ -37,7 +38,7 @@ func TestContributeMakesOnceAndKeepsSecretsAsMarkers(t *testing.T) {
 	for n, v := range k {
 		kept[n] = v
 	}
-	if err := Contribute(&second, kept, "https://k8s.demo.example.com:443"); err != nil {
+	if err := Contribute(&second, kept, public, "https://k8s.demo.example.com:443"); err != nil {
 		t.Fatal(err)
 	}
 	for n := range k {
@@ -67,11 +68,11 @@ func TestContributeMakesOnceAndKeepsSecretsAsMarkers(t *testing.T) {
 		t.Errorf("encryption configuration %+v (%v):\n%s", enc, err, files[EncryptionConfigPath].Content)
 	}
 	kc := files["/etc/kubernetes/bootstrap-kubelet.conf"]
-	if kc.Target.Role != construct.Worker || !strings.Contains(kc.Content, "token: "+string(k[KeepBootstrapTokenID])+".((secret:kubernetes/bootstrap-token-secret))") ||
+	if kc.Target.Role != construct.Worker || !strings.Contains(kc.Content, "token: "+string(id)+".((secret:kubernetes/bootstrap-token-secret))") ||
 		!strings.Contains(kc.Content, "server: https://k8s.demo.example.com:443") {
 		t.Errorf("bootstrap kubeconfig for %s:\n%s", kc.Target, kc.Content)
 	}
-	if len(first.Manifests) != 1 || !strings.Contains(first.Manifests[0].Content, "name: bootstrap-token-"+string(k[KeepBootstrapTokenID])) ||
+	if len(first.Manifests) != 1 || !strings.Contains(first.Manifests[0].Content, "name: bootstrap-token-"+string(id)) ||
 		!strings.Contains(first.Manifests[0].Content, "type: bootstrap.kubernetes.io/token") {
 		t.Errorf("token secret %+v", first.Manifests)
 	}
@@ -86,10 +87,10 @@ func (broken) Get(string) ([]byte, bool, error) { return nil, false, errors.New(
 
 func TestContributeRefusesWhatKubeAwsDidNotMake(t *testing.T) {
 	k := memory{KeepEncryptionKey: []byte("short")}
-	if err := Contribute(&construct.Set{}, k, "https://x"); err == nil || !strings.Contains(err.Error(), "encryption-key") {
+	if err := Contribute(&construct.Set{}, k, memory{}, "https://x"); err == nil || !strings.Contains(err.Error(), "encryption-key") {
 		t.Errorf("a bad kept key: %v", err)
 	}
-	if err := Contribute(&construct.Set{}, broken{memory{}}, "https://x"); err == nil || !strings.Contains(err.Error(), "store unreadable") {
+	if err := Contribute(&construct.Set{}, broken{memory{}}, memory{}, "https://x"); err == nil || !strings.Contains(err.Error(), "store unreadable") {
 		t.Errorf("an unreadable store: %v", err)
 	}
 }
