@@ -50,6 +50,8 @@ require (
 	k8s.io/apimachinery v0.37.0
 	k8s.io/apiserver v0.37.0
 	k8s.io/client-go v0.37.0
+	k8s.io/kube-proxy v0.34.4
+	k8s.io/kubelet v0.34.4
 	oras.land/oras-go/v2 v2.7.0
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/node"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
@@ -196,5 +201,31 @@ func TestPluginBinaryReleases(t *testing.T) {
 	res := initialise(t, strings.Replace(clusterJSON, `"apiEndpoint":{"dnsName":"k8s.demo.example.com"},`, "", 1))
 	if d := res.Diagnostics; len(d) != 1 || d[0].Path != "apiEndpoint.dnsName" || d[0].Severity != diag.Fatal || !res.Constructs.IsEmpty() {
 		t.Errorf("without apiEndpoint.dnsName: %v", d)
+	}
+}
+
+// TestPluginBinaryFilesDecodeAsTheirTypes decodes the kubelet's
+// configuration and the static pods strictly into Kubernetes' own types: a
+// misspelt field fails here rather than on a machine.
+func TestPluginBinaryFilesDecodeAsTheirTypes(t *testing.T) {
+	set := initialise(t, clusterJSON).Constructs
+	n := 0
+	for _, f := range set.Files {
+		var into any
+		switch {
+		case f.Path == node.KubeletConfigPath:
+			into = &kubeletv1beta1.KubeletConfiguration{}
+		case strings.HasPrefix(f.Path, node.StaticPodDir+"/"):
+			into = &corev1.Pod{}
+		default:
+			continue
+		}
+		n++
+		if err := yaml.UnmarshalStrict([]byte(f.Content), into); err != nil {
+			t.Errorf("%s for %s: %v", f.Path, f.Target, err)
+		}
+	}
+	if n != 4 {
+		t.Errorf("decoded %d files, want the kubelet configuration of both roles and two static pods", n)
 	}
 }

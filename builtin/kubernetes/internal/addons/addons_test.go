@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/charttest"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
@@ -64,6 +66,10 @@ func TestCharts(t *testing.T) {
 		if !strings.Contains(cm.Data["config.conf"], want) {
 			t.Errorf("kube-proxy configuration lacks %q:\n%s", want, cm.Data["config.conf"])
 		}
+	}
+	var kp kubeproxyv1alpha1.KubeProxyConfiguration
+	if err := yaml.UnmarshalStrict([]byte(cm.Data["config.conf"]), &kp); err != nil || kp.Conntrack.MaxPerCore == nil || *kp.Conntrack.MaxPerCore != 0 {
+		t.Errorf("kube-proxy configuration as kube-proxy's type: %+v, %v", kp.Conntrack, err)
 	}
 	if !strings.Contains(cm.Data["kubeconfig.conf"], `server: "https://k8s.demo.example.com:443"`) {
 		t.Errorf("kube-proxy kubeconfig:\n%s", cm.Data["kubeconfig.conf"])
