@@ -174,8 +174,10 @@ func Contribute(set *construct.Set, k Keeper, public Store, apiServer string) er
 	}
 	controller, worker := construct.Target{Role: construct.Controller}, construct.Target{Role: construct.Worker}
 	set.Files = append(set.Files,
-		construct.File{Target: controller, Path: EncryptionConfigPath, Mode: "0600", Content: string(enc)},
-		construct.File{Target: worker, Path: names.KubeconfigBootstrapKubelet, Mode: "0600", Content: string(kubeconfig)},
+		// YAML: the machine substitutes the markers in the documents'
+		// strings, encoded as YAML.
+		construct.File{Target: controller, Path: EncryptionConfigPath, Mode: "0600", Content: string(enc), Format: "yaml"},
+		construct.File{Target: worker, Path: names.KubeconfigBootstrapKubelet, Mode: "0600", Content: string(kubeconfig), Format: "yaml"},
 	)
 	set.APIServer.Flags = append(set.APIServer.Flags, construct.Flag{Name: "encryption-provider-config", Value: EncryptionConfigPath})
 	set.APIServer.Volumes = append(set.APIServer.Volumes, construct.Volume{Name: "encryption-config", HostPath: EncryptionConfigPath, MountPath: EncryptionConfigPath, ReadOnly: true})

@@ -67,6 +67,11 @@ func TestContributeMakesOnceAndKeepsSecretsAsMarkers(t *testing.T) {
 		enc.Resources[0].Providers[1].Identity == nil {
 		t.Errorf("encryption configuration %+v (%v):\n%s", enc, err, files[EncryptionConfigPath].Content)
 	}
+	for _, f := range first.Files {
+		if f.Format != "yaml" {
+			t.Errorf("%s holds a marker and is YAML, but says format %q", f.Path, f.Format)
+		}
+	}
 	kc := files["/etc/kubernetes/bootstrap-kubelet.conf"]
 	if kc.Target.Role != construct.Worker || !strings.Contains(kc.Content, "token: "+string(id)+".((secret:kubernetes/bootstrap-token-secret))") ||
 		!strings.Contains(kc.Content, "server: https://k8s.demo.example.com:443") {
