@@ -40,6 +40,7 @@ moto_cluster_yaml cluster.yaml.example "$work/cluster/cluster.yaml"
 fresh() {
 	moto_reset
 	moto_bucket "$bucket" "$region"
+	moto_kms_key "$work/cluster/cluster.yaml" "$region"
 	rm -rf "$work/cluster/.kube-aws" "$work/cluster/rendered"
 }
 up() { (cd "$work/cluster" && "$KUBE_AWS" up --endpoint-url "$endpoint" >"$work/out.txt" 2>&1); }

@@ -43,6 +43,7 @@ moto_cluster_yaml cluster.yaml.example "$work/cluster.yaml"
 cp -r "$(dirname "$root/cluster.yaml.example")"/*-values.yaml "$work/" 2>/dev/null || true
 bucket="$(awk '/^s3URI:/ {sub("s3://", "", $2); split($2, a, "/"); print a[1]; exit}' cluster.yaml.example)"
 moto_bucket "$bucket" "$AWS_REGION"
+moto_kms_key "$work/cluster.yaml" "$AWS_REGION"
 
 cd "$work"
 step() { echo; echo "\$ kube-aws $*"; "$KUBE_AWS" "$@"; }

@@ -46,6 +46,21 @@ s3.create_bucket(Bucket=bucket, **kw)
 PY
 }
 
+# moto_kms_key FILE REGION creates the cluster's KMS key, which an AWS account
+# would already have, and points FILE's kmsKeyArn at it: deploy encrypts every
+# secret with it (the kubernetes built-in generates two).
+moto_kms_key() {
+	"$PY" - "$endpoint" "$1" "$2" <<'PY'
+import re, sys, boto3
+endpoint, path, region = sys.argv[1:]
+arn = boto3.client("kms", endpoint_url=endpoint, region_name=region).create_key(Description="kube-aws demo")["KeyMetadata"]["Arn"]
+text, n = re.subn(r"(?m)^kmsKeyArn: .*$", "kmsKeyArn: " + arn, open(path).read())
+if n != 1:
+    sys.exit("%s has no kmsKeyArn line to point at the emulator's key" % path)
+open(path, "w").write(text)
+PY
+}
+
 # moto_reset forgets everything moto holds (a deploy from nothing again).
 moto_reset() {
 	"$PY" -c "import urllib.request; urllib.request.urlopen(urllib.request.Request('$endpoint/moto-api/reset', method='POST'))"
