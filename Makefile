@@ -24,7 +24,7 @@ CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.
 
 FUZZTIME ?= 10s
 
-.PHONY: all build test unit e2e fuzz lint demo bench proto venv clean help e2e-cluster
+.PHONY: all build test test-tools unit e2e fuzz lint demo bench proto venv clean help e2e-cluster
 
 all: build
 
@@ -49,6 +49,7 @@ NODE_ARCHS := amd64 arm64
 build:
 	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib $(PLUGIN_BIN)/libexec
 	$(GOBUILD) -o $(BIN)/ ./cmd/kube-aws
+	$(GOBUILD) -o $(PLUGIN_BIN)/libexec/ ./cmd/kube-aws-oci
 	$(GOBUILD) -o $(PLUGIN_BIN)/builtin/ $(addprefix ./,$(BUILTIN_PLUGIN_PKGS))
 	$(GOBUILD) -o $(PLUGIN_BIN)/contrib/ $(addprefix ./,$(CONTRIB_PLUGIN_PKGS))
 	$(foreach a,$(NODE_ARCHS),GOOS=linux GOARCH=$(a) $(GOBUILD) -o $(PLUGIN_BIN)/libexec/kube-aws-node-linux-$(a) ./cmd/kube-aws-node &&) true
@@ -63,8 +64,14 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# The OCI registry and cosign CLI that plugin distribution is tested against,
+# built from the Go module proxy at the versions internal/registrytest pins
+# (once per machine: the first cosign build takes minutes).
+test-tools:
+	$(GO) test -count=1 -timeout 30m -run '^TestTools$$' ./internal/registrytest
+
 # The whole suite: what CI runs.
-test: venv build lint
+test: venv build lint test-tools
 	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -timeout 20m ./...
 	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/... ./builtin/deploy/... ./internal/... ./contrib/internal/chartcache/...
 	$(MAKE) fuzz
@@ -97,11 +104,12 @@ e2e-cluster: venv
 demo: venv build
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh
 
-bench: venv build
+bench: venv build test-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-render.sh
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 	./scripts/bench-node.sh
+	./scripts/bench-registry.sh
 
 proto: venv
 	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

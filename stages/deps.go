@@ -10,6 +10,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 )
 
 // Plugin is a started plugin as the pipeline sees it. plugins/host's Plugin
@@ -84,4 +85,7 @@ type Deps struct {
 	// Lock and Verify implement `plugins lock` and `plugins verify`.
 	Lock   func(cands []host.Candidate, path string) error
 	Verify func(cands []host.Candidate, path string) []error
+	// Ensure installs and pins the plugins cluster.yaml takes from
+	// registries (plugins/oci/ensure).
+	Ensure func(ctx context.Context, ps []ensure.Plugin, opts ensure.Options) (*ensure.Outcome, error)
 }

@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 )
 
 // Options configure a run. The zero value of every field has a sensible
@@ -50,6 +52,10 @@ type Options struct {
 	// ConfigOptional lets commands that only look at plugins (plugins list,
 	// describe, lock, verify) run without a cluster.yaml.
 	ConfigOptional bool
+	// Registry says what planning does about the plugins cluster.yaml takes
+	// from OCI registries (plugins.NAME.source); by default it installs the
+	// missing ones and pins them in plugins.lock (registry.go).
+	Registry RegistryOptions
 }
 
 // Plan is what a run will do: the configuration, every plugin found and the
@@ -69,16 +75,27 @@ type Plan struct {
 	Order []string
 	// Diagnostics are the warnings found while planning.
 	Diagnostics diag.List
+	// Registry is what was done about plugins from registries; nil when
+	// cluster.yaml names none.
+	Registry *ensure.Outcome
+	// lock is plugins.lock as read and updated for plugins from registries
+	// (nil when there are none, or no lock): launching checks against it.
+	lock *host.Lockfile
 
 	capabilities map[string]string
 	// loaded is Config as loaded, before Launch redacted it.
 	loaded *Loaded
 }
 
-// NewPlan loads cluster.yaml, discovers plugins, decides which are enabled
-// and orders them. Configuration problems are returned as an *Error with
-// exit code 2 carrying every diagnostic.
-func NewPlan(opts Options) (*Plan, error) {
+// NewPlan is NewPlanContext without a context: installing plugins from
+// registries, the only part that may take long, cannot be interrupted.
+func NewPlan(opts Options) (*Plan, error) { return NewPlanContext(context.Background(), opts) }
+
+// NewPlanContext loads cluster.yaml, discovers plugins, installs the ones it
+// takes from registries if they are not in the cache, decides which are
+// enabled and orders them. Configuration problems are returned as an *Error
+// with exit code 2 carrying every diagnostic.
+func NewPlanContext(ctx context.Context, opts Options) (*Plan, error) {
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = "cluster.yaml"
 	}
@@ -139,6 +156,9 @@ func NewPlan(opts Options) (*Plan, error) {
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
 	p.All = cands
+	if err := p.registryPlugins(ctx); err != nil {
+		return nil, err
+	}
 
 	enabled, diags := p.enabled()
 	if opts.WarningsAsErrors {
@@ -176,7 +196,8 @@ func (p *Plan) Cluster() *config.Cluster {
 }
 
 // enabled applies the rule of docs/design.md: built-ins are on unless
-// disabled; contrib and user plugins are off until enabled.
+// disabled; contrib and user plugins are off until enabled; a plugin from a
+// registry is on unless disabled.
 func (p *Plan) enabled() ([]host.Candidate, diag.List) {
 	c := p.Cluster()
 	var diags diag.List
@@ -186,10 +207,7 @@ func (p *Plan) enabled() ([]host.Candidate, diag.List) {
 	}
 	var out []host.Candidate
 	for _, cand := range p.All {
-		on := cand.Source == host.SourceBuiltin
-		if pc, ok := c.Plugins[cand.Name]; ok && pc.Enabled != nil {
-			on = *pc.Enabled
-		}
+		on := c.PluginEnabled(cand.Name, cand.Source == host.SourceBuiltin)
 		if cand.Problem != "" {
 			// Only an enabled plugin needs its executable: a plugin's source
 			// before its first build holds nothing else up.
@@ -310,6 +328,11 @@ func (p *Plan) LaunchOptions() (host.Options, error) {
 		StageTimeout: p.Options.StageTimeout,
 		Stderr:       p.Options.PluginStderr,
 		HostVersion:  p.Options.HostVersion,
+	}
+	if p.lock != nil {
+		// Read (and perhaps updated) already for plugins from registries.
+		opts.Lock = p.lock
+		return opts, nil
 	}
 	l, err := host.ReadLockfile(filepath.Join(p.ClusterDir, host.LockfileName))
 	switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 )
 
 // DefaultDeps binds the pipeline to core/config, core/merge and plugins/host.
@@ -34,8 +35,17 @@ func DefaultDeps() Deps {
 			if err != nil {
 				return err
 			}
+			// A registry plugin's entry comes from installing it: keep it.
+			prev, err := host.ReadLockfile(path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			if err := l.KeepRegistryEntries(prev, cands); err != nil {
+				return err
+			}
 			return l.Write(path)
 		},
+		Ensure: ensure.Ensure,
 		Verify: func(cands []host.Candidate, path string) []error {
 			l, err := host.ReadLockfile(path)
 			if err != nil {

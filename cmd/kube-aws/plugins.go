@@ -16,19 +16,24 @@ import (
 func newPlugins(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugins",
-		Short: "List, describe, lock and verify plugins",
+		Short: "List, describe, lock, verify, install, upgrade and push plugins",
 		Long: `Plugins are found in three places: built-in and contrib plugins shipped with kube-aws,
 and user plugins in plugins/<name>/<name> beside cluster.yaml or in every --plugin-dir.
 Built-ins are on unless plugins.<name>.enabled: false; contrib and user plugins are off
-until plugins.<name>.enabled: true.`,
+until plugins.<name>.enabled: true. A plugin can also come from an OCI registry:
+plugins.<name>.source: oci://REGISTRY/REPOSITORY:TAG, pinned by digest in plugins.lock.`,
 		Example: `  kube-aws plugins list
   kube-aws plugins describe dex
   kube-aws plugins lock && git add plugins.lock
-  kube-aws plugins verify`,
-		Args: exactArgs(0, "a subcommand: list, describe, lock or verify"),
+  kube-aws plugins verify
+  kube-aws plugins install
+  kube-aws plugins upgrade hello
+  kube-aws plugins push dist oci://ghcr.io/acme/kube-aws-hello:0.1.0`,
+		Args: exactArgs(0, "a subcommand: list, describe, lock, verify, install, upgrade or push"),
 		RunE: own(g, func(cmd *cobra.Command, args []string) error { return cmd.Help() }),
 	}
-	cmd.AddCommand(newPluginsList(g), newPluginsDescribe(g), newPluginsLock(g), newPluginsVerify(g))
+	cmd.AddCommand(newPluginsList(g), newPluginsDescribe(g), newPluginsLock(g), newPluginsVerify(g),
+		newPluginsInstall(g, false), newPluginsInstall(g, true), newPluginsPush(g))
 	return cmd
 }
 
@@ -147,7 +152,7 @@ contrib or user plugin whose sha256 differs from its entry. Commit the file.`,
   kube-aws plugins lock -c clusters/prod.yaml --plugin-dir ./shared-plugins`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: own(g, func(cmd *cobra.Command, args []string) error {
-			path, locked, err := action.LockPlugins(g.options())
+			path, locked, err := action.LockPlugins(cmd.Context(), g.options())
 			if err != nil {
 				return fail(g, "plugins lock", err)
 			}

@@ -41,6 +41,9 @@ func (g *globals) options() stages.Options {
 		Reporter:         &textReporter{W: g.stderr, Verbose: g.verbose},
 		PluginStderr:     g.stderr,
 		HostVersion:      version.Version,
+		// Downloads, signature checks and new pins of plugins from
+		// registries: rare, and worth seeing in a CI log.
+		Registry: stages.RegistryOptions{Log: func(line string) { fmt.Fprintf(g.stderr, "plugins: %s\n", line) }},
 	}
 }
 

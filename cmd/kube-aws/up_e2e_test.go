@@ -40,6 +40,8 @@ type awsLayout struct {
 	cluster  string
 	endpoint string
 	cfn      *cloudformation.Client
+	// env is added to kube-aws's environment.
+	env []string
 }
 
 func newAWSLayout(t *testing.T) *awsLayout {
@@ -138,6 +140,7 @@ func (l *awsLayout) command(ctx context.Context, args ...string) *exec.Cmd {
 	c.Env = append(env, "CI=1",
 		"AWS_ACCESS_KEY_ID="+awstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+awstest.SecretAccessKey,
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	c.Env = append(c.Env, l.env...)
 	return c
 }
 

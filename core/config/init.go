@@ -254,7 +254,9 @@ nodePools:
 # plugins/<name>/ beside this file) are off until enabled: true. values are
 # checked against the plugin's schema; configFiles (YAML, relative to this
 # file) are merged under values. Any value may come from the environment or a
-# file and is then sensitive: never written in plain text anywhere.
+# file and is then sensitive: never written in plain text anywhere. source
+# takes a plugin from an OCI registry, pinned in plugins.lock; verify.key
+# requires its cosign signature.
 #   plugins:
 #     dex:
 #       enabled: true
@@ -262,6 +264,9 @@ nodePools:
 #       values:
 #         issuer: "https://dex.example.com"
 #         clientSecret: {valueFrom: {env: DEX_CLIENT_SECRET}}
+#     hello:
+#       source: oci://ghcr.io/acme/kube-aws-hello:0.1.0
+#       verify: {key: keys/acme-cosign.pub}
 plugins: {}
 
 # pluginOrder replaces the order file shipped with kube-aws; plugins not

@@ -222,6 +222,25 @@ func TestBadInput(t *testing.T) {
 		{"even etcd count is a warning", replace("clusterName: demo", "clusterName: demo\netcd: {count: 2}"), []want{
 			{path: "etcd.count", line: 2, sev: diag.Warning, msg: "etcd.count is 2, an even number"},
 		}},
+		{"plugin source not oci", replace("  dex:\n    enabled: true", "  dex:\n    source: https://ghcr.io/acme/dex:1\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `plugins.dex.source "https://ghcr.io/acme/dex:1" is not an oci:// reference`, hint: "write oci://REGISTRY/REPOSITORY:TAG, or @sha256:DIGEST to pin a digest"},
+		}},
+		{"plugin source without a tag", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `names no tag or digest`},
+		}},
+		{"plugin source without a repository", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `names no registry and repository`},
+		}},
+		{"verify without a source", replace("  dex:\n    enabled: true", "  dex:\n    verify: {key: cosign.pub}\n    enabled: true"), []want{
+			{path: "plugins.dex.verify", line: 33, msg: `plugins.dex.verify needs plugins.dex.source`},
+		}},
+		{"verify without a key", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex:1\n    verify: {key: ''}\n    enabled: true"), []want{
+			{path: "plugins.dex.verify.key", line: 34, msg: `plugins.dex.verify.key is empty`},
+		}},
+		{"source in a node pool", replace("      dex:\n        values:", "      dex:\n        source: oci://ghcr.io/acme/dex:1\n        verify: {key: k.pub}\n        values:"), []want{
+			{path: "nodePools[1].plugins.dex.source", line: 29, msg: `cannot be set for a node pool`},
+			{path: "nodePools[1].plugins.dex.verify", line: 30, msg: `cannot be set for a node pool`},
+		}},
 		{"pod CIDR overlapping the VPC", replace("clusterName: demo", "clusterName: demo\nkubernetes: {podCIDR: 10.0.128.0/17}"), []want{
 			{path: "kubernetes.podCIDR", line: 2, msg: "kubernetes.podCIDR 10.0.128.0/17 overlaps network.vpcCIDR 10.0.0.0/16"},
 		}},

@@ -231,3 +231,22 @@ func TestLocate(t *testing.T) {
 		t.Fatalf("%+v", diags)
 	}
 }
+
+// A plugin taken from a registry is on unless turned off: naming where to
+// get it is asking for it.
+func TestPluginEnabledBySource(t *testing.T) {
+	off := false
+	c := &Cluster{Plugins: map[string]PluginConfig{
+		"hello": {Source: "oci://r/p:1"},
+		"quiet": {Source: "oci://r/q:1", Enabled: &off},
+		"dex":   {},
+	}}
+	for name, want := range map[string]bool{"hello": true, "quiet": false, "dex": false, "absent": false} {
+		if got := c.PluginEnabled(name, false); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	if !c.PluginEnabled("absent", true) {
+		t.Error("a built-in's default is lost")
+	}
+}

@@ -149,4 +149,19 @@ type PluginConfig struct {
 	// ConfigFiles are plugin config files, relative to cluster.yaml, whose
 	// YAML content is merged under Values in order.
 	ConfigFiles []string `json:"configFiles,omitempty"`
+	// Source takes the plugin from an OCI registry,
+	// oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:DIGEST
+	// (docs/plugins.md, section 12). It replaces a shipped plugin of the same
+	// name, and turns the plugin on unless Enabled is false. Cluster level only.
+	Source string `json:"source,omitempty"`
+	// Verify requires the artifact Source names to carry a cosign signature.
+	Verify *PluginVerify `json:"verify,omitempty"`
+}
+
+// PluginVerify says how a plugin from a registry must be signed.
+type PluginVerify struct {
+	// Key is the PEM public key (cosign.pub), relative to cluster.yaml,
+	// that a `cosign sign --key` signature over the artifact's digest must
+	// verify with.
+	Key string `json:"key"`
 }

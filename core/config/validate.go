@@ -529,6 +529,42 @@ func (v *validator) pluginConfigs(path string, plugins map[string]PluginConfig) 
 				v.fatal(IndexPath(p+".configFiles", i), "give a path relative to cluster.yaml", "%s.configFiles[%d] is empty", p, i)
 			}
 		}
+		v.pluginSource(path != "plugins", p, pc)
+	}
+}
+
+// pluginSource checks plugins.NAME.source and verify. The reference is
+// parsed fully where the registry is contacted (plugins/oci); here only its
+// form, so that a typo is reported with its line before anything runs.
+func (v *validator) pluginSource(inPool bool, p string, pc PluginConfig) {
+	if inPool {
+		if pc.Source != "" {
+			v.fatal(p+".source", "set it under the cluster-level plugins: a plugin comes from one place for the whole cluster", "%s.source cannot be set for a node pool", p)
+		}
+		if pc.Verify != nil {
+			v.fatal(p+".verify", "set it under the cluster-level plugins, beside source", "%s.verify cannot be set for a node pool", p)
+		}
+		return
+	}
+	if pc.Source != "" {
+		rest, ok := strings.CutPrefix(pc.Source, "oci://")
+		slash := strings.Index(rest, "/")
+		switch {
+		case !ok:
+			v.fatal(p+".source", "write oci://REGISTRY/REPOSITORY:TAG, or @sha256:DIGEST to pin a digest", "%s.source %q is not an oci:// reference", p, pc.Source)
+		case slash <= 0 || slash == len(rest)-1:
+			v.fatal(p+".source", "write oci://REGISTRY/REPOSITORY:TAG, e.g. oci://ghcr.io/acme/kube-aws-hello:0.1.0", "%s.source %q names no registry and repository", p, pc.Source)
+		case !strings.ContainsAny(rest[slash:], ":@"):
+			v.fatal(p+".source", "add the version to install, :TAG, or pin a digest, @sha256:DIGEST", "%s.source %q names no tag or digest", p, pc.Source)
+		}
+	}
+	if pc.Verify != nil {
+		switch {
+		case pc.Source == "":
+			v.fatal(p+".verify", "add "+p+".source (a plugin from a registry), or remove verify: plugins shipped with kube-aws or beside cluster.yaml are checked by plugins.lock", "%s.verify needs %s.source", p, p)
+		case strings.TrimSpace(pc.Verify.Key) == "":
+			v.fatal(p+".verify.key", "give the public key's path relative to cluster.yaml (cosign.pub)", "%s.verify.key is empty", p)
+		}
 	}
 }
 

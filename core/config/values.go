@@ -30,11 +30,14 @@ func (c *Cluster) PluginNames() []string {
 }
 
 // PluginEnabled says whether a plugin is on for the cluster: its
-// plugins.<name>.enabled when set, else defaultOn (true for built-ins, false
-// for contrib and user plugins).
+// plugins.<name>.enabled when set, else on when it has a source (naming a
+// registry to take it from is asking for it), else defaultOn (true for
+// built-ins, false for contrib and user plugins).
 func (c *Cluster) PluginEnabled(name string, defaultOn bool) bool {
 	if pc, ok := c.Plugins[name]; ok && pc.Enabled != nil {
 		return *pc.Enabled
+	} else if ok && pc.Source != "" {
+		return true
 	}
 	return defaultOn
 }

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"github.com/kube-aws/kube-aws/internal/localport"
 )
 
 // Region is the region tests use; moto accepts any.
@@ -43,26 +44,36 @@ func Credentials() aws.CredentialsProvider {
 	return credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, "")
 }
 
-// MotoServerPath finds moto_server: $KUBE_AWS_VENV/bin/moto_server, else
-// <repo root>/.venv/bin/moto_server, where the repo root is the nearest
-// folder above the working directory holding go.mod.
+// MotoServerPath finds moto_server in the project's virtualenv (VenvBin).
 func MotoServerPath() (string, error) {
+	p, err := VenvBin("moto_server")
+	if err != nil {
+		return "", fmt.Errorf("moto_server not found (%v): run `make venv` in the repository root, or set KUBE_AWS_VENV to a virtualenv with moto[server] installed", err)
+	}
+	return p, nil
+}
+
+// VenvBin finds a program of the project's Python virtualenv (moto_server,
+// python with grpcio): $KUBE_AWS_VENV/bin/<name>, else <repo root>/.venv/bin/<name>,
+// where the repo root is the nearest folder above the working directory
+// holding go.mod (`make venv` creates it).
+func VenvBin(name string) (string, error) {
 	var tried []string
 	if v := os.Getenv("KUBE_AWS_VENV"); v != "" {
-		p := filepath.Join(v, "bin", "moto_server")
+		p := filepath.Join(v, "bin", name)
 		if isExec(p) {
 			return p, nil
 		}
 		tried = append(tried, p)
 	}
 	if root, err := repoRoot(); err == nil {
-		p := filepath.Join(root, ".venv", "bin", "moto_server")
+		p := filepath.Join(root, ".venv", "bin", name)
 		if isExec(p) {
 			return p, nil
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("moto_server not found (looked at %v): run `make venv` in the repository root, or set KUBE_AWS_VENV to a virtualenv with moto[server] installed", tried)
+	return "", fmt.Errorf("looked at %v", tried)
 }
 
 func isExec(p string) bool {
@@ -87,17 +98,6 @@ func repoRoot() (string, error) {
 	}
 }
 
-// freePort asks the kernel for a free port on 127.0.0.1. Another process may
-// take it before moto binds it; StartServer retries once on that.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // StartServer starts moto_server on 127.0.0.1 on a free port and waits until
 // it answers. stop kills its whole process group (moto_server may fork) and
 // is safe to call more than once.
@@ -118,7 +118,7 @@ func StartServer() (url string, stop func(), err error) {
 }
 
 func startOnce(bin string) (string, func(), error) {
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return "", nil, fmt.Errorf("finding a free port for moto: %w", err)
 	}

@@ -1,7 +1,8 @@
-// Package fileutil holds the two file operations kube-aws's host side does
-// in several places: writing a file so that no reader ever sees half of it
-// (state, plugins.lock, the plugin store, caches) and hashing a file
-// (plugins.lock, stale-state checks).
+// Package fileutil holds the file operations kube-aws's host side does in
+// several places: writing a file so that no reader ever sees half of it
+// (state, plugins.lock, the plugin store, caches), hashing a file
+// (plugins.lock, stale-state checks), and walking the files of a plugin's
+// folder, leaving out what is not part of the plugin (Python's byte code).
 package fileutil
 
 import (
@@ -9,8 +10,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteAtomic writes data to a temporary file beside path and renames it
@@ -66,4 +69,31 @@ func SHA256(path string) (string, error) {
 		return "", fmt.Errorf("hashing %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// WalkPluginFiles calls fn for every file under dir (symbolic links
+// included, folders not) with its path and its slash-separated path relative
+// to dir, leaving out Python byte code (__pycache__ folders and .pyc files):
+// the interpreter writes it beside a script plugin's code as it runs, so it
+// is never part of the plugin that was locked, pushed or downloaded.
+func WalkPluginFiles(dir string, fn func(path, rel string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "__pycache__" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".pyc") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		return fn(path, filepath.ToSlash(rel), d)
+	})
 }

@@ -1,8 +1,10 @@
 package fileutil
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +60,36 @@ func TestSHA256(t *testing.T) {
 	}
 	if _, err := SHA256(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("a missing file is an error")
+	}
+}
+
+// A plugin folder's files, with slash paths, without Python's byte code.
+func TestWalkPluginFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"run", "lib/a.py", "lib/__pycache__/a.cpython-311.pyc", "lib/b.pyc", "deep/x/y.txt"} {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("run", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := WalkPluginFiles(dir, func(path, rel string, d fs.DirEntry) error {
+		if path != filepath.Join(dir, filepath.FromSlash(rel)) {
+			t.Errorf("%s is not %s in %s", path, rel, dir)
+		}
+		got = append(got, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "deep/x/y.txt,lib/a.py,link,run" {
+		t.Errorf("got %v", got)
 	}
 }

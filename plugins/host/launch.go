@@ -194,6 +194,11 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 		if e == nil {
 			return nil, notLockedError(c)
 		}
+		// A registry plugin is checked against its build for this platform.
+		e, err := e.forCandidate(c)
+		if err != nil {
+			return nil, err
+		}
 		// The executable is checked by go-plugin's SecureConfig as it
 		// starts; its source and the files beside it (a script plugin's
 		// code) are checked here, also before anything runs. When they

@@ -58,12 +58,23 @@ type LockEntry struct {
 	Name   string `json:"name"`
 	Source Source `json:"source"`
 	Path   string `json:"path,omitempty"`
-	SHA256 string `json:"sha256"`
+	// SHA256 is the executable's; empty for a registry plugin, whose
+	// hashes are per platform.
+	SHA256 string `json:"sha256,omitempty"`
 	// Files is the sha256 of every other file in a user plugin's folder, by
 	// its path in the folder (see FolderFiles): a plugin in Python is a
 	// small entry script and the code beside it, and locking the entry
 	// script alone would let that code change unnoticed.
 	Files map[string]string `json:"files,omitempty"`
+
+	// A plugin from an OCI registry (source oci, see registry.go) is pinned
+	// by the digest its source resolved to, with every platform's hashes,
+	// instead of SHA256 and Files.
+	Ref       string                  `json:"ref,omitempty"`
+	Digest    string                  `json:"digest,omitempty"`
+	Version   string                  `json:"version,omitempty"`
+	Key       string                  `json:"key,omitempty"`
+	Platforms map[string]PlatformLock `json:"platforms,omitempty"`
 }
 
 const lockHeader = "# plugins.lock: written by `kube-aws plugins lock`; commit it beside cluster.yaml.\n" +
@@ -74,7 +85,9 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 	l := &Lockfile{Version: lockfileVersion, Plugins: []LockEntry{}}
 	var errs []error
 	for _, c := range cands {
-		if c.Source == SourceBuiltin || c.Problem != "" {
+		// A registry plugin's entry is made when it is installed
+		// (KeepRegistryEntries carries it over).
+		if c.Source == SourceBuiltin || c.Source == SourceOCI || c.Problem != "" {
 			continue
 		}
 		sum, err := fileutil.SHA256(c.Path)
@@ -116,6 +129,12 @@ func ReadLockfile(path string) (*Lockfile, error) {
 	}
 	base := filepath.Dir(absClean(path))
 	for i, e := range l.Plugins {
+		if e.Source == SourceOCI {
+			if err := e.checkRegistry(); err != nil {
+				return nil, fmt.Errorf("%s: %v", path, err)
+			}
+			continue
+		}
 		if e.Name == "" || e.SHA256 == "" {
 			return nil, fmt.Errorf("%s: entry %d lacks a name or sha256; regenerate it with `kube-aws plugins lock`", path, i+1)
 		}
@@ -203,7 +222,12 @@ func (l *Lockfile) Verify(cands []Candidate) []error {
 			errs = append(errs, notLockedError(c))
 			continue
 		}
-		errs = append(errs, verifyEntry(c, e, true)...)
+		pe, err := e.forCandidate(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, verifyEntry(c, pe, true)...)
 	}
 	if l != nil {
 		for _, e := range l.Plugins {
@@ -236,6 +260,9 @@ func verifyEntry(c Candidate, e *LockEntry, binary bool) []error {
 }
 
 func (e LockEntry) describe() string {
+	if e.Ref != "" {
+		return fmt.Sprintf("%s, %s", e.Source, e.Ref)
+	}
 	if e.Path != "" {
 		return fmt.Sprintf("%s, %s", e.Source, e.Path)
 	}
@@ -247,13 +274,26 @@ func notLockedError(c Candidate) error {
 }
 
 func mismatchError(c Candidate, want, have string) error {
-	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, c.Path, want, have)
+	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); %s", c.Name, c.Path, want, have, remedy(c, "changed it"))
 }
 
-// pluginFiles hashes the rest of a user plugin's folder; built-in and
-// contrib plugins are single executables in a shared folder.
+// remedy says what to do about a plugin whose files differ from
+// plugins.lock. A user or contrib plugin changed on purpose is locked
+// again; a registry plugin's files are a copy in the plugin cache that
+// nobody should change, and `plugins lock` keeps its pin as it is, so the
+// copy is downloaded again by its pinned digest.
+func remedy(c Candidate, did string) string {
+	if c.Source == SourceOCI {
+		return "its copy in the plugin cache was changed on disk: run `kube-aws plugins install` to download it again by its pinned digest"
+	}
+	return "if you " + did + " on purpose run `kube-aws plugins lock`"
+}
+
+// pluginFiles hashes the rest of a user plugin's folder, or of a registry
+// plugin's cache entry; built-in and contrib plugins are single
+// executables in a shared folder.
 func pluginFiles(c Candidate) (map[string]string, error) {
-	if c.Source != SourceUser || c.Dir == "" {
+	if (c.Source != SourceUser && c.Source != SourceOCI) || c.Dir == "" {
 		return nil, nil
 	}
 	return FolderFiles(c.Dir, c.Path)
@@ -280,11 +320,11 @@ func checkFiles(c Candidate, e *LockEntry) []error {
 		got, present := have[n]
 		switch {
 		case !locked:
-			errs = append(errs, fmt.Errorf("plugin %s: %s is not in plugins.lock (a file added beside the plugin); if you added it on purpose run `kube-aws plugins lock`", c.Name, path))
+			errs = append(errs, fmt.Errorf("plugin %s: %s is not in plugins.lock (a file added beside the plugin); %s", c.Name, path, remedy(c, "added it")))
 		case !present:
-			errs = append(errs, fmt.Errorf("plugin %s: %s, locked in plugins.lock, is gone; if you removed it on purpose run `kube-aws plugins lock`", c.Name, path))
+			errs = append(errs, fmt.Errorf("plugin %s: %s, locked in plugins.lock, is gone; %s", c.Name, path, remedy(c, "removed it")))
 		case got != strings.ToLower(want):
-			errs = append(errs, fmt.Errorf("plugin %s: %s does not match plugins.lock (want sha256 %s, have %s); if you changed it on purpose run `kube-aws plugins lock`", c.Name, path, want, got))
+			errs = append(errs, fmt.Errorf("plugin %s: %s does not match plugins.lock (want sha256 %s, have %s); %s", c.Name, path, want, got, remedy(c, "changed it")))
 		}
 	}
 	return errs
@@ -296,22 +336,9 @@ func checkFiles(c Candidate, e *LockEntry) []error {
 // symlink's entry is "symlink:<target>". nil when there is no such file.
 func FolderFiles(dir, skip string) (map[string]string, error) {
 	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == "__pycache__" {
-				return filepath.SkipDir
-			}
+	err := fileutil.WalkPluginFiles(dir, func(path, rel string, d os.DirEntry) error {
+		if path == skip {
 			return nil
-		}
-		if path == skip || strings.HasSuffix(path, ".pyc") {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
 		}
 		var sum string
 		if d.Type()&os.ModeSymlink != 0 {
@@ -320,10 +347,12 @@ func FolderFiles(dir, skip string) (map[string]string, error) {
 				return err
 			}
 			sum = "symlink:" + target
-		} else if sum, err = fileutil.SHA256(path); err != nil {
+		} else if s, err := fileutil.SHA256(path); err != nil {
 			return err
+		} else {
+			sum = s
 		}
-		files[filepath.ToSlash(rel)] = sum
+		files[rel] = sum
 		return nil
 	})
 	if err != nil {

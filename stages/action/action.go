@@ -60,7 +60,7 @@ func (c *Config) confirm(q Question) error {
 
 // session plans and launches; close must be called on every path.
 func session(ctx context.Context, opts stages.Options) (s *stages.Session, close func(), err error) {
-	plan, err := stages.NewPlan(opts)
+	plan, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -229,7 +229,7 @@ type Destroy struct {
 // Run destroys the cluster. Without --yes it asks first, naming the cluster.
 func (a *Destroy) Run(ctx context.Context) (*stages.Outcome, error) {
 	opts := a.withAWS(a.AWS, a.OutDir)
-	plan, err := stages.NewPlan(opts)
+	plan, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

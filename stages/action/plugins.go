@@ -12,6 +12,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -42,7 +43,7 @@ type PluginSummary struct {
 // is optional: without it the built-in defaults decide what is enabled.
 func ListPlugins(ctx context.Context, opts stages.Options) ([]PluginSummary, error) {
 	opts.ConfigOptional = true
-	p, err := stages.NewPlan(opts)
+	p, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func StartFailures(ps []PluginSummary) error {
 // DescribePlugin is ListPlugins for one plugin, with its values schema.
 func DescribePlugin(ctx context.Context, opts stages.Options, name string) (*PluginSummary, error) {
 	opts.ConfigOptional = true
-	p, err := stages.NewPlan(opts)
+	p, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -160,10 +161,11 @@ func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bo
 
 // LockPlugins writes plugins.lock beside cluster.yaml with the sha256 of
 // every plugin that is not built in, and returns its path and the plugins
-// it locked.
-func LockPlugins(opts stages.Options) (string, []host.Candidate, error) {
+// it locked. Plugins from registries keep the pins installing them made
+// (and are installed first if they were not).
+func LockPlugins(ctx context.Context, opts stages.Options) (string, []host.Candidate, error) {
 	opts.ConfigOptional = true
-	p, err := stages.NewPlan(opts)
+	p, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return "", nil, err
 	}
@@ -181,9 +183,12 @@ func LockPlugins(opts stages.Options) (string, []host.Candidate, error) {
 }
 
 // VerifyPlugins checks every plugin that is not built in against
-// plugins.lock and reports every difference as a fatal diagnostic.
+// plugins.lock and reports every difference as a fatal diagnostic. It
+// installs nothing and contacts no registry: a plugin from a registry that
+// is not in the cache is a difference too.
 func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 	opts.ConfigOptional = true
+	opts.Registry.Mode = ensure.Offline
 	p, err := stages.NewPlan(opts)
 	if err != nil {
 		return "", nil, err
