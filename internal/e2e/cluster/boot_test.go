@@ -55,7 +55,7 @@ func TestKubeAWSNodeBoots(t *testing.T) {
 	t0 := time.Now()
 
 	// kube-aws as make build lays it out, and the proof plugin.
-	root, err := moduleRoot()
+	root, err := awstest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,24 +182,4 @@ func readStatus(ctx context.Context, c *s3.Client, prefix string) (nodeplan.Stat
 		return st, err
 	}
 	return st, json.Unmarshal(b, &st)
-}
-
-// moduleRoot is the folder of go.mod above the working directory: the test
-// binary runs from the repository (make e2e-cluster) or its package folder
-// (go test).
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory: run make e2e-cluster from the repository")
-		}
-		dir = parent
-	}
 }
