@@ -136,10 +136,10 @@ func sids(t *testing.T, tmpl map[string]any, roleID string) []string {
 func TestRolesGetTheirStatementsInPluginOrder(t *testing.T) {
 	tmpl := template(t, renderFixture(t, "full"))
 	cases := map[string]string{
-		"ControllerRole":      "KubeAwsAssets KubeAwsDecrypt KubeAwsCloudProvider Route53",
-		"EtcdRole":            "KubeAwsAssets KubeAwsDecrypt KubeAwsEtcdDiscovery",
-		"NodePoolGeneralRole": "KubeAwsAssets KubeAwsDecrypt KubeAwsNode Logs",
-		"NodePoolSpotArmRole": "KubeAwsAssets KubeAwsDecrypt KubeAwsNode Logs SpotTermination",
+		"ControllerRole":      "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsCloudProvider Route53",
+		"EtcdRole":            "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsEtcdDiscovery",
+		"NodePoolGeneralRole": "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsNode Logs",
+		"NodePoolSpotArmRole": "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsNode Logs SpotTermination",
 	}
 	for role, want := range cases {
 		if got := strings.Join(sids(t, tmpl, role), " "); got != want {
@@ -160,10 +160,29 @@ func TestRolesGetTheirStatementsInPluginOrder(t *testing.T) {
 			t.Errorf("node pool output %s: a pool's only output is its instance profile", o)
 		}
 	}
-	// The assets statement points at the s3URI prefix, not the whole bucket.
-	b := string(renderFixture(t, "full").Files[0].Content)
-	if !strings.Contains(b, `"arn:aws:s3:::prod-assets/clusters/prod/*"`) {
-		t.Error("assets statement does not name the s3URI prefix")
+	// Least privilege (issue 11): a role reads the shared assets and its own
+	// objects under the s3URI prefix, writes its own status, and decrypts
+	// only what was encrypted for it.
+	statement := func(role, sid string) string {
+		r := tmpl["Resources"].(map[string]any)[role].(map[string]any)
+		for _, st := range r["Properties"].(map[string]any)["Policies"].([]any)[0].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			if st.(map[string]any)["Sid"] == sid {
+				b, _ := json.Marshal(st)
+				return string(b)
+			}
+		}
+		t.Fatalf("%s has no statement %s", role, sid)
+		return ""
+	}
+	for _, tc := range []struct{ role, sid, want string }{
+		{"NodePoolGeneralRole", "KubeAwsRead", `"Resource":["arn:aws:s3:::prod-assets/clusters/prod/assets/*","arn:aws:s3:::prod-assets/clusters/prod/roles/nodepool-general/*"]`},
+		{"EtcdRole", "KubeAwsStatus", `"Action":["s3:PutObject"],"Effect":"Allow","Resource":["arn:aws:s3:::prod-assets/clusters/prod/status/etcd/*"]`},
+		{"ControllerRole", "KubeAwsDecrypt", `"Condition":{"StringEquals":{"kms:EncryptionContext:kube-aws:cluster":"prod","kms:EncryptionContext:kube-aws:role":"controller"}}`},
+		{"NodePoolSpotArmRole", "KubeAwsDecrypt", `"kms:EncryptionContext:kube-aws:role":"nodepool-spot-arm"`},
+	} {
+		if got := statement(tc.role, tc.sid); !strings.Contains(got, tc.want) {
+			t.Errorf("%s %s = %s\nwant it to hold %s", tc.role, tc.sid, got, tc.want)
+		}
 	}
 }
 
@@ -188,7 +207,7 @@ func TestBadStatementsAreFatal(t *testing.T) {
 		"effect":             {Target: construct.Target{Role: construct.Etcd}, Effect: "Maybe", Actions: []string{"s3:GetObject"}, Resources: []string{"*"}},
 		"Sid":                {Target: construct.Target{Role: construct.Etcd}, Sid: "not-alnum", Actions: []string{"s3:GetObject"}, Resources: []string{"*"}},
 		"action":             {Target: construct.Target{Role: construct.Etcd}, Resources: []string{"*"}},
-		"KubeAwsAssets":      {Target: construct.Target{Role: construct.Etcd}, Sid: "KubeAwsAssets", Actions: []string{"s3:PutObject"}, Resources: []string{"*"}},
+		"KubeAwsRead":        {Target: construct.Target{Role: construct.Etcd}, Sid: "KubeAwsRead", Actions: []string{"s3:PutObject"}, Resources: []string{"*"}},
 	}
 	for want, st := range cases {
 		res := run(t, "minimal", []construct.IAMStatement{st})

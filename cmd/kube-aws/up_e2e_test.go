@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +73,10 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
 		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
 	}
+	// Deploy uploads kube-aws-node for the machines' architecture (the
+	// example's instance types are this machine's, amd64 on CI).
+	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws-node"),
+		filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-node-linux-"+runtime.GOARCH))
 	if err := os.MkdirAll(filepath.Join(bin, "kube-aws-plugins", "contrib"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func VenvBin(name string) (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	if root, err := repoRoot(); err == nil {
+	if root, err := RepoRoot(); err == nil {
 		p := filepath.Join(root, ".venv", "bin", name)
 		if isExec(p) {
 			return p, nil
@@ -81,7 +81,9 @@ func isExec(p string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
-func repoRoot() (string, error) {
+// RepoRoot is the folder of go.mod above the working directory: a test runs
+// from its package folder (go test) or the repository (a built test binary).
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"os"
@@ -692,6 +693,8 @@ func TestMachineAssets(t *testing.T) {
 	pause := write("mirror/pause/3.10.1/linux-amd64/image.tar", "pause image")
 	tg := f.render()
 	tg.NodeAgentDir, tg.MirrorDir = filepath.Join(dir, "libexec"), filepath.Join(dir, "mirror")
+	// Controllers on amd64 (the default instance type's), a pool on Graviton.
+	tg.Cluster.NodePools = []config.NodePool{{Name: "a", InstanceType: "m7g.large"}}
 	tg.Artifacts = []construct.Artifact{{Name: "pause", Version: "3.10.1", Kind: construct.Image, Reference: "registry.k8s.io/pause:3.10.1",
 		Sources: map[string]construct.ArtifactSource{"amd64": {Mirrored: map[string]string{construct.MirrorImageFile: pause}}}}}
 	e := f.engine()

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/internal/fileutil"
@@ -48,15 +49,28 @@ func (p *prepared) needsNodeAgent() bool {
 	return false
 }
 
-// resolveNodeAgent finds kube-aws-node for every architecture and its key,
-// <prefix>/assets/<sha256>, when a template needs it (Deploy uploads it
-// there, Diff only names it).
+// resolveNodeAgent finds kube-aws-node for every architecture the
+// cluster's instance types run, and its key, <prefix>/assets/<sha256>, when
+// a template needs it (Deploy uploads it there, Diff only names it). The
+// parameter of an architecture no machine runs is left empty.
 func (p *prepared) resolveNodeAgent() error {
+	p.nodeAgent = map[string]nodeAgentFile{}
 	if !p.needsNodeAgent() {
 		return nil
 	}
-	p.nodeAgent = map[string]nodeAgentFile{}
+	c := p.t.Cluster
+	used := map[string]bool{}
+	for _, it := range []string{c.Controller.InstanceType, c.Etcd.InstanceType} {
+		used[config.Architecture(it)] = true
+	}
+	for _, np := range c.NodePools {
+		used[config.Architecture(np.InstanceType)] = true
+	}
 	for _, arch := range nodeplan.Archs {
+		if !used[string(arch)] {
+			p.nodeAgent[string(arch)] = nodeAgentFile{}
+			continue
+		}
 		file := filepath.Join(p.t.NodeAgentDir, NodeAgentFile(arch))
 		sum, err := fileutil.SHA256(file)
 		if err != nil {
@@ -74,7 +88,7 @@ type nodeAgentFile struct{ path, sum, key string }
 func (e *Engine) uploadNodeAgent(ctx context.Context, p *prepared, a *assets) error {
 	for _, arch := range nodeplan.Archs {
 		f, ok := p.nodeAgent[string(arch)]
-		if !ok {
+		if !ok || f.path == "" {
 			continue
 		}
 		if _, err := e.uploadFile(ctx, p, a, f.path, f.sum); err != nil {

@@ -36,27 +36,48 @@ const MaxInlinePolicyBytes = 10_240
 func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 	var diags diag.List
 	var out []construct.IAMStatement
-	all := []construct.Target{{Role: construct.Controller}, {Role: construct.Etcd}, {Role: construct.Worker}}
+	// One policy per machine role (each node pool its own): a machine reads
+	// the shared assets and its own role's objects only, writes only its
+	// role's status, and decrypts only the ciphertext made for its role.
+	type machineRole struct {
+		target construct.Target
+		name   string
+	}
+	roles := []machineRole{{construct.Target{Role: construct.Controller}, names.RoleController}, {construct.Target{Role: construct.Etcd}, names.RoleEtcd}}
+	for _, p := range c.NodePools {
+		roles = append(roles, machineRole{construct.Target{Role: construct.Worker, NodePool: p.Name}, names.NodePoolStack(p.Name)})
+	}
 
 	bucket, prefix, err := parseS3URI(c.S3URI)
 	if err != nil {
 		diags = append(diags, diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix"))
 	} else {
-		obj := fmt.Sprintf("arn:%s:s3:::%s/*", partition(c.Region), bucket)
-		if prefix != "" {
-			obj = fmt.Sprintf("arn:%s:s3:::%s/%s/*", partition(c.Region), bucket, prefix)
+		arn := func(key string) string {
+			if prefix != "" {
+				key = prefix + "/" + key
+			}
+			return fmt.Sprintf("arn:%s:s3:::%s/%s", partition(c.Region), bucket, key)
 		}
-		for _, t := range all {
-			// Every machine's bootstrap fetches its userdata from here.
-			out = append(out, construct.IAMStatement{Target: t, Sid: "KubeAwsAssets", Effect: "Allow",
-				Actions: []string{"s3:GetObject"}, Resources: []string{obj}})
+		for _, r := range roles {
+			// kube-aws-node, charts and artifacts (assets/), the role's
+			// userdata and secrets (roles/<role>/).
+			out = append(out, construct.IAMStatement{Target: r.target, Sid: "KubeAwsRead", Effect: "Allow",
+				Actions: []string{"s3:GetObject"}, Resources: []string{arn("assets/*"), arn("roles/" + r.name + "/*")}})
+			// kube-aws-node's status objects, status/<role>/<instance-id>.json.
+			out = append(out, construct.IAMStatement{Target: r.target, Sid: "KubeAwsStatus", Effect: "Allow",
+				Actions: []string{"s3:PutObject"}, Resources: []string{arn("status/" + r.name + "/*")}})
 		}
 	}
 	if c.KMSKeyARN != "" {
-		for _, t := range all {
-			// Sensitive values are uploaded encrypted and decrypted at boot.
-			out = append(out, construct.IAMStatement{Target: t, Sid: "KubeAwsDecrypt", Effect: "Allow",
-				Actions: []string{"kms:Decrypt"}, Resources: []string{c.KMSKeyARN}})
+		for _, r := range roles {
+			// Secrets are encrypted per role (deploy) with this context:
+			// another role's ciphertext does not decrypt with this grant.
+			cond, _ := json.Marshal(map[string]any{"StringEquals": map[string]string{
+				"kms:EncryptionContext:kube-aws:cluster": c.ClusterName,
+				"kms:EncryptionContext:kube-aws:role":    r.name,
+			}})
+			out = append(out, construct.IAMStatement{Target: r.target, Sid: "KubeAwsDecrypt", Effect: "Allow",
+				Actions: []string{"kms:Decrypt"}, Resources: []string{c.KMSKeyARN}, Condition: cond})
 		}
 	}
 	// What the AWS cloud provider on the controllers needs to manage load
