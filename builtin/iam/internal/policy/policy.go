@@ -38,13 +38,13 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 	var out []construct.IAMStatement
 	all := []construct.Target{{Role: construct.Controller}, {Role: construct.Etcd}, {Role: construct.Worker}}
 
-	bucket, prefix, err := parseS3URI(c.S3URI)
+	bucket, prefix, err := config.ParseS3URI(c.S3URI)
 	if err != nil {
 		diags = append(diags, diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix"))
 	} else {
-		obj := fmt.Sprintf("arn:%s:s3:::%s/*", partition(c.Region), bucket)
+		obj := fmt.Sprintf("arn:%s:s3:::%s/*", config.Partition(c.Region), bucket)
 		if prefix != "" {
-			obj = fmt.Sprintf("arn:%s:s3:::%s/%s/*", partition(c.Region), bucket, prefix)
+			obj = fmt.Sprintf("arn:%s:s3:::%s/%s/*", config.Partition(c.Region), bucket, prefix)
 		}
 		for _, t := range all {
 			// Every machine's bootstrap fetches its userdata from here.
@@ -311,28 +311,4 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// parseS3URI splits s3://bucket/prefix.
-func parseS3URI(u string) (bucket, prefix string, err error) {
-	rest, ok := strings.CutPrefix(u, "s3://")
-	if !ok {
-		return "", "", fmt.Errorf("s3URI %q does not start with s3://", u)
-	}
-	bucket, prefix, _ = strings.Cut(rest, "/")
-	if bucket == "" {
-		return "", "", fmt.Errorf("s3URI %q names no bucket", u)
-	}
-	return bucket, strings.Trim(prefix, "/"), nil
-}
-
-// partition is the ARN partition of a region.
-func partition(region string) string {
-	switch {
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	}
-	return "aws"
 }
