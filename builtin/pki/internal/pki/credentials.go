@@ -235,3 +235,41 @@ func keptLeaf(k Keeper, ca *authority.CA, l authority.Leaf, certName, keyName st
 	log(fmt.Sprintf("issued %s (%s), kept in %s", l.CommonName, why, k.Where(certName)))
 	return certPEM, keyPEM, nil
 }
+
+// Expiring warns about each kept certificate (the CAs, the admin and the
+// API server's etcd client certificates) that expires within
+// authority.ExpiryWarning of now, or has expired: a fatal then, as
+// nothing it signs or authenticates works any more.
+func Expiring(k Keeper, now time.Time) diag.List {
+	var out diag.List
+	for _, c := range []struct{ name, what, fix string }{
+		{KeepCACert, "the cluster CA", "make a new CA (remove " + k.Where(KeepCACert) + " and " + k.Where(KeepCAKey) + ", render and replace every machine)"},
+		{KeepEtcdCACert, "the etcd CA", "make a new CA (remove " + k.Where(KeepEtcdCACert) + " and " + k.Where(KeepEtcdCAKey) + ", render and replace every machine)"},
+		{KeepFrontProxyCACert, "the front-proxy CA", "make a new CA (remove " + k.Where(KeepFrontProxyCACert) + " and " + k.Where(KeepFrontProxyCAKey) + ", render and replace the controllers)"},
+		{KeepAdminCert, "the admin certificate", "run kube-aws render: it issues a new one once two thirds of its validity are gone"},
+		{KeepAPIServerEtcdClientCert, "the API server's etcd client certificate", "run kube-aws render and up: it issues a new one once two thirds of its validity are gone"},
+	} {
+		certPEM, ok, err := k.Get(c.name)
+		if err != nil {
+			out = append(out, diag.Warningf("pki: reading %s: %v", k.Where(c.name), err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		notAfter, err := authority.NotAfter(certPEM)
+		if err != nil {
+			out = append(out, diag.Warningf("pki: %s %v", k.Where(c.name), err))
+			continue
+		}
+		left := notAfter.Sub(now)
+		switch {
+		case left <= 0:
+			out = append(out, diag.Fatalf("pki: %s (%s) expired on %s", c.what, k.Where(c.name), notAfter.UTC().Format("2006-01-02")).WithHint(c.fix))
+		case left < authority.ExpiryWarning:
+			out = append(out, diag.Warningf("pki: %s (%s) expires on %s, in %d days", c.what, k.Where(c.name),
+				notAfter.UTC().Format("2006-01-02"), int(left.Hours()/24)).WithHint(c.fix))
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"flag"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -277,4 +278,40 @@ func TestLoadStoreFails(t *testing.T) {
 		t.Errorf("got %v", d)
 	}
 	var _ diag.List = d
+}
+
+func TestExpiring(t *testing.T) {
+	k := newKeeper()
+	if _, d := Load(k, now, quiet); len(d) != 0 {
+		t.Fatal(d)
+	}
+	tests := []struct {
+		name   string
+		at     time.Time
+		fatals int
+		warns  int
+		want   string
+	}{
+		{"fresh", now, 0, 0, ""},
+		{"80 days before the leaves expire", now.Add(285 * 24 * time.Hour), 0, 2, "the admin certificate (credentials/pki/admin.crt) expires on 2027-03-01, in 80 days"},
+		{"the leaves expired", now.Add(366 * 24 * time.Hour), 2, 0, "expired on 2027-03-01"},
+		{"80 days before the CAs expire", now.Add((3650 - 80) * 24 * time.Hour), 2, 3, "the cluster CA (credentials/pki/ca.crt) expires on"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Expiring(k, tc.at)
+			f, w := d.Count()
+			if f != tc.fatals || w != tc.warns {
+				t.Fatalf("got %d fatals and %d warnings, want %d and %d: %v", f, w, tc.fatals, tc.warns, d)
+			}
+			if tc.want != "" && !strings.Contains(fmt.Sprint(d), tc.want) {
+				t.Errorf("%v lacks %q", d, tc.want)
+			}
+			for _, x := range d {
+				if x.Hint == "" {
+					t.Errorf("no hint: %s", x)
+				}
+			}
+		})
+	}
 }
