@@ -18,7 +18,7 @@ import (
 )
 
 // Plugin is the plugin's name.
-const Plugin = "pki"
+const Plugin = names.PKIPlugin
 
 // Keeper keeps what the plugin made between runs, in the host's store of
 // generated secrets: the plain text stays with kube-aws (credentials/pki/
@@ -38,15 +38,15 @@ type Keeper interface {
 // Names of what the plugin keeps. Certificates are kept beside their keys,
 // so that the operator's copy of a CA is one folder.
 const (
-	KeepCACert                  = "ca.crt"
+	KeepCACert                  = names.PKIKeptCACert
 	KeepCAKey                   = "ca.key"
 	KeepFrontProxyCACert        = "front-proxy-ca.crt"
 	KeepFrontProxyCAKey         = "front-proxy-ca.key"
 	KeepEtcdCACert              = "etcd-ca.crt"
 	KeepEtcdCAKey               = "etcd-ca.key"
 	KeepServiceAccountKey       = "sa.key"
-	KeepAdminCert               = "admin.crt"
-	KeepAdminKey                = "admin.key"
+	KeepAdminCert               = names.PKIKeptAdminCert
+	KeepAdminKey                = names.PKIKeptAdminKey
 	KeepAPIServerEtcdClientCert = "apiserver-etcd-client.crt"
 	KeepAPIServerEtcdClientKey  = "apiserver-etcd-client.key"
 )
