@@ -90,7 +90,7 @@ func Load(k Keeper, now time.Time, log func(string)) (*Credentials, diag.List) {
 		ca, d := keptCA(k, c.cn, c.cert, c.key, now, log)
 		diags = append(diags, d...)
 		*c.into = ca
-		cr.Markers[c.key] = k.Marker(c.key)
+		cr.Markers[c.cert], cr.Markers[c.key] = k.Marker(c.cert), k.Marker(c.key)
 	}
 
 	pub, d := serviceAccountKey(k, log)
@@ -106,12 +106,12 @@ func Load(k Keeper, now time.Time, log func(string)) (*Credentials, diag.List) {
 	if err != nil {
 		diags = append(diags, diag.Fatalf("pki: the operator's admin certificate: %v", err))
 	}
-	cr.Markers[KeepAdminKey] = k.Marker(KeepAdminKey)
+	cr.Markers[KeepAdminCert], cr.Markers[KeepAdminKey] = k.Marker(KeepAdminCert), k.Marker(KeepAdminKey)
 	cr.APIServerEtcdClientCert, _, err = keptLeaf(k, cr.EtcdCA, APIServerEtcdClientLeaf(), KeepAPIServerEtcdClientCert, KeepAPIServerEtcdClientKey, now, log)
 	if err != nil {
 		diags = append(diags, diag.Fatalf("pki: the API server's etcd client certificate: %v", err))
 	}
-	cr.Markers[KeepAPIServerEtcdClientKey] = k.Marker(KeepAPIServerEtcdClientKey)
+	cr.Markers[KeepAPIServerEtcdClientCert], cr.Markers[KeepAPIServerEtcdClientKey] = k.Marker(KeepAPIServerEtcdClientCert), k.Marker(KeepAPIServerEtcdClientKey)
 	return cr, diags
 }
 

@@ -110,8 +110,14 @@ func TestConstructsNoPlainKey(t *testing.T) {
 		if strings.Contains(f.Content, "PRIVATE KEY") {
 			t.Errorf("%s on %s holds a private key in plain text", f.Path, f.Target)
 		}
-		if strings.HasSuffix(f.Path, ".key") != f.Sensitive {
+		// Every kept credential is its marker; only the public key
+		// derived from one, and the plans, are plain.
+		plain := f.Path == names.PKIServiceAccountPub || f.Path == nodeplan.CertificatesPath
+		if f.Sensitive == plain {
 			t.Errorf("%s: sensitive is %v", f.Path, f.Sensitive)
+		}
+		if strings.HasSuffix(f.Path, ".key") != (f.Mode == "0600") {
+			t.Errorf("%s: mode %s", f.Path, f.Mode)
 		}
 		if f.Sensitive && !nodeplan.MarkerPattern.MatchString(f.Content) {
 			t.Errorf("%s: %q is not a marker", f.Path, f.Content)

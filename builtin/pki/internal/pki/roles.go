@@ -3,6 +3,7 @@ package pki
 import (
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/names"
@@ -24,45 +25,56 @@ type Cluster struct {
 	ClusterDomain string
 }
 
-// Where the files go, by role, and in which mode. Keys are 0600 and
-// their content is a marker the secrets step replaces (format whole).
+// file is one file of a role: a kept credential by its marker, or
+// content computed from them (the service-account public key).
 type file struct {
-	role      construct.Role
-	path      string
-	content   []byte
-	sensitive bool
+	role construct.Role
+	path string
+	// kept names the credential (Keep*) whose marker is the content.
+	kept    string
+	content []byte
 }
 
 // Constructs are what each role's machines get from the pki plugin: the
-// files of the CAs the role holds (certificates as PEM, keys and the
-// leaves issued once as markers) and the role's certificates plan, whose
+// files of the CAs the role holds and the role's certificates plan, whose
 // leaves the machine issues itself with facts only it knows (its address,
 // its hostname, the etcd member whose volume it attached). Workers get the
 // cluster CA's certificate only: their kubelets join by TLS bootstrapping.
+//
+// Every kept credential, certificates included, reaches the machines as
+// its marker in a sensitive file (kube-aws scrubs the plain text of every
+// generated secret from its output, and the secrets step substitutes it
+// whole on the machine): one rule for all of them, and an operator's CA
+// certificate is never written anywhere but credentials/.
 func Constructs(cl Cluster, cr *Credentials) (*construct.Set, error) {
-	m := cr.Markers
 	files := []file{
-		{construct.Controller, names.PKICACert, cr.CA.CertPEM, false},
-		{construct.Controller, names.PKICAKey, []byte(m[KeepCAKey]), true},
-		{construct.Controller, names.PKIFrontProxyCACert, cr.FrontProxyCA.CertPEM, false},
-		{construct.Controller, names.PKIFrontProxyCAKey, []byte(m[KeepFrontProxyCAKey]), true},
-		{construct.Controller, names.PKIServiceAccountPub, cr.ServiceAccountPub, false},
-		{construct.Controller, names.PKIServiceAccountKey, []byte(m[KeepServiceAccountKey]), true},
-		{construct.Controller, names.PKIEtcdCACert, cr.EtcdCA.CertPEM, false},
-		{construct.Controller, names.PKIAPIServerEtcdClientCert, cr.APIServerEtcdClientCert, false},
-		{construct.Controller, names.PKIAPIServerEtcdClientKey, []byte(m[KeepAPIServerEtcdClientKey]), true},
-		{construct.Etcd, names.PKIEtcdCACert, cr.EtcdCA.CertPEM, false},
-		{construct.Etcd, names.PKIEtcdCAKey, []byte(m[KeepEtcdCAKey]), true},
-		{construct.Worker, names.PKICACert, cr.CA.CertPEM, false},
+		{construct.Controller, names.PKICACert, KeepCACert, nil},
+		{construct.Controller, names.PKICAKey, KeepCAKey, nil},
+		{construct.Controller, names.PKIFrontProxyCACert, KeepFrontProxyCACert, nil},
+		{construct.Controller, names.PKIFrontProxyCAKey, KeepFrontProxyCAKey, nil},
+		{construct.Controller, names.PKIServiceAccountPub, "", cr.ServiceAccountPub},
+		{construct.Controller, names.PKIServiceAccountKey, KeepServiceAccountKey, nil},
+		{construct.Controller, names.PKIEtcdCACert, KeepEtcdCACert, nil},
+		{construct.Controller, names.PKIAPIServerEtcdClientCert, KeepAPIServerEtcdClientCert, nil},
+		{construct.Controller, names.PKIAPIServerEtcdClientKey, KeepAPIServerEtcdClientKey, nil},
+		{construct.Etcd, names.PKIEtcdCACert, KeepEtcdCACert, nil},
+		{construct.Etcd, names.PKIEtcdCAKey, KeepEtcdCAKey, nil},
+		{construct.Worker, names.PKICACert, KeepCACert, nil},
 	}
 	set := &construct.Set{}
 	for _, f := range files {
-		mode := "0644"
-		if f.sensitive {
-			mode = "0600"
+		cf := construct.File{Target: construct.Target{Role: f.role}, Path: f.path, Mode: "0644", Content: string(f.content)}
+		if f.kept != "" {
+			m, ok := cr.Markers[f.kept]
+			if !ok {
+				return nil, fmt.Errorf("no marker for %s", f.kept)
+			}
+			cf.Content, cf.Sensitive = m, true
+			if strings.HasSuffix(f.path, ".key") {
+				cf.Mode = "0600"
+			}
 		}
-		set.Files = append(set.Files, construct.File{Target: construct.Target{Role: f.role}, Path: f.path,
-			Mode: mode, Content: string(f.content), Sensitive: f.sensitive})
+		set.Files = append(set.Files, cf)
 	}
 	for _, p := range []struct {
 		role construct.Role
