@@ -321,3 +321,23 @@ func TestExpiring(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLoadKept is the pki plugin's work in a render after the first:
+// load and check the kept CAs and leaves, and build every role's files and
+// plans.
+func BenchmarkLoadKept(b *testing.B) {
+	k := newKeeper()
+	if _, d := Load(k, now, quiet); len(d) != 0 {
+		b.Fatal(d)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cr, d := Load(k, now, quiet)
+		if len(d) != 0 {
+			b.Fatal(d)
+		}
+		if _, err := Constructs(testCluster, cr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
