@@ -68,6 +68,9 @@ func TestPluginBinary(t *testing.T) {
 			t.Errorf("no %s", p)
 		}
 	}
+	if len(set.Artifacts) != 1 || set.Artifacts[0].Name != "etcd" || len(set.Artifacts[0].Files) != 3 || len(set.Artifacts[0].Sources) != 2 {
+		t.Errorf("artifacts %+v; want the etcd release for amd64 and arm64", set.Artifacts)
+	}
 	if len(set.Units) != 3 || set.Units[0].Name != "etcd.service" {
 		t.Errorf("units %+v", set.Units)
 	}

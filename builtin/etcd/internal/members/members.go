@@ -76,6 +76,34 @@ const (
 	DataVolumeTag = "etcd-data"
 )
 
+// The etcd release the members install (docs/upstream-pins.md).
+const (
+	Version = "v3.6.5"
+	release = "https://github.com/etcd-io/etcd/releases/download/" + Version + "/etcd-" + Version + "-linux-"
+)
+
+// Artifact is the etcd release every member installs: etcd, etcdctl and
+// etcdutl from one tarball per architecture, pinned by its sha256.
+func Artifact() construct.Artifact {
+	files := []string{"etcd", "etcdctl", "etcdutl"}
+	a := construct.Artifact{Target: construct.Target{Role: construct.Etcd}, Name: "etcd", Version: Version,
+		Kind: construct.Binary, Sources: map[string]construct.ArtifactSource{}}
+	for _, f := range files {
+		a.Files = append(a.Files, construct.ArtifactFile{Name: f, Path: BinDir + "/" + f})
+	}
+	for arch, sum := range map[string]string{
+		"amd64": "66bad39ed920f6fc15fd74adcb8bfd38ba9a6412f8c7852d09eb11670e88cac3",
+		"arm64": "7010161787077b07de29b15b76825ceacbbcedcb77fe2e6832f509be102cab6b",
+	} {
+		src := construct.ArtifactSource{URL: release + arch + ".tar.gz", SHA256: sum, Members: map[string]string{}}
+		for _, f := range files {
+			src.Members[f] = "etcd-" + Version + "-linux-" + arch + "/" + f
+		}
+		a.Sources[arch] = src
+	}
+	return a
+}
+
 // Logical IDs in the etcd stack.
 const (
 	// PrivateZone is the private hosted zone of the members' names.
@@ -281,6 +309,7 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	set := &construct.Set{}
 	set.Stacks = []construct.Stack{Stack(c, Members(c, subnets), size)}
 	target := construct.Target{Role: construct.Etcd}
+	set.Artifacts = []construct.Artifact{Artifact()}
 	set.Units = append(set.Units, construct.Unit{Target: target, Name: Unit, Content: UnitContent(c.ClusterName, c.Etcd.Count), Enable: true})
 	if seconds > 0 {
 		set.Units = append(set.Units, snapshotUnits(seconds)...)
