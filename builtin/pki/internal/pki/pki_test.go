@@ -119,8 +119,8 @@ func TestConstructsNoPlainKey(t *testing.T) {
 		if strings.HasSuffix(f.Path, ".key") != (f.Mode == "0600") {
 			t.Errorf("%s: mode %s", f.Path, f.Mode)
 		}
-		if f.Sensitive && !nodeplan.MarkerPattern.MatchString(f.Content) {
-			t.Errorf("%s: %q is not a marker", f.Path, f.Content)
+		if f.Sensitive && (!nodeplan.MarkerPattern.MatchString(f.Content) || f.Format != string(nodeplan.FormatWhole)) {
+			t.Errorf("%s: %q (format %q) is not a whole-file marker", f.Path, f.Content, f.Format)
 		}
 	}
 	if byRole[construct.Controller] != 10 || byRole[construct.Etcd] != 3 || byRole[construct.Worker] != 1 {

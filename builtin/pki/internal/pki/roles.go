@@ -69,7 +69,7 @@ func Constructs(cl Cluster, cr *Credentials) (*construct.Set, error) {
 			if !ok {
 				return nil, fmt.Errorf("no marker for %s", f.kept)
 			}
-			cf.Content, cf.Sensitive = m, true
+			cf.Content, cf.Sensitive, cf.Format = m, true, string(nodeplan.FormatWhole)
 			if strings.HasSuffix(f.path, ".key") {
 				cf.Mode = "0600"
 			}
