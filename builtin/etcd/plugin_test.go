@@ -15,7 +15,7 @@ import (
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
 const clusterJSON = `{"clusterName":"demo","region":"us-east-1","availabilityZones":["us-east-1a","us-east-1b"],
-"s3URI":"s3://demo-assets/kube-aws","network":{"vpcCIDR":"10.0.0.0/16"},"etcd":{"count":%d,"instanceType":"t3.medium"}}`
+"s3URI":"s3://demo-assets/kube-aws","kmsKeyArn":"arn:aws:kms:us-east-1:123456789012:key/demo","network":{"vpcCIDR":"10.0.0.0/16"},"etcd":{"count":%d,"instanceType":"t3.medium"}}`
 
 func run(t *testing.T, bin string, count int, values string) *stage.Result {
 	t.Helper()

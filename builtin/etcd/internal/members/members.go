@@ -232,7 +232,11 @@ WantedBy=multi-user.target
 // Snapshot units: a timer on every member; kube-aws-node's etcd-snapshot
 // stores a snapshot only on the leader, so one is taken per interval
 // whichever members are up.
-func snapshotUnits(seconds int) []construct.Unit {
+//
+// The cluster's KMS key, which the snapshot is stored under (SSE-KMS), is
+// given to the step in the unit itself: it is cluster.yaml's, the same on
+// every member.
+func snapshotUnits(seconds int, kmsKeyARN string) []construct.Unit {
 	target := construct.Target{Role: construct.Etcd}
 	return []construct.Unit{
 		{Target: target, Name: SnapshotUnit, Content: `[Unit]
@@ -242,6 +246,7 @@ Requires=` + Unit + `
 
 [Service]
 Type=oneshot
+Environment=` + nodeplan.EnvKMSKeyARN + `=` + kmsKeyARN + `
 EnvironmentFile=` + nodeplan.SettingsEnvPath + `
 ExecStart=` + nodeplan.BinaryPath + ` etcd-snapshot
 `},
@@ -311,8 +316,12 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	target := construct.Target{Role: construct.Etcd}
 	set.Artifacts = []construct.Artifact{Artifact()}
 	set.Units = append(set.Units, construct.Unit{Target: target, Name: Unit, Content: UnitContent(c.ClusterName, c.Etcd.Count), Enable: true})
-	if seconds > 0 {
-		set.Units = append(set.Units, snapshotUnits(seconds)...)
+	switch {
+	case seconds > 0 && c.KMSKeyARN == "":
+		diags = append(diags, diag.Warningf("etcd snapshots are off: they are stored encrypted with the cluster's KMS key, and kmsKeyArn is not set").
+			At("kmsKeyArn").WithHint("set kmsKeyArn, or plugins.etcd.values.snapshotInterval: \"0\" to say no snapshots are wanted"))
+	case seconds > 0:
+		set.Units = append(set.Units, snapshotUnits(seconds, c.KMSKeyARN)...)
 	}
 	vol, dns, goal := Plans(c.ClusterName)
 	for _, p := range []struct {

@@ -169,3 +169,19 @@ func TestInitialiseBadSubnet(t *testing.T) {
 		t.Errorf("got %v", d)
 	}
 }
+
+// TestSnapshotsNeedKMS: without the cluster's KMS key there is nothing to
+// store snapshots under, so they are off, with a warning naming kmsKeyArn.
+func TestSnapshotsNeedKMS(t *testing.T) {
+	c := load(t, fixtures["full"])
+	c.KMSKeyARN = ""
+	set, d := Initialise(c, Values{})
+	if len(d) != 1 || d[0].Severity != diag.Warning || d[0].Path != "kmsKeyArn" || len(set.Units) != 1 {
+		t.Errorf("got %v and units %d; want a warning at kmsKeyArn and etcd.service alone", d, len(set.Units))
+	}
+	c.KMSKeyARN = "arn:aws:kms:us-east-1:123456789012:key/k"
+	set, d = Initialise(c, Values{})
+	if len(d) != 0 || len(set.Units) != 3 || !strings.Contains(set.Units[1].Content, "KUBE_AWS_KMS_KEY_ARN=arn:aws:kms:us-east-1:123456789012:key/k") {
+		t.Errorf("got %v and units %+v", d, set.Units)
+	}
+}
