@@ -126,6 +126,15 @@ func TestConstructsNoPlainKey(t *testing.T) {
 	if byRole[construct.Controller] != 10 || byRole[construct.Etcd] != 3 || byRole[construct.Worker] != 1 {
 		t.Errorf("files by role: %v; want 10 controller (9 and the plan), 3 etcd, 1 worker", byRole)
 	}
+	timers := map[construct.Role]bool{}
+	for _, u := range set.Units {
+		if u.Name == RenewTimer && u.Enable {
+			timers[u.Target.Role] = true
+		}
+	}
+	if len(set.Units) != 4 || !timers[construct.Controller] || !timers[construct.Etcd] {
+		t.Errorf("units %+v; want the renewal service and its enabled timer on controllers and etcd members", set.Units)
+	}
 }
 
 var testCluster = Cluster{Name: "demo", APIDNSName: "api.demo.example.com", ServiceIP: "10.3.0.1", ClusterDomain: "cluster.local"}

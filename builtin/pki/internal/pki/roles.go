@@ -90,7 +90,46 @@ func Constructs(cl Cluster, cr *Credentials) (*construct.Set, error) {
 		set.Files = append(set.Files, construct.File{Target: construct.Target{Role: p.role}, Path: nodeplan.CertificatesPath,
 			Mode: "0644", Content: string(b)})
 	}
+	for _, role := range []construct.Role{construct.Controller, construct.Etcd} {
+		set.Units = append(set.Units, renewalUnits(role)...)
+	}
 	return set, nil
+}
+
+// Units that issue the machine's leaves again before they expire.
+const (
+	RenewUnit  = "kube-aws-certificates.service"
+	RenewTimer = "kube-aws-certificates.timer"
+)
+
+// renewalUnits run the certificates step once a day, so that a machine
+// that runs for longer than its leaves' year gets new ones: the step
+// issues only a leaf with less than a third of its validity left, from the
+// CA key the machine holds. etcd and the API server read their serving
+// certificates from the files on every new connection; clients that read
+// theirs only at start pick the new one up when they restart.
+func renewalUnits(role construct.Role) []construct.Unit {
+	t := construct.Target{Role: role}
+	return []construct.Unit{
+		{Target: t, Name: RenewUnit, Content: `[Unit]
+Description=issue this machine's certificates again when a third of their validity is left (kube-aws)
+
+[Service]
+Type=oneshot
+ExecStart=` + nodeplan.BinaryPath + ` certificates
+`},
+		{Target: t, Name: RenewTimer, Enable: true, Content: `[Unit]
+Description=check this machine's certificates daily (kube-aws)
+
+[Timer]
+OnCalendar=daily
+RandomizedDelaySec=1h
+Persistent=true
+
+[Install]
+WantedBy=timers.target
+`},
+	}
 }
 
 var (
