@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -58,6 +59,24 @@ func newAWSLayout(t *testing.T) *awsLayout {
 		t.Fatal(err)
 	}
 	l.cfn = cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	// The cluster's KMS key exists, as in an account (moto makes its own
+	// ids): the pki plugin's generated secrets are encrypted with it.
+	key, err := kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = aws.String(endpoint) }).CreateKey(ctx, &kms.CreateKeyInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(l.cluster, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "kmsKeyArn: ") {
+			line = "kmsKeyArn: " + aws.ToString(key.KeyMetadata.Arn)
+		}
+		lines = append(lines, line)
+	}
+	l.write(strings.Join(lines, "\n"))
 	return l
 }
 
@@ -69,7 +88,7 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	bin := filepath.Join(root, "bin")
 	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster")}
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
-	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
+	for _, p := range []string{"apiserver", "cloudformation", "deploy", "etcd", "helm", "iam", "pki", "userdata"} {
 		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
 	}
 	if err := os.MkdirAll(filepath.Join(bin, "kube-aws-plugins", "contrib"), 0o755); err != nil {
