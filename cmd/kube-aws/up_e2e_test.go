@@ -250,6 +250,19 @@ func TestUpDiffValidateDestroyAgainstMoto(t *testing.T) {
 	if got := changedStacks(d); len(got) != 6 {
 		t.Fatalf("first up changed %v, want all 6 stacks", got)
 	}
+	// The etcd plugin's members: a data volume and a group of one each, and
+	// their private zone.
+	res, err := l.cfn.ListStackResources(context.Background(), &cloudformation.ListStackResourcesInput{StackName: aws.String("demo-etcd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, r := range res.StackResourceSummaries {
+		kinds[aws.ToString(r.ResourceType)]++
+	}
+	if kinds["AWS::EC2::Volume"] != 3 || kinds["AWS::AutoScaling::AutoScalingGroup"] != 3 || kinds["AWS::Route53::HostedZone"] != 1 {
+		t.Fatalf("etcd stack resources %v, want 3 volumes, 3 groups of one and the zone", kinds)
+	}
 
 	// Again, with nothing changed: no stack updated, nothing uploaded.
 	d, stderr := l.up(l.endpoint)
