@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,6 +94,11 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	}
 	if err := os.MkdirAll(filepath.Join(bin, "kube-aws-plugins", "contrib"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// Deploy uploads the machines' program for every architecture the
+	// bootstrap takes, as make build lays it out.
+	for _, arch := range []string{"amd64", "arm64"} {
+		copyFile(t, nodeAgent(t, arch), filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-node-linux-"+arch))
 	}
 	example, err := os.ReadFile(filepath.Join("..", "..", "cluster.yaml.example"))
 	if err != nil {
@@ -534,4 +540,33 @@ func TestInterruptedUpReleasesTheLock(t *testing.T) {
 	}
 	// A rerun needs no --force-unlock and resumes.
 	l.up(l.endpoint)
+}
+
+// nodeAgents are kube-aws-node built once per test binary and architecture,
+// in a folder removed when the tests end.
+var (
+	nodeAgentDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "kube-aws-node-e2e-") })
+	nodeAgents   sync.Map // arch -> func() (string, error)
+)
+
+func nodeAgent(t *testing.T, arch string) string {
+	t.Helper()
+	f, _ := nodeAgents.LoadOrStore(arch, sync.OnceValues(func() (string, error) {
+		dir, err := nodeAgentDir()
+		if err != nil {
+			return "", err
+		}
+		out := filepath.Join(dir, "kube-aws-node-linux-"+arch)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/kube-aws/kube-aws/cmd/kube-aws-node")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build kube-aws-node for linux/%s: %v\n%s", arch, err, b)
+		}
+		return out, nil
+	}))
+	path, err := f.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
