@@ -22,7 +22,7 @@ import (
 )
 
 func TestDefaultOrderIsTheShippedFile(t *testing.T) {
-	want := []string{"cloudformation", "iam", "apiserver", "kubernetes", "flannel", "userdata", "helm", "deploy",
+	want := []string{"cloudformation", "iam", "pki", "etcd", "apiserver", "kubernetes", "flannel", "userdata", "helm", "deploy",
 		"datadog-agent", "dex", "kube2iam", "bastion", "cluster-autoscaler", "customise"}
 	if got := DefaultOrder(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultOrder() = %v, want %v", got, want)

@@ -23,7 +23,14 @@ import (
 // makes (bin/kube-aws beside bin/kube-aws-plugins/builtin/), on a cluster
 // folder with user plugins in plugins/<name>/<name>.
 
-func TestMain(m *testing.M) { plugintest.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	plugintest.Cleanup()
+	if dir, err := nodeAgentDir(); err == nil {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
 
 // layout is one test's bin folder and cluster folder.
 type layout struct {

@@ -136,6 +136,7 @@ configuration error, 3 diff --exit-code found changes, 130 interrupted
 		newUp(g),
 		newDiff(g),
 		newValidate(g),
+		newKubeconfig(g),
 		newDestroy(g),
 		newPlugins(g),
 		newSchema(g),

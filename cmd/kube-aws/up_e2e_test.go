@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -59,6 +61,24 @@ func newAWSLayout(t *testing.T) *awsLayout {
 		t.Fatal(err)
 	}
 	l.cfn = cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	// The cluster's KMS key exists, as in an account (moto makes its own
+	// ids): the pki plugin's generated secrets are encrypted with it.
+	key, err := kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = aws.String(endpoint) }).CreateKey(ctx, &kms.CreateKeyInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(l.cluster, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "kmsKeyArn: ") {
+			line = "kmsKeyArn: " + aws.ToString(key.KeyMetadata.Arn)
+		}
+		lines = append(lines, line)
+	}
+	l.write(strings.Join(lines, "\n"))
 	return l
 }
 
@@ -70,7 +90,7 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	bin := filepath.Join(root, "bin")
 	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster")}
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
-	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
+	for _, p := range []string{"apiserver", "cloudformation", "deploy", "etcd", "helm", "iam", "pki", "userdata"} {
 		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
 	}
 	// Deploy uploads kube-aws-node for the machines' architecture (the
@@ -79,6 +99,11 @@ func newExampleLayout(t *testing.T) *awsLayout {
 		filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-node-linux-"+runtime.GOARCH))
 	if err := os.MkdirAll(filepath.Join(bin, "kube-aws-plugins", "contrib"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// Deploy uploads the machines' program for every architecture the
+	// bootstrap takes, as make build lays it out.
+	for _, arch := range []string{"amd64", "arm64"} {
+		copyFile(t, nodeAgent(t, arch), filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-node-linux-"+arch))
 	}
 	example, err := os.ReadFile(filepath.Join("..", "..", "cluster.yaml.example"))
 	if err != nil {
@@ -235,6 +260,19 @@ func TestUpDiffValidateDestroyAgainstMoto(t *testing.T) {
 	}
 	if got := changedStacks(d); len(got) != 6 {
 		t.Fatalf("first up changed %v, want all 6 stacks", got)
+	}
+	// The etcd plugin's members: a data volume and a group of one each, and
+	// their private zone.
+	res, err := l.cfn.ListStackResources(context.Background(), &cloudformation.ListStackResourcesInput{StackName: aws.String("demo-etcd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, r := range res.StackResourceSummaries {
+		kinds[aws.ToString(r.ResourceType)]++
+	}
+	if kinds["AWS::EC2::Volume"] != 3 || kinds["AWS::AutoScaling::AutoScalingGroup"] != 3 || kinds["AWS::Route53::HostedZone"] != 1 {
+		t.Fatalf("etcd stack resources %v, want 3 volumes, 3 groups of one and the zone", kinds)
 	}
 
 	// Again, with nothing changed: no stack updated, nothing uploaded.
@@ -507,4 +545,33 @@ func TestInterruptedUpReleasesTheLock(t *testing.T) {
 	}
 	// A rerun needs no --force-unlock and resumes.
 	l.up(l.endpoint)
+}
+
+// nodeAgents are kube-aws-node built once per test binary and architecture,
+// in a folder removed when the tests end.
+var (
+	nodeAgentDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "kube-aws-node-e2e-") })
+	nodeAgents   sync.Map // arch -> func() (string, error)
+)
+
+func nodeAgent(t *testing.T, arch string) string {
+	t.Helper()
+	f, _ := nodeAgents.LoadOrStore(arch, sync.OnceValues(func() (string, error) {
+		dir, err := nodeAgentDir()
+		if err != nil {
+			return "", err
+		}
+		out := filepath.Join(dir, "kube-aws-node-linux-"+arch)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/kube-aws/kube-aws/cmd/kube-aws-node")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build kube-aws-node for linux/%s: %v\n%s", arch, err, b)
+		}
+		return out, nil
+	}))
+	path, err := f.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -71,3 +71,46 @@ func prefixesOverlap(a, b netip.Prefix) bool {
 func prefixContains(outer, inner netip.Prefix) bool {
 	return inner.Bits() >= outer.Bits() && outer.Contains(inner.Addr())
 }
+
+// MachineSubnets are the subnets a machine set runs in: those refs names
+// (etcd.subnets, a node pool's subnets), or when refs is empty every
+// private subnet (every public one when there is none).
+func (c *Cluster) MachineSubnets(refs []string) ([]Subnet, error) {
+	all, err := ComputeSubnets(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		return DefaultMachineSubnets(all), nil
+	}
+	byName := map[string]Subnet{}
+	for _, s := range all {
+		byName[s.Name] = s
+	}
+	out := make([]Subnet, 0, len(refs))
+	for _, n := range refs {
+		s, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown subnet %q", n)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// DefaultMachineSubnets are the subnets of a machine set that names none:
+// every private subnet, or every public one when there is none.
+func DefaultMachineSubnets(all []Subnet) []Subnet {
+	var priv, pub []Subnet
+	for _, s := range all {
+		if s.Private {
+			priv = append(priv, s)
+		} else {
+			pub = append(pub, s)
+		}
+	}
+	if len(priv) > 0 {
+		return priv
+	}
+	return pub
+}

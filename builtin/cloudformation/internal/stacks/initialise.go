@@ -44,7 +44,7 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	prot, err := machineStack(etcd, c, machines{
 		role: construct.Etcd, name: "etcd", instanceType: c.Etcd.InstanceType, rootVolume: c.Etcd.RootVolumeSize,
 		min: c.Etcd.Count, max: c.Etcd.Count, desired: c.Etcd.Count,
-		subnets: etcdSubnets, sgOutput: names.OutputEtcdSecurityGroup,
+		subnets: etcdSubnets, sgOutput: names.OutputEtcdSecurityGroup, noGroup: true,
 	})
 	if err != nil {
 		return &construct.Set{}, append(diags, diag.Fatalf("etcd stack: %v", err))

@@ -47,6 +47,10 @@ type machines struct {
 	loadBalancers []string
 	// facts are passed to the machines by their bootstrap.
 	facts []bootstrap.Fact
+	// noGroup leaves the auto scaling group to another plugin: the etcd
+	// plugin makes one group of one machine per member, in the zone of the
+	// member's data volume, from this stack's launch template.
+	noGroup bool
 }
 
 // machineStack adds to s the parameters, launch template and auto scaling
@@ -82,7 +86,6 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 	}
 	s.wired(names.ParamInstanceProfile, "String", names.StackIAM, names.InstanceProfileOutput(string(m.role), m.pool))
 	s.wired(paramSecurityGroup, "AWS::EC2::SecurityGroup::Id", names.StackNetwork, m.sgOutput)
-	zone := subnetParams(s, m.subnets)
 
 	name := c.ClusterName + "-" + m.name
 	data := &ec2.LaunchTemplate_LaunchTemplateData{
@@ -113,6 +116,21 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 	}
 	s.resource(names.LaunchTemplate, &ec2.LaunchTemplate{LaunchTemplateData: data})
 
+	if !m.noGroup {
+		machineGroup(s, c, m, name)
+	}
+
+	reason := "the bootstrap userdata and instance profile are kube-aws's: change the userdata through units and files, the role through IAM statements"
+	return []construct.Protected{
+		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
+		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
+	}, nil
+}
+
+// machineGroup adds the auto scaling group of the machines, in their
+// subnets, and its name as an output.
+func machineGroup(s *stack, c *config.Cluster, m machines, name string) {
+	zone := subnetParams(s, m.subnets)
 	asgTags := []autoscaling.AutoScalingGroup_TagProperty{
 		{Key: "Name", Value: name, PropagateAtLaunch: true},
 		{Key: "kubernetes.io/cluster/" + c.ClusterName, Value: "owned", PropagateAtLaunch: true},
@@ -133,12 +151,6 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 		AWSCloudFormationUpdatePolicy: rollingUpdate(m),
 	})
 	s.output(names.OutputAutoScalingGroupName, cfn.Ref(names.AutoScalingGroup), "Auto scaling group of the "+m.name+" machines")
-
-	reason := "the bootstrap userdata and instance profile are kube-aws's: change the userdata through units and files, the role through IAM statements"
-	return []construct.Protected{
-		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
-		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
-	}, nil
 }
 
 // rollingUpdate replaces machines one at a time when their launch template

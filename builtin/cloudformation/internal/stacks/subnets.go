@@ -26,18 +26,7 @@ func computeSubnets(c *config.Cluster) ([]config.Subnet, diag.List) {
 // private subnet, or every public one when there are none.
 func pickSubnets(all []config.Subnet, names []string, path string) ([]config.Subnet, diag.List) {
 	if len(names) == 0 {
-		var priv, pub []config.Subnet
-		for _, s := range all {
-			if s.Private {
-				priv = append(priv, s)
-			} else {
-				pub = append(pub, s)
-			}
-		}
-		if len(priv) > 0 {
-			return priv, nil
-		}
-		return pub, nil
+		return config.DefaultMachineSubnets(all), nil
 	}
 	byName := map[string]config.Subnet{}
 	for _, s := range all {

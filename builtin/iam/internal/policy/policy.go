@@ -48,7 +48,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 		roles = append(roles, machineRole{construct.Target{Role: construct.Worker, NodePool: p.Name}, names.NodePoolStack(p.Name)})
 	}
 
-	bucket, prefix, err := parseS3URI(c.S3URI)
+	bucket, prefix, err := config.ParseS3URI(c.S3URI)
 	if err != nil {
 		diags = append(diags, diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix"))
 	} else {
@@ -56,7 +56,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 			if prefix != "" {
 				key = prefix + "/" + key
 			}
-			return fmt.Sprintf("arn:%s:s3:::%s/%s", partition(c.Region), bucket, key)
+			return fmt.Sprintf("arn:%s:s3:::%s/%s", config.Partition(c.Region), bucket, key)
 		}
 		for _, r := range roles {
 			// kube-aws-node, charts and artifacts (assets/), the role's
@@ -332,28 +332,4 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// parseS3URI splits s3://bucket/prefix.
-func parseS3URI(u string) (bucket, prefix string, err error) {
-	rest, ok := strings.CutPrefix(u, "s3://")
-	if !ok {
-		return "", "", fmt.Errorf("s3URI %q does not start with s3://", u)
-	}
-	bucket, prefix, _ = strings.Cut(rest, "/")
-	if bucket == "" {
-		return "", "", fmt.Errorf("s3URI %q names no bucket", u)
-	}
-	return bucket, strings.Trim(prefix, "/"), nil
-}
-
-// partition is the ARN partition of a region.
-func partition(region string) string {
-	switch {
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	}
-	return "aws"
 }

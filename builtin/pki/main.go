@@ -1,0 +1,74 @@
+// Command pki is the built-in kube-aws plugin that owns the cluster's PKI:
+// the cluster, etcd and front-proxy CAs and the service-account key, made
+// once and kept by kube-aws as generated secrets (credentials/pki/ beside
+// cluster.yaml; everywhere else a marker), the operator's admin certificate
+// and the API server's etcd client certificate issued once from them, and
+// for each role the CA files it holds and the certificates plan whose
+// leaves its machines issue themselves (kubeadm's layout, core/names). The
+// logic lives in internal/pki and internal/authority.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/kube-aws/kube-aws/builtin/pki/internal/pki"
+	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/core/version"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
+)
+
+func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
+
+type plugin struct{}
+
+func (plugin) Info() stage.PluginInfo {
+	return stage.PluginInfo{
+		Name:         pki.Plugin,
+		Version:      version.Version,
+		Description:  "the cluster's CAs and service-account key (made once, kept by kube-aws), and each role's certificates",
+		ValuesSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
+	}
+}
+
+func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	res := &stage.Result{}
+	cr, diags := pki.Load(keeper{in.Request}, time.Now(), func(msg string) { in.Log("info", msg) })
+	if !diags.HasFatal() {
+		ip, err := in.Cluster.Kubernetes.APIServiceIP()
+		if err != nil {
+			diags = append(diags, diag.Fatalf("pki: the API's service address: %v", err).At("kubernetes.serviceCIDR"))
+		} else {
+			cl := pki.Cluster{Name: in.Cluster.ClusterName, APIDNSName: in.Cluster.APIEndpoint.DNSName,
+				ServiceIP: ip.String(), ClusterDomain: in.Cluster.Kubernetes.ClusterDomain}
+			if res.Constructs, err = pki.Constructs(cl, cr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.Diagnostics = diags.WithDefaults(pki.Plugin, string(stage.Initialise))
+	return res, nil
+}
+
+// keeper is the host's store of generated secrets, as internal/pki asks
+// for it.
+type keeper struct{ r *sdk.Request }
+
+func (k keeper) Get(name string) ([]byte, bool, error) { return k.r.Host.SecretGet(name) }
+func (k keeper) Put(name string, v []byte) error {
+	_, err := k.r.Host.SecretPut(name, v)
+	return err
+}
+func (k keeper) Marker(name string) string { return k.r.SecretMarker(name) }
+func (k keeper) Where(name string) string {
+	return names.CredentialsDir + "/" + pki.Plugin + "/" + name
+}
+
+// Validate warns about kept certificates close to expiry.
+func (plugin) Validate(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	d := pki.Expiring(keeper{in.Request}, time.Now())
+	return &stage.Result{Diagnostics: d.WithDefaults(pki.Plugin, string(stage.Validate))}, nil
+}
