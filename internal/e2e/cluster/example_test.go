@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/internal/awstest"
@@ -335,6 +339,203 @@ func TestCluster(t *testing.T) {
 		t.Logf("role %-20s machines %d, goal reached %.1fs to %.1fs after machine start", r, len(secs), secs[0], secs[len(secs)-1])
 		if secs[len(secs)-1] > 60 {
 			t.Errorf("role %s reached its goal %.1fs after machine start: the issue asks 60 s or less", r, secs[len(secs)-1])
+		}
+	}
+	e.checkCluster(ctx, t, st)
+}
+
+// checkCluster asserts what makes the machines a cluster, each check
+// reported with its time since the run's first machine started.
+func (e *example) checkCluster(ctx context.Context, t *testing.T, st map[string]nodeplan.Status) {
+	t.Helper()
+	first := time.Now()
+	for _, m := range e.h.Player().Machines() {
+		if m.Started.Before(first) {
+			first = m.Started
+		}
+	}
+	since := func() string {
+		return fmt.Sprintf("%.1fs after the first machine started", time.Since(first).Seconds())
+	}
+	byRole := map[string][]string{}
+	for id, s := range st {
+		byRole[s.Role] = append(byRole[s.Role], id)
+	}
+	for _, ids := range byRole {
+		sort.Strings(ids)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+
+	// etcd: every member healthy, asked of the cluster by one member.
+	etcd := byRole["etcd"]
+	if len(etcd) != 3 {
+		t.Fatalf("%d etcd machines, want 3", len(etcd))
+	}
+	out, err := e.etcdctl(cctx, etcd[0], "endpoint", "health", "--cluster")
+	if err != nil || strings.Count(out, "is healthy") != 3 {
+		t.Fatalf("etcd members not all healthy (%v):\n%s", err, out)
+	}
+	t.Logf("etcd: 3 members healthy, %s", since())
+
+	// The API through the load balancer, with the kubeconfig kube-aws writes.
+	cs, _, err := e.kube(cctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eventually(cctx, "/readyz through the load balancer", func() error {
+		b, err := cs.RESTClient().Get().AbsPath("/readyz").DoRaw(cctx)
+		if err != nil {
+			return err
+		}
+		if string(b) != "ok" {
+			return fmt.Errorf("/readyz says %q", b)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("/readyz through the load balancer: ok, %s", since())
+
+	// Every node Ready with its pool's labels and taints.
+	nodesByPool := e.checkNodes(cctx, t, cs, st)
+	t.Logf("nodes: %d Ready with their pools' labels and taints, %s", len(st)-len(etcd), since())
+
+	// A Secret written through the API is stored encrypted in etcd.
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "e2e-encrypted"}, StringData: map[string]string{"k": "plain-text-e2e"}}
+	if _, err := cs.CoreV1().Secrets("default").Create(cctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := e.etcdctl(cctx, etcd[0], "get", "/registry/secrets/default/e2e-encrypted", "--print-value-only")
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case !strings.HasPrefix(raw, "k8s:enc:aescbc:v1:"):
+		t.Errorf("the Secret is stored as %q..., want k8s:enc:aescbc:v1: (encrypted at rest)", raw[:min(40, len(raw))])
+	case strings.Contains(raw, "plain-text-e2e"):
+		t.Errorf("the Secret's value is in etcd in plain text")
+	default:
+		t.Logf("Secret stored encrypted in etcd (k8s:enc:aescbc:v1:), %s", since())
+	}
+
+	// A pod on each pool resolves kubernetes.default with the cluster's DNS
+	// and reaches the API through its service IP.
+	dir := t.TempDir()
+	archive, err := probeArchive(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eventually(cctx, "the default service account", func() error {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(cctx, "default", metav1.GetOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pools := make([]string, 0, len(nodesByPool))
+	for p := range nodesByPool {
+		pools = append(pools, p)
+	}
+	sort.Strings(pools)
+	for _, pool := range pools {
+		n := nodesByPool[pool][0]
+		if err := e.sideLoad(cctx, n.instance, archive); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := runProbe(cctx, cs, "e2e-probe-"+strings.TrimPrefix(pool, "nodepool-"), n.name, nil)
+		if err != nil {
+			t.Errorf("probe on %s (%s): %v", n.name, pool, err)
+			continue
+		}
+		if !slices.Contains(rep.Resolved, "10.3.0.1") || rep.API != 200 {
+			t.Errorf("probe on %s (%s): kubernetes.default resolved to %v (want 10.3.0.1), GET /api through the service IP gave %d (want 200)", n.name, pool, rep.Resolved, rep.API)
+			continue
+		}
+		t.Logf("pod on %s (%s): kubernetes.default is %v, /api answered 200 through the service IP, %s", n.name, pool, rep.Resolved, since())
+	}
+
+	// kube-aws validate from the host side.
+	if out, err := e.kubeAWS(cctx, "validate"); err != nil {
+		t.Errorf("kube-aws validate: %v\n%s", err, out)
+	}
+}
+
+// node is a Kubernetes node and the instance it runs on.
+type node struct{ name, instance string }
+
+// checkNodes checks that every machine of a controller or node pool role is
+// a Ready node with its pool's labels and taints, and returns the nodes of
+// each node pool role.
+func (e *example) checkNodes(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, st map[string]nodeplan.Status) map[string][]node {
+	t.Helper()
+	want := map[string]string{} // instance -> role
+	for id, s := range st {
+		if s.Role != "etcd" {
+			want[id] = s.Role
+		}
+	}
+	var nodes []corev1.Node
+	if err := eventually(ctx, "every node Ready", func() error {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, n := range list.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		if ready != len(want) || len(list.Items) != len(want) {
+			return fmt.Errorf("%d nodes, %d Ready, want %d", len(list.Items), ready, len(want))
+		}
+		nodes = list.Items
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pools := map[string][]node{}
+	for _, n := range nodes {
+		id := n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]
+		role, ok := want[id]
+		if !ok {
+			t.Errorf("node %s has provider id %q, which names no controller or pool instance", n.Name, n.Spec.ProviderID)
+			continue
+		}
+		switch role {
+		case "nodepool-general":
+			expectLabels(t, n, map[string]string{"node.kubernetes.io/pool": "general"})
+			expectTaints(t, n, nil)
+		case "nodepool-spot":
+			expectLabels(t, n, map[string]string{"node.kubernetes.io/pool": "spot", "node.kubernetes.io/lifecycle": "spot"})
+			expectTaints(t, n, []corev1.Taint{{Key: "node.kubernetes.io/lifecycle", Value: "spot", Effect: corev1.TaintEffectNoSchedule}})
+		}
+		if strings.HasPrefix(role, "nodepool-") {
+			pools[role] = append(pools[role], node{name: n.Name, instance: id})
+		}
+	}
+	return pools
+}
+
+func expectLabels(t *testing.T, n corev1.Node, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if n.Labels[k] != v {
+			t.Errorf("node %s: label %s is %q, want %q", n.Name, k, n.Labels[k], v)
+		}
+	}
+}
+
+func expectTaints(t *testing.T, n corev1.Node, want []corev1.Taint) {
+	t.Helper()
+	for _, w := range want {
+		found := false
+		for _, h := range n.Spec.Taints {
+			found = found || (h.Key == w.Key && h.Value == w.Value && h.Effect == w.Effect)
+		}
+		if !found {
+			t.Errorf("node %s: no taint %s=%s:%s (has %v)", n.Name, w.Key, w.Value, w.Effect, n.Spec.Taints)
 		}
 	}
 }
