@@ -17,7 +17,7 @@ import (
 //   - moto creates an AWS::EC2::Volume of a stack without the template's
 //     Tags (it takes only Size and AvailabilityZone); machines find their
 //     data volumes by tag, so the mender tags each such volume as its
-//     template says.
+//     template says (a tag whose value is a Ref gets the resource's id).
 //
 // It changes only what moto left out; it never touches what moto did set.
 type Mender struct {
@@ -63,7 +63,8 @@ func (m *Mender) Mend(ctx context.Context) error {
 
 // tagVolumes gives each volume of the stack the Tags its template names.
 func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
-	volumes := map[string]string{} // logical id -> volume id
+	volumes := map[string]string{}  // logical id -> volume id
+	physical := map[string]string{} // logical id -> physical id, for Refs in tags
 	p := cloudformation.NewListStackResourcesPaginator(m.cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
@@ -71,6 +72,7 @@ func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
 			return fmt.Errorf("mending moto: resources of %s: %w", stack, err)
 		}
 		for _, r := range out.StackResourceSummaries {
+			physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
 			if aws.ToString(r.ResourceType) == "AWS::EC2::Volume" && aws.ToString(r.PhysicalResourceId) != "" {
 				volumes[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
 			}
@@ -98,7 +100,13 @@ func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
 		for _, tag := range t.Resources[logical].Properties.Tags {
 			k, kok := tag.Key.(string)
 			v, vok := tag.Value.(string)
-			if kok && vok { // a tag built by an intrinsic function is left out
+			if ref, isRef := tag.Value.(map[string]any); isRef && len(ref) == 1 {
+				// {"Ref": resource}: the resource's id, as CloudFormation gives it.
+				if name, ok := ref["Ref"].(string); ok && physical[name] != "" {
+					v, vok = physical[name], true
+				}
+			}
+			if kok && vok { // a tag built by another intrinsic function is left out
 				tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
 			}
 		}
