@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
+	r53types "github.com/aws/aws-sdk-go-v2/service/route53/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,7 +177,39 @@ func startExample(ctx context.Context, t *testing.T, log io.Writer) (e *example,
 		return nil, fmt.Errorf("kube-aws up: %w\n%s", err, out)
 	}
 	fmt.Fprintf(log, "kube-aws up done in %v\n", time.Since(t0).Round(time.Millisecond))
+	if err := e.apiRecord(ctx); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// exampleAPIName is cluster.yaml.example's apiEndpoint.dnsName.
+const exampleAPIName = "k8s.demo.example.com"
+
+// apiRecord does what the control-plane stack does with the example's
+// hostedZoneId, which moto forces us to drop (its zone ids fail validation):
+// it names the API load balancer apiEndpoint.dnsName in a zone of moto, as
+// an operator who keeps the zone elsewhere does by hand.
+func (e *example) apiRecord(ctx context.Context) error {
+	lb, err := e.stackOutput(ctx, "APILoadBalancerDNS")
+	if err != nil {
+		return err
+	}
+	r53 := route53.NewFromConfig(e.cfg)
+	zone, err := r53.CreateHostedZone(ctx, &route53.CreateHostedZoneInput{Name: aws.String("example.com"), CallerReference: aws.String(e.h.ID)})
+	if err != nil {
+		return fmt.Errorf("creating the example's zone: %w", err)
+	}
+	_, err = r53.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{
+		HostedZoneId: zone.HostedZone.Id,
+		ChangeBatch: &r53types.ChangeBatch{Changes: []r53types.Change{{Action: r53types.ChangeActionUpsert,
+			ResourceRecordSet: &r53types.ResourceRecordSet{Name: aws.String(exampleAPIName + "."), Type: r53types.RRTypeCname, TTL: aws.Int64(60),
+				ResourceRecords: []r53types.ResourceRecord{{Value: aws.String(lb)}}}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("naming the API load balancer %s: %w", exampleAPIName, err)
+	}
+	return nil
 }
 
 // kubeAWS runs the real kube-aws binary (make build's) in the cluster folder
