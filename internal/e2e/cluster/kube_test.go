@@ -53,16 +53,12 @@ func (e *example) stackOutput(ctx context.Context, key string) (string, error) {
 }
 
 // kube returns a client of the cluster from the admin kubeconfig that
-// `kube-aws kubeconfig` writes, reaching the API's load balancer by its DNS
-// name from the host side of the run's network (names resolved by the VPC
+// `kube-aws kubeconfig` writes, reaching the API by apiEndpoint.dnsName
+// (the load balancer) from the host side of the run's network (names resolved by the VPC
 // resolver, connections made inside the run's namespace).
 func (e *example) kube(ctx context.Context) (*kubernetes.Clientset, *rest.Config, error) {
-	lb, err := e.stackOutput(ctx, "APILoadBalancerDNS")
-	if err != nil {
-		return nil, nil, err
-	}
 	path := filepath.Join(e.dir, "admin.kubeconfig")
-	if out, err := e.kubeAWS(ctx, "kubeconfig", "--server", "https://"+lb, "--out", path); err != nil {
+	if out, err := e.kubeAWS(ctx, "kubeconfig", "--out", path); err != nil {
 		return nil, nil, fmt.Errorf("kube-aws kubeconfig: %w\n%s", err, out)
 	}
 	if fi, err := os.Stat(path); err != nil {
