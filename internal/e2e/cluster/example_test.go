@@ -114,8 +114,8 @@ func exampleYAML(src []byte, keyARN, mirror string) (string, error) {
 
 // startExample starts moto and the harness, writes the cluster folder and
 // runs `kube-aws up` in it.
-func startExample(ctx context.Context, t *testing.T, log io.Writer) (e *example, err error) {
-	e = &example{log: log}
+func startExample(ctx context.Context, t *testing.T, log io.Writer) (_ *example, err error) {
+	e := &example{log: log}
 	if e.repo, err = repoRoot(); err != nil {
 		return nil, err
 	}
