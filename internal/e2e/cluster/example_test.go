@@ -191,7 +191,7 @@ const exampleAPIName = "k8s.demo.example.com"
 // it names the API load balancer apiEndpoint.dnsName in a zone of moto, as
 // an operator who keeps the zone elsewhere does by hand.
 func (e *example) apiRecord(ctx context.Context) error {
-	lb, err := e.stackOutput(ctx, "APILoadBalancerDNS")
+	lb, err := e.stackOutput(ctx, "LoadBalancerDNS")
 	if err != nil {
 		return err
 	}
