@@ -94,12 +94,14 @@ E2E_CLUSTER_PKGS    := systemd-container mmdebstrap util-linux iproute2
 E2E_CLUSTER_TIMEOUT ?= 30m
 RUN                 ?= .
 
-e2e-cluster: venv
+# The cluster cases deploy cluster.yaml.example with the real binaries and
+# its machines take every binary and image from the artifact folder.
+e2e-cluster: venv build artifacts
 	@if [ "$$(id -u)" != 0 ]; then echo "make e2e-cluster: local machines need root (mounts, network namespaces, cgroups, loop devices): run it as root" >&2; exit 2; fi
 	@missing=$$(for p in $(E2E_CLUSTER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	$(GO) test -c -tags e2ecluster -o $(BIN)/e2e-cluster.test ./internal/e2e/cluster
-	exec env KUBE_AWS_VENV=$(abspath $(VENV)) $(BIN)/e2e-cluster.test -test.v -test.count=1 -test.timeout $(E2E_CLUSTER_TIMEOUT) -test.run '$(RUN)'
+	exec env KUBE_AWS_VENV=$(abspath $(VENV)) $(ARTIFACTS_ENV) $(BIN)/e2e-cluster.test -test.v -test.count=1 -test.timeout $(E2E_CLUSTER_TIMEOUT) -test.run '$(RUN)'
 
 demo: venv build
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh

@@ -89,6 +89,7 @@ type Harness struct {
 	Image   *rootfs.Image
 	opts    Options
 	reader  *cloud.Reader
+	mender  *cloud.Mender
 	player  *player.Player
 	vols    *volumes.Store
 	cancel  context.CancelFunc
@@ -200,6 +201,7 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		}
 	}
 	h.reader = cloud.NewReader(opts.AWS)
+	h.mender = cloud.NewMender(opts.AWS)
 	if h.account, err = h.reader.AccountID(ctx); err != nil {
 		return nil, err
 	}
@@ -225,7 +227,7 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		return nil, err
 	}
 	h.player = player.New(player.Config{
-		Read: h.reader.Read, Region: opts.AWS.Region, NetNS: h.NS.Path, Bridge: Bridge,
+		Read: h.read, Region: opts.AWS.Region, NetNS: h.NS.Path, Bridge: Bridge,
 		Lower: img.Dir, Dir: filepath.Join(h.Dir, "machines"), Cgroup: CgroupRoot + "/" + h.ID,
 		Volumes: h.vols, Logs: h.Logs, Prepare: h.prepare, Poll: opts.Poll, Logf: h.logf,
 	})
@@ -239,6 +241,16 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	ok = true
 	h.logf("run %s ready in %v: folder %s", h.ID, time.Since(start).Round(time.Millisecond), h.Dir)
 	return h, nil
+}
+
+// read is the player's view of the cloud: moto's, once the mender has
+// added what moto leaves out (cloud.Mender), so that machines find what
+// they would find on AWS.
+func (h *Harness) read(ctx context.Context) (*cloud.Snapshot, error) {
+	if err := h.mender.Mend(ctx); err != nil {
+		return nil, err
+	}
+	return h.reader.Read(ctx)
 }
 
 // Player returns the EC2 player (machines, snapshots, waiting).

@@ -26,6 +26,11 @@ SK=$(echo "$CREDS" | j SecretAccessKey)
 TK=$(echo "$CREDS" | j Token)
 T_CREDS=$(t)
 say "instance $ID ($IP, $ZONE) role $ROLE"
+# A kubelet and runc make cgroups in every hierarchy (the image's setup unit
+# makes them writable).
+for d in /sys/fs/cgroup/cpuset /sys/fs/cgroup/memory /sys/fs/cgroup/pids; do
+	mkdir "$d/harness-probe" 2>/dev/null && rmdir "$d/harness-probe" || fail "cannot make a cgroup in $d"
+done
 # The standard SDK endpoint settings, then the real S3 endpoint.
 EP=$(printenv AWS_ENDPOINT_URL_S3 || printenv AWS_ENDPOINT_URL || echo "https://s3.$REGION.amazonaws.com")
 

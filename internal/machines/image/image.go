@@ -38,8 +38,10 @@ const setupScript = `#!/bin/sh
 # internal/machines/image). Runs once, before sysinit.target.
 set -u
 mount -o remount,rw /sys/fs/cgroup 2>/dev/null || true
+# Each hierarchy is a mount of the host's: remounting it would change the
+# host's superblock (refused: busy); a bind remount changes this mount only.
 for d in /sys/fs/cgroup/*; do
-	[ -d "$d" ] && mount -o remount,rw "$d" 2>/dev/null
+	[ -d "$d" ] && mount -o remount,bind,rw "$d" 2>/dev/null
 done
 mkdir -p /run/nspawn-machine/sys
 for k in kernel/panic kernel/panic_on_oops vm/overcommit_memory; do

@@ -70,7 +70,12 @@ func Start(cfg Config) (m *Machine, err error) {
 	}
 	m = &Machine{cfg: cfg, exited: make(chan struct{})}
 	upper, work, root := m.Upper(), filepath.Join(cfg.Dir, "work"), m.Root()
-	for _, d := range []string{upper, work, root} {
+	// An EC2 instance's root is a block device with a real filesystem, and
+	// containerd's overlayfs snapshotter needs one: an overlay's upper layer
+	// cannot be on an overlay (the machine's root here). So containerd's
+	// state lives in a folder of the host's filesystem, bound in.
+	runtime := filepath.Join(cfg.Dir, "containerd")
+	for _, d := range []string{upper, work, root, runtime} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -108,7 +113,7 @@ func Start(cfg Config) (m *Machine, err error) {
 		"systemd-nspawn", "--boot", "--register=no", "--keep-unit", "--quiet",
 		"-M", cfg.Name, "-D", root,
 		"--capability=all", "--system-call-filter=@keyring bpf",
-		"--bind=/dev/kmsg", "--console=read-only", "--resolv-conf=off", "--timezone=off",
+		"--bind=/dev/kmsg", "--bind=" + runtime + ":/var/lib/containerd", "--console=read-only", "--resolv-conf=off", "--timezone=off",
 		"--network-bridge=" + cfg.Bridge}
 	m.cmd = exec.Command("/bin/sh", args...)
 	m.cmd.Stdout, m.cmd.Stderr = cfg.Console, cfg.Console

@@ -74,9 +74,18 @@ func nodeReady(ctx context.Context, e *agent.Env, o Options, g *nodeplan.NodeGoa
 	if err != nil {
 		return "", err
 	}
-	cs, err := o.Connect(e.Path(g.Kubeconfig))
-	if err != nil {
-		return "", err
+	// A worker's kubeconfig names the client certificate its kubelet gets
+	// by TLS bootstrapping: until then the file (or its certificate) is
+	// missing, and that is the wait, not a failure.
+	var cs kubernetes.Interface
+	if err := retry.Do(ctx, retry.Policy{Initial: 500 * time.Millisecond, Max: 3 * time.Second, Factor: 1.5}, func(context.Context) error {
+		c, err := o.Connect(e.Path(g.Kubeconfig))
+		if err == nil {
+			cs = c
+		}
+		return err
+	}, nil); err != nil {
+		return "", fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{

@@ -2,6 +2,7 @@ package goal
 
 import (
 	"context"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -66,6 +67,32 @@ func TestNodeReady(t *testing.T) {
 	}
 	if st, ok := e.Report.Last(); !ok || st.Phase != nodeplan.PhaseReady || st.Seconds < 9 {
 		t.Errorf("status = %+v", st)
+	}
+}
+
+// A worker's kubeconfig is usable only once its kubelet has bootstrapped:
+// the step waits for it, and gives up naming it.
+func TestKubeconfigNotYetUsable(t *testing.T) {
+	e, out := env(t)
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: "/etc/kubernetes/kubelet.conf"}, Timeout: "10s"})
+	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionTrue, "KubeletReady"))
+	tries := 0
+	o := Options{Connect: func(string) (kubernetes.Interface, error) {
+		if tries++; tries < 3 {
+			return nil, errors.New("unable to read client-cert /var/lib/kubelet/pki/kubelet-client-current.pem")
+		}
+		return cs, nil
+	}}
+	if err := Run(t.Context(), e, o); err != nil || tries != 3 {
+		t.Fatalf("err %v after %d tries\n%s", err, tries, out)
+	}
+
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: "/etc/kubernetes/kubelet.conf"}, Timeout: "1s"})
+	err := Run(t.Context(), e, Options{Connect: func(string) (kubernetes.Interface, error) {
+		return nil, errors.New("unable to read client-cert /var/lib/kubelet/pki/kubelet-client-current.pem")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "the kubelet's kubeconfig is not usable in time") || !strings.Contains(err.Error(), "kubelet-client-current.pem") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

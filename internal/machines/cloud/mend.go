@@ -1,0 +1,121 @@
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Mender does what AWS does and moto leaves out, so that what machines read
+// from the EC2 API is what they would read on AWS:
+//   - moto creates an AWS::EC2::Volume of a stack without the template's
+//     Tags (it takes only Size and AvailabilityZone); machines find their
+//     data volumes by tag, so the mender tags each such volume as its
+//     template says (a tag whose value is a Ref gets the resource's id).
+//
+// It changes only what moto left out; it never touches what moto did set.
+type Mender struct {
+	cf   *cloudformation.Client
+	ec2  *ec2.Client
+	mu   sync.Mutex
+	done map[string]bool // stack id + last change time
+}
+
+// NewMender returns a mender for the account cfg reaches.
+func NewMender(cfg aws.Config) *Mender {
+	return &Mender{cf: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), done: map[string]bool{}}
+}
+
+// Mend looks at every stack it has not seen in its current version.
+func (m *Mender) Mend(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := cloudformation.NewDescribeStacksPaginator(m.cf, &cloudformation.DescribeStacksInput{})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("mending moto: listing stacks: %w", err)
+		}
+		for _, s := range out.Stacks {
+			switch s.StackStatus {
+			case "CREATE_COMPLETE", "UPDATE_COMPLETE":
+			default:
+				continue
+			}
+			key := aws.ToString(s.StackId) + "@" + aws.ToTime(s.CreationTime).String() + "@" + aws.ToTime(s.LastUpdatedTime).String()
+			if m.done[key] {
+				continue
+			}
+			if err := m.tagVolumes(ctx, aws.ToString(s.StackId)); err != nil {
+				return err
+			}
+			m.done[key] = true
+		}
+	}
+	return nil
+}
+
+// tagVolumes gives each volume of the stack the Tags its template names.
+func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
+	volumes := map[string]string{}  // logical id -> volume id
+	physical := map[string]string{} // logical id -> physical id, for Refs in tags
+	p := cloudformation.NewListStackResourcesPaginator(m.cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("mending moto: resources of %s: %w", stack, err)
+		}
+		for _, r := range out.StackResourceSummaries {
+			physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+			if aws.ToString(r.ResourceType) == "AWS::EC2::Volume" && aws.ToString(r.PhysicalResourceId) != "" {
+				volumes[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+			}
+		}
+	}
+	if len(volumes) == 0 {
+		return nil
+	}
+	tpl, err := m.cf.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(stack)})
+	if err != nil {
+		return fmt.Errorf("mending moto: template of %s: %w", stack, err)
+	}
+	var t struct {
+		Resources map[string]struct {
+			Properties struct {
+				Tags []struct{ Key, Value any }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(tpl.TemplateBody)), &t); err != nil {
+		return fmt.Errorf("mending moto: template of %s is not JSON: %w", stack, err)
+	}
+	for logical, id := range volumes {
+		var tags []ec2types.Tag
+		for _, tag := range t.Resources[logical].Properties.Tags {
+			k, kok := tag.Key.(string)
+			v, vok := tag.Value.(string)
+			if ref, isRef := tag.Value.(map[string]any); isRef && len(ref) == 1 {
+				// {"Ref": resource}: the resource's id, as CloudFormation gives it.
+				if name, ok := ref["Ref"].(string); ok && physical[name] != "" {
+					v, vok = physical[name], true
+				}
+			}
+			if kok && vok { // a tag built by another intrinsic function is left out
+				tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
+			}
+		}
+		if len(tags) == 0 {
+			continue
+		}
+		if _, err := m.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: tags}); err != nil {
+			return fmt.Errorf("mending moto: tagging volume %s (%s of %s): %w", id, logical, stack, err)
+		}
+	}
+	return nil
+}
