@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -178,6 +179,9 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		}
 	}()
 	start := time.Now()
+	if err := raiseInotifyLimits(h.logf); err != nil {
+		return nil, err
+	}
 	img, err := rootfs.Ensure(ctx, opts.CacheDir, image.Spec(EndpointURL, image.HostSources()), opts.Log)
 	if err != nil {
 		return nil, err
@@ -251,6 +255,38 @@ func (h *Harness) read(ctx context.Context) (*cloud.Snapshot, error) {
 		return nil, err
 	}
 	return h.reader.Read(ctx)
+}
+
+// inotifyFloors are the least inotify limits a run needs. They are per user
+// on the whole host, and every machine's systemd, journald, containerd and
+// kubelet take instances as root: at the kernel's default 128, containerd's
+// CRI plugin of the eighth machine failed to start ("too many open files").
+var inotifyFloors = map[string]int{
+	"/proc/sys/fs/inotify/max_user_instances": 8192,
+	"/proc/sys/fs/inotify/max_user_watches":   524288,
+}
+
+// raiseInotifyLimits raises the host's inotify limits to inotifyFloors where
+// they are lower (never lowers one), as kind asks of its hosts.
+func raiseInotifyLimits(logf func(string, ...any)) error {
+	for path, floor := range inotifyFloors {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		cur, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if cur >= floor {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(strconv.Itoa(floor)), 0o644); err != nil {
+			return fmt.Errorf("raising %s from %d to %d (machines need it): %w", path, cur, floor, err)
+		}
+		logf("raised %s from %d to %d", path, cur, floor)
+	}
+	return nil
 }
 
 // Player returns the EC2 player (machines, snapshots, waiting).

@@ -113,10 +113,11 @@ func (e *example) inMachine(ctx context.Context, id string, args ...string) (str
 	if err != nil {
 		return "", err
 	}
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
+	// Its standard output only: etcdctl logs warnings on standard error.
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
 	if err := c.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s in %s: %w: %s", strings.Join(args, " "), id, err, out.String())
+		return out.String(), fmt.Errorf("%s in %s: %w: %s%s", strings.Join(args, " "), id, err, out.String(), errOut.String())
 	}
 	return out.String(), nil
 }
