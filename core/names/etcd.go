@@ -25,6 +25,16 @@ const (
 	// before the certificates and dns steps on etcd machines, which name
 	// the fact.
 	TagEtcdMember = "kube-aws:etcd-member"
+	// EtcdZoneResource is the logical id of the members' private hosted
+	// zone in the etcd stack.
+	EtcdZoneResource = "PrivateZone"
+	// FactEtcdZoneID is the machine fact holding that zone's id, from the
+	// TagEtcdZoneID tag of the member's data volume: a member upserts its
+	// record by id, with no lookup by name (which needs
+	// route53:ListHostedZonesByName on every zone of the account).
+	FactEtcdZoneID = "etcdZoneID"
+	// TagEtcdZoneID is the data volumes' tag holding the zone's id.
+	TagEtcdZoneID = "kube-aws:etcd-zone-id"
 )
 
 // EtcdMember is the name of member i: etcd0, etcd1...

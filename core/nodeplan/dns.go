@@ -14,7 +14,8 @@ type DNSPlan struct {
 
 // Record is one resource record set, UPSERTed with one value.
 type Record struct {
-	// HostedZoneID ("Z0123...") or ZoneName ("demo.internal", a private
+	// HostedZoneID ("Z0123...", or a fact holding it: "{etcdZoneID}") or
+	// ZoneName ("demo.internal", a private
 	// zone the instance's VPC is associated with) says where the record
 	// lives; give one.
 	HostedZoneID string `json:"hostedZoneID,omitempty"`
@@ -41,7 +42,9 @@ func (p *DNSPlan) Validate() error {
 		if r.ZoneName != "" {
 			c.dnsName(field+".zoneName", r.ZoneName)
 		}
-		if strings.ContainsAny(r.HostedZoneID, "/ ") {
+		if strings.Contains(r.HostedZoneID, "{") {
+			c.facts(field+".hostedZoneID", r.HostedZoneID)
+		} else if strings.ContainsAny(r.HostedZoneID, "/ ") {
 			c.add(field+".hostedZoneID", "%q: want the zone's id (Z...), without /hostedzone/", r.HostedZoneID)
 		}
 		c.dnsName(field+".name", r.Name)

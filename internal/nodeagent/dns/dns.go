@@ -87,7 +87,10 @@ func resolve(e *agent.Env, field string, r nodeplan.Record) (record, error) {
 }
 
 func upsert(ctx context.Context, e *agent.Env, client *route53.Client, r nodeplan.Record, rec record) error {
-	zone := r.HostedZoneID
+	zone, err := e.Expand("hostedZoneID", r.HostedZoneID)
+	if err != nil {
+		return err
+	}
 	if zone == "" {
 		var err error
 		if zone, err = zoneID(ctx, client, r.ZoneName); err != nil {

@@ -107,7 +107,7 @@ func Artifact() construct.Artifact {
 // Logical IDs in the etcd stack.
 const (
 	// PrivateZone is the private hosted zone of the members' names.
-	PrivateZone = "PrivateZone"
+	PrivateZone = names.EtcdZoneResource
 	paramVpcID  = "VpcId"
 )
 
@@ -273,12 +273,12 @@ func Plans(cluster string) (*nodeplan.VolumesPlan, *nodeplan.DNSPlan, *nodeplan.
 		Filesystem:   "ext4",
 		MountPoint:   names.EtcdDataDir,
 		MountOptions: "noatime",
-		Facts:        map[string]string{names.FactEtcdMember: names.TagEtcdMember},
+		Facts:        map[string]string{names.FactEtcdMember: names.TagEtcdMember, names.FactEtcdZoneID: names.TagEtcdZoneID},
 	}}}
 	member := "{" + names.FactEtcdMember + "}"
 	dns := &nodeplan.DNSPlan{Records: []nodeplan.Record{{
-		ZoneName: names.EtcdZone(cluster),
-		Name:     names.EtcdMemberHost(cluster, member),
+		HostedZoneID: "{" + names.FactEtcdZoneID + "}",
+		Name:         names.EtcdMemberHost(cluster, member),
 	}}}
 	goal := &nodeplan.GoalPlan{Etcd: &nodeplan.EtcdGoal{
 		Endpoints: []string{"https://{" + nodeplan.FactPrivateIPv4 + "}:" + strconv.Itoa(names.EtcdClientPort)},
@@ -347,7 +347,7 @@ func statements(c *config.Cluster) ([]construct.IAMStatement, diag.List) {
 		{Target: target, Sid: "KubeAwsEtcdVolume", Effect: "Allow",
 			Actions: []string{"ec2:AttachVolume", "ec2:DescribeVolumes"}, Resources: []string{"*"}},
 		{Target: target, Sid: "KubeAwsEtcdRecord", Effect: "Allow",
-			Actions:   []string{"route53:ChangeResourceRecordSets", "route53:GetChange", "route53:ListHostedZonesByName"},
+			Actions:   []string{"route53:ChangeResourceRecordSets", "route53:GetChange"},
 			Resources: []string{"*"}},
 	}
 	bucket, prefix, err := config.ParseS3URI(c.S3URI)

@@ -63,6 +63,7 @@ func Stack(c *config.Cluster, ms []Member, volumeSize int) construct.Stack {
 				{Key: names.TagCluster, Value: c.ClusterName},
 				{Key: TagRole, Value: DataVolumeTag},
 				{Key: names.TagEtcdMember, Value: m.Name},
+				{Key: names.TagEtcdZoneID, Value: cfn.Ref(PrivateZone)},
 			},
 			// A member's data outlives a mistaken replacement or the
 			// stack's deletion as an EBS snapshot.
