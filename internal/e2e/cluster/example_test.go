@@ -52,25 +52,6 @@ type example struct {
 	log    io.Writer
 }
 
-// repoRoot is the nearest folder above the working directory holding go.mod
-// (make runs the test binary from the repository's root).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New("no go.mod above the working directory: run the test from the repository (make e2e-cluster)")
-		}
-		dir = up
-	}
-}
-
 // artifactsDir is the air-gapped artifact folder `make artifacts` fills.
 func artifactsDir() (string, error) {
 	dir := os.Getenv("KUBE_AWS_ARTIFACTS")
@@ -114,7 +95,7 @@ func exampleYAML(src []byte, keyARN, mirror string) (string, error) {
 // runs `kube-aws up` in it.
 func startExample(ctx context.Context, t *testing.T, log io.Writer) (_ *example, err error) {
 	e := &example{log: log}
-	if e.repo, err = repoRoot(); err != nil {
+	if e.repo, err = awstest.RepoRoot(); err != nil {
 		return nil, err
 	}
 	mirror, err := artifactsDir()
