@@ -31,33 +31,12 @@ func (plugin) Info() stage.PluginInfo {
 }
 
 func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
-	set, diags, err := cluster.Initialise(in.Cluster, in.WorkDir, keeper{in.Request}, store{in.Request})
+	set, diags, err := cluster.Initialise(in.Cluster, in.WorkDir, in.GeneratedSecrets(), store{in.Request})
 	if err != nil {
 		return nil, err
 	}
 	return &stage.Result{Constructs: set, Diagnostics: diags.WithDefaults(cluster.Plugin, string(stage.Initialise))}, nil
 }
-
-// keeper keeps the plugin's generated secrets in kube-aws's store
-// (credentials/kubernetes/ beside cluster.yaml).
-type keeper struct{ r *sdk.Request }
-
-func (k keeper) Get(key string) ([]byte, bool, error) {
-	if k.r.Host == nil {
-		return nil, false, errors.New("kube-aws offers no host services to this call")
-	}
-	return k.r.Host.SecretGet(key)
-}
-
-func (k keeper) Put(key string, value []byte) error {
-	if k.r.Host == nil {
-		return errors.New("kube-aws offers no host services to this call")
-	}
-	_, err := k.r.Host.SecretPut(key, value)
-	return err
-}
-
-func (k keeper) Marker(key string) string { return k.r.SecretMarker(key) }
 
 // store keeps the plugin's public values in kube-aws's key-value store
 // (.kube-aws/store/kubernetes.json).

@@ -36,7 +36,7 @@ func (plugin) Info() stage.PluginInfo {
 
 func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
 	res := &stage.Result{}
-	cr, diags := pki.Load(keeper{in.Request}, time.Now(), func(msg string) { in.Log("info", msg) })
+	cr, diags := pki.Load(keeper{in.GeneratedSecrets()}, time.Now(), func(msg string) { in.Log("info", msg) })
 	if !diags.HasFatal() {
 		ip, err := in.Cluster.Kubernetes.APIServiceIP()
 		if err != nil {
@@ -54,21 +54,15 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage
 }
 
 // keeper is the host's store of generated secrets, as internal/pki asks
-// for it.
-type keeper struct{ r *sdk.Request }
+// for it: the SDK's, and where the operator finds each file.
+type keeper struct{ sdk.Secrets }
 
-func (k keeper) Get(name string) ([]byte, bool, error) { return k.r.Host.SecretGet(name) }
-func (k keeper) Put(name string, v []byte) error {
-	_, err := k.r.Host.SecretPut(name, v)
-	return err
-}
-func (k keeper) Marker(name string) string { return k.r.SecretMarker(name) }
-func (k keeper) Where(name string) string {
+func (keeper) Where(name string) string {
 	return names.CredentialsDir + "/" + pki.Plugin + "/" + name
 }
 
 // Validate warns about kept certificates close to expiry.
 func (plugin) Validate(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
-	d := pki.Expiring(keeper{in.Request}, time.Now())
+	d := pki.Expiring(keeper{in.GeneratedSecrets()}, time.Now())
 	return &stage.Result{Diagnostics: d.WithDefaults(pki.Plugin, string(stage.Validate))}, nil
 }

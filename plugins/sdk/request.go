@@ -67,6 +67,35 @@ func (r *Request) SecretMarker(key string) string {
 	return config.GeneratedMarker(r.Plugin, key)
 }
 
+// Secrets is this plugin's store of generated secrets, which kube-aws keeps
+// in credentials/<plugin>/ beside cluster.yaml: Get and Put the plain text
+// by key, Marker for what stands for it in rendered files. Plugins that keep
+// several secrets (a CA and its leaves) hand it to their logic as is.
+type Secrets struct{ r *Request }
+
+// GeneratedSecrets returns this plugin's store of generated secrets.
+func (r *Request) GeneratedSecrets() Secrets { return Secrets{r} }
+
+// Get returns the plain text kept under key, and whether there is one.
+func (s Secrets) Get(key string) ([]byte, bool, error) {
+	if s.r.Host == nil {
+		return nil, false, fmt.Errorf("plugin %s: generated secret %s: kube-aws offers no host services to this call", s.r.Plugin, key)
+	}
+	return s.r.Host.SecretGet(key)
+}
+
+// Put keeps value under key.
+func (s Secrets) Put(key string, value []byte) error {
+	if s.r.Host == nil {
+		return fmt.Errorf("plugin %s: generated secret %s: kube-aws offers no host services to this call", s.r.Plugin, key)
+	}
+	_, err := s.r.Host.SecretPut(key, value)
+	return err
+}
+
+// Marker is the marker that stands for the secret kept under key.
+func (s Secrets) Marker(key string) string { return s.r.SecretMarker(key) }
+
 // GeneratedSecret returns the marker of this plugin's secret key, which
 // kube-aws keeps (credentials/<plugin>/<key> beside cluster.yaml, never
 // anywhere else), calling gen to make it the first time. Use it for a CA
