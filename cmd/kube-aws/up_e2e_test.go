@@ -154,17 +154,7 @@ func (l *awsLayout) edit(from, to string) {
 func (l *awsLayout) command(ctx context.Context, args ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, l.kubeAWS, args...)
 	c.Dir = l.cluster
-	var env []string
-	for _, e := range os.Environ() {
-		k, _, _ := strings.Cut(e, "=")
-		if strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "KUBE_AWS_") {
-			continue // neither the user's AWS settings nor a test's overrides
-		}
-		env = append(env, e)
-	}
-	c.Env = append(env, "CI=1",
-		"AWS_ACCESS_KEY_ID="+awstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+awstest.SecretAccessKey,
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	c.Env = awstest.CLIEnv()
 	c.Env = append(c.Env, l.env...)
 	return c
 }

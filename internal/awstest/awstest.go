@@ -266,3 +266,21 @@ func WarmUp(ctx context.Context, url string) error {
 	}
 	return nil
 }
+
+// CLIEnv is the environment a test runs the kube-aws binary in against moto:
+// the test's own without any AWS_ or KUBE_AWS_ setting (neither the user's
+// AWS settings nor another test's overrides), with CI set, the fixed test
+// credentials, no AWS config files and no instance metadata lookup.
+func CLIEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		k, _, _ := strings.Cut(e, "=")
+		if strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "KUBE_AWS_") {
+			continue
+		}
+		env = append(env, e)
+	}
+	return append(env, "CI=1",
+		"AWS_ACCESS_KEY_ID="+AccessKeyID, "AWS_SECRET_ACCESS_KEY="+SecretAccessKey,
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+}

@@ -200,17 +200,7 @@ func (e *example) kubeAWS(ctx context.Context, args ...string) ([]byte, error) {
 	}
 	c := exec.CommandContext(ctx, filepath.Join(e.repo, "bin", "kube-aws"), args...)
 	c.Dir = e.dir
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "KUBE_AWS_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	c.Env = append(env, "CI=1",
-		"AWS_ACCESS_KEY_ID="+awstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+awstest.SecretAccessKey,
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	c.Env = awstest.CLIEnv()
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()
