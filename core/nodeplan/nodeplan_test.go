@@ -88,6 +88,16 @@ func TestValidate(t *testing.T) {
 			Manifests: []Manifest{{Path: "a.yaml"}, {Path: "/b"}, {Path: "/b"}}},
 			[]string{"kubeconfig", "releases[0].name", "releases[0].namespace", "releases[0].chartKey", "releases[0].values", "releases[0].timeout",
 				"releases[2]:", "releases[2].chartSHA256", "manifests[0].path", "manifests[2].path"}},
+		{"addons from a list ok", &AddonsPlan{Kubeconfig: "/etc/kubernetes/admin.conf", ReleasesFrom: "{addonsKey}"}, nil},
+		{"addons releasesFrom bad fact", &AddonsPlan{Kubeconfig: "/etc/kubernetes/admin.conf", ReleasesFrom: "{addons-key"}, []string{"releasesFrom"}},
+		{"release list ok", &ReleaseList{Releases: []Release{
+			{Name: "coredns", Namespace: "kube-system", ChartKey: "assets/" + sum, ChartSHA256: sum},
+			{Name: "ingress", Namespace: "ingress", Repository: "https://charts.example.com", Chart: "ingress-nginx", Version: "4.11.0"}}}, nil},
+		{"release list bad", &ReleaseList{Releases: []Release{
+			{Name: "a", Namespace: "b", Repository: "ftp://x", ChartKey: "assets/" + sum},
+			{Name: "c", Namespace: "b", Repository: "https://charts.example.com"},
+			{Name: "d", Namespace: "b"}}},
+			[]string{"releases[0]:", "releases[0].repository", "releases[0].chart", "releases[1].chart", "releases[2].chartSHA256"}},
 		{"goal node ok", &GoalPlan{Node: &NodeGoal{Kubeconfig: "/etc/kubernetes/kubelet.kubeconfig"}}, nil},
 		{"goal etcd ok", &GoalPlan{Etcd: &EtcdGoal{Endpoints: []string{"https://{privateIPv4}:2379"}, CACert: "/a", Cert: "/b", Key: "/c"}, Timeout: "2m"}, nil},
 		{"goal none", &GoalPlan{}, []string{"node|etcd"}},
