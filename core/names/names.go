@@ -76,8 +76,9 @@ const (
 	// (UserDataFile) as deploy uploaded it.
 	ParamUserDataKey = "UserDataKey"
 	// ParamChartsIndexKey is the S3 key of ChartsIndexFile (control plane
-	// only). It defaults to "" so that a render without the helm plugin
-	// still deploys: deploy leaves the default when the file is missing.
+	// only), passed to the controllers as the fact FactAddonsKey. It
+	// defaults to "" so that a render without the helm plugin still
+	// deploys: deploy leaves the default when the file is missing.
 	ParamChartsIndexKey = "ChartsIndexKey"
 	// ParamAssetsPrefix is the key prefix of cluster.yaml's s3URI (may be
 	// empty): every key the machines read is under it.
@@ -97,7 +98,13 @@ const (
 // which the API server certificate names.
 const FactAPILoadBalancerDNS = "apiLoadBalancerDNS"
 
-// ChartsIndexFile is the helm plugin's list of releases in the render output.
+// FactAddonsKey is the fact (nodeplan) the control-plane stack's bootstrap
+// passes to the controllers from ParamChartsIndexKey: the S3 key of the
+// helm plugin's release list, which their add-ons plan installs.
+const FactAddonsKey = "addonsKey"
+
+// ChartsIndexFile is the helm plugin's list of releases in the render output
+// (a nodeplan.ReleaseList).
 const ChartsIndexFile = "charts/releases.json"
 
 // MetadataKey is the top-level template Metadata key under which a rendered

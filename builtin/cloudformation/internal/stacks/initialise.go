@@ -194,8 +194,14 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			At("plugins.cloudformation.values.apiLoadBalancer"))
 	}
 
-	// The API server certificate names the load balancer.
-	m.facts = []bootstrap.Fact{{Name: names.FactAPILoadBalancerDNS, Parameter: names.APILoadBalancer + ".DNSName"}}
+	// The API server certificate names the load balancer. The add-ons plan
+	// finds the helm plugin's release list by the key deploy fills in ("" when
+	// the render has none).
+	s.param(names.ParamChartsIndexKey, "String", "S3 key of the Helm release list charts/releases.json, <prefix>/assets/<sha256>; empty without the helm plugin (filled by deploy)", "")
+	m.facts = []bootstrap.Fact{
+		{Name: names.FactAPILoadBalancerDNS, Parameter: names.APILoadBalancer + ".DNSName"},
+		{Name: names.FactAddonsKey, Parameter: names.ParamChartsIndexKey},
+	}
 	prot, err := machineStack(s, c, m)
 	if err != nil {
 		diags = append(diags, diag.Fatalf("control-plane stack: %v", err))

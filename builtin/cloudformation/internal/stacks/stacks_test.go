@@ -163,13 +163,14 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 			}
 		}
 		// The launch template boots kube-aws-node with builtin/internal/bootstrap,
-		// for the stack's role; controllers learn the API load balancer's name.
+		// for the stack's role; controllers learn the API load balancer's name
+		// and where the helm plugin's release list is.
 		lt := resource(t, s, "LaunchTemplate")["Properties"].(map[string]any)["LaunchTemplateData"].(map[string]any)
 		ud, _ := json.Marshal(lt["UserData"])
 		role := map[string]string{"etcd": "etcd", "control-plane": "controller", "nodepool-workers": "nodepool-workers"}[name]
 		var facts []bootstrap.Fact
 		if role == "controller" {
-			facts = []bootstrap.Fact{{Name: "apiLoadBalancerDNS", Parameter: "LoadBalancer.DNSName"}}
+			facts = []bootstrap.Fact{{Name: "apiLoadBalancerDNS", Parameter: "LoadBalancer.DNSName"}, {Name: "addonsKey", Parameter: "ChartsIndexKey"}}
 		}
 		script, err := bootstrap.Script("t", role, facts)
 		if err != nil {
