@@ -1,11 +1,10 @@
-// Command helm is the built-in kube-aws plugin for Helm releases. In
-// initialise it contributes the controller unit that installs, on boot and in
-// plugin order, the releases listed in charts/releases.json. In render it
+// Command helm is the built-in kube-aws plugin for Helm releases. In render it
 // loads every release's chart with Helm's own library (a folder or .tgz a
 // plugin ships, or a repository reference recorded for the node), renders it
 // with the release's values so a broken template fails the render, and writes
-// charts/<release>-<version>.tgz and charts/releases.json. The logic is in
-// internal/charts.
+// charts/<release>-<version>.tgz and the release list charts/releases.json,
+// which the controllers' add-ons plan installs in plugin order (kube-aws-node
+// addons). The logic is in internal/charts.
 package main
 
 import (
@@ -26,13 +25,8 @@ func (plugin) Info() stage.PluginInfo {
 	return stage.PluginInfo{
 		Name:        charts.Plugin,
 		Version:     version.Version,
-		Description: "Helm releases: charts checked and packaged at render, installed on the controllers at boot",
+		Description: "Helm releases: charts checked and packaged at render, installed by the controllers once the API answers",
 	}
-}
-
-func (plugin) Initialise(context.Context, *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
-	set := charts.Install()
-	return &stage.Result{Constructs: &set}, nil
 }
 
 func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {

@@ -1,6 +1,7 @@
 // Package charts is the helm plugin's logic: it loads, renders and packages
-// every Helm release the plugins contributed, with Helm's own library, and
-// describes the controller unit that installs them on boot. It is kept out of
+// every Helm release the plugins contributed, with Helm's own library, into
+// charts/releases.json (a nodeplan.ReleaseList), which the controllers'
+// add-ons plan installs (kube-aws-node addons). It is kept out of
 // package main so it is tested without the SDK's server.
 //
 // Only helm.sh/helm/v3/pkg/chart/loader, pkg/chartutil and pkg/engine are
@@ -30,6 +31,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/kubeversion"
+	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -40,29 +43,8 @@ const Plugin = "helm"
 // ReleasesFile the list of releases in install order.
 const (
 	OutDir       = "charts"
-	ReleasesFile = OutDir + "/releases.json"
+	ReleasesFile = names.ChartsIndexFile
 )
-
-// Release is one entry of charts/releases.json, which the install unit
-// reads on the controllers. Exactly one of ChartFile and Repository is set.
-type Release struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	// ChartFile is the packaged chart, relative to the charts folder.
-	ChartFile string `json:"chartFile,omitempty"`
-	// SHA256 is the packaged chart's digest: the node installs only the
-	// chart that render checked, and deploy stores it under this digest.
-	SHA256 string `json:"sha256,omitempty"`
-	// Repository is a chart repository URL, for a chart the node fetches
-	// at install time (nothing is downloaded at render).
-	Repository string `json:"repository,omitempty"`
-	// Chart is the chart's name.
-	Chart   string `json:"chart"`
-	Version string `json:"version,omitempty"`
-	// Values are the release's values as contributed; secret markers are
-	// kept as they are and substituted on the node.
-	Values json.RawMessage `json:"values"`
-}
 
 // Render loads every release's chart, renders it with its values to catch
 // template errors now rather than on a controller at 3 a.m., and writes the
@@ -81,7 +63,7 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 	}
 
 	var files []stage.File
-	list := make([]Release, 0, len(releases))
+	list := nodeplan.ReleaseList{Releases: make([]nodeplan.Release, 0, len(releases))}
 	for _, r := range releases {
 		where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
 		// What is wrong with a release is the plugin's that contributed it.
@@ -110,7 +92,7 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 		if len(r.Values) > 0 && string(r.Values) != "null" {
 			rawValues = append(json.RawMessage(nil), r.Values...) // as given: order and markers intact
 		}
-		entry := Release{Name: r.Name, Namespace: r.Namespace, Values: rawValues}
+		entry := nodeplan.Release{Name: r.Name, Namespace: r.Namespace, Plugin: r.Plugin, Values: rawValues}
 
 		switch {
 		case r.Chart.Path != "" && !filepath.IsAbs(r.Chart.Path):
@@ -155,9 +137,10 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 				file = fmt.Sprintf("%s-%s-%s.tgz", r.Name, r.Namespace, ch.Metadata.Version)
 			}
 			files = append(files, stage.File{Path: OutDir + "/" + file, Content: tgz, Mode: "0644"})
+			// Deploy uploads every rendered file to assets/<sha256>.
 			sum := sha256.Sum256(tgz)
-			entry.ChartFile, entry.SHA256 = file, hex.EncodeToString(sum[:])
-			entry.Chart, entry.Version = ch.Name(), ch.Metadata.Version
+			entry.ChartSHA256 = hex.EncodeToString(sum[:])
+			entry.ChartKey = nodeplan.AssetKey(entry.ChartSHA256)
 		case r.Chart.Repository != "":
 			if r.Chart.Name == "" {
 				fatal("a chart from repository %s needs chart.name", r.Chart.Repository)
@@ -172,7 +155,14 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 			fatal("the chart needs a path (a folder or .tgz the plugin ships) or a repository")
 			continue
 		}
-		list = append(list, entry)
+		list.Releases = append(list.Releases, entry)
+	}
+	if len(list.Releases) == 0 {
+		return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
+	}
+	if err := list.Validate(); err != nil {
+		// Every release was checked above: this is the plugin's fault.
+		return nil, diags, fmt.Errorf("%s: %w", ReleasesFile, err)
 	}
 
 	out, err := json.MarshalIndent(list, "", "  ")

@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -55,7 +54,7 @@ func byPath(files []stage.File) map[string][]byte {
 func TestRenderGoodChart(t *testing.T) {
 	files, diags := render(t,
 		construct.HelmRelease{Name: "greeter", Namespace: "apps", Chart: construct.Chart{Path: testChart(t, "hello")},
-			Values: json.RawMessage(`{"greeting":"hi","password":"((secret:dex/password))"}`)},
+			Values: json.RawMessage(`{"greeting":"hi","password":"((secret:dex/password))"}`), Plugin: "dex"},
 		construct.HelmRelease{Name: "ingress", Namespace: "ingress", Chart: construct.Chart{Repository: "https://kubernetes.github.io/ingress-nginx", Name: "ingress-nginx", Version: "4.11.0"}},
 	)
 	if len(diags) != 0 {
@@ -77,24 +76,29 @@ func TestRenderGoodChart(t *testing.T) {
 	if ch.Name() != "hello" || len(ch.Templates) != 3 {
 		t.Errorf("loaded %s with %d templates, want hello with 3", ch.Name(), len(ch.Templates))
 	}
-	var releases []Release
-	if err := json.Unmarshal(got[ReleasesFile], &releases); err != nil {
+	var list nodeplan.ReleaseList
+	if err := json.Unmarshal(got[ReleasesFile], &list); err != nil {
 		t.Fatal(err)
 	}
+	if err := list.Validate(); err != nil {
+		t.Fatalf("%s is not a valid release list: %v", ReleasesFile, err)
+	}
+	releases := list.Releases
 	if len(releases) != 2 || releases[0].Name != "greeter" || releases[1].Name != "ingress" {
 		t.Fatalf("releases out of order: %+v", releases)
 	}
 	r0, r1 := releases[0], releases[1]
-	if sum := sha256.Sum256(tgz); r0.SHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("sha256 %s does not match the packaged chart", r0.SHA256)
+	// Deploy uploads every rendered file to assets/<sha256 of its content>.
+	if sum := sha256.Sum256(tgz); r0.ChartSHA256 != hex.EncodeToString(sum[:]) || r0.ChartKey != "assets/"+r0.ChartSHA256 {
+		t.Errorf("chart %s (sha256 %s) is not the packaged chart's key", r0.ChartKey, r0.ChartSHA256)
 	}
-	if r0.ChartFile != "greeter-0.1.0.tgz" || r0.Chart != "hello" || r0.Version != "0.1.0" || r0.Repository != "" || r0.Namespace != "apps" {
+	if r0.Repository != "" || r0.Namespace != "apps" || r0.Plugin != "dex" {
 		t.Errorf("chart release entry = %+v", r0)
 	}
 	if !strings.Contains(string(r0.Values), "((secret:dex/password))") {
 		t.Errorf("secret marker not kept in values: %s", r0.Values)
 	}
-	if r1.Repository != "https://kubernetes.github.io/ingress-nginx" || r1.Chart != "ingress-nginx" || r1.Version != "4.11.0" || r1.ChartFile != "" {
+	if r1.Repository != "https://kubernetes.github.io/ingress-nginx" || r1.Chart != "ingress-nginx" || r1.Version != "4.11.0" || r1.ChartKey != "" {
 		t.Errorf("repository release entry = %+v", r1)
 	}
 }
@@ -371,9 +375,11 @@ func TestPackageFromArchive(t *testing.T) {
 	}
 }
 
+// TestEmptyReleases: no release, no list, so deploy leaves the controllers'
+// ChartsIndexKey empty and their add-ons plan fetches nothing.
 func TestEmptyReleases(t *testing.T) {
 	files, diags := render(t)
-	if len(diags) != 0 || len(files) != 1 || string(files[0].Content) != "[]\n" {
+	if len(diags) != 0 || len(files) != 0 {
 		t.Fatalf("files %+v diags %v", files, diags)
 	}
 }
@@ -385,248 +391,6 @@ func TestRepositoryWithoutVersionWarns(t *testing.T) {
 	}
 }
 
-func TestInstall(t *testing.T) {
-	set := Install()
-	if len(set.Units) != 1 || !set.Units[0].Enable || set.Units[0].Name != UnitName || set.Units[0].Target.Role != construct.Controller {
-		t.Fatalf("units %+v", set.Units)
-	}
-	if !strings.Contains(set.Units[0].Content, "[Install]") || !strings.Contains(set.Units[0].Content, "ExecStart="+ScriptPath) ||
-		!strings.Contains(set.Units[0].Content, "ConditionPathExists=|"+AssetsEnv+"\n") {
-		t.Errorf("unit content:\n%s", set.Units[0].Content)
-	}
-	if len(set.Files) != 1 || set.Files[0].Path != ScriptPath || set.Files[0].Mode != "0755" ||
-		!strings.Contains(set.Files[0].Content, "dir=${KUBE_AWS_CHARTS_DIR:-"+NodeDir+"}\n") || !strings.Contains(set.Files[0].Content, "helm upgrade --install") {
-		t.Errorf("script %+v", set.Files)
-	}
-}
-
-// TestInstallScript runs the install script against the releases.json render
-// writes, with kubectl and helm replaced by recorders, to check it installs
-// every release in order with its chart, repository, version and values.
-func TestInstallScript(t *testing.T) {
-	for _, tool := range []string{"bash", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the install script needs %s: %v", tool, err)
-		}
-	}
-	files, diags := render(t,
-		construct.HelmRelease{Name: "greeter", Namespace: "apps", Chart: construct.Chart{Path: testChart(t, "hello")}, Values: json.RawMessage(`{"greeting":"hi"}`)},
-		construct.HelmRelease{Name: "ingress", Namespace: "ingress", Chart: construct.Chart{Repository: "https://charts.example.com", Name: "ingress-nginx", Version: "4.11.0"}},
-	)
-	if len(diags) != 0 {
-		t.Fatal(diags)
-	}
-	dir, bin := t.TempDir(), t.TempDir()
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.Path)), f.Content, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log := filepath.Join(t.TempDir(), "helm.log")
-	fakes := map[string]string{
-		"kubectl": "#!/bin/sh\nexit 0\n",
-		// Record the arguments and the values file's content, one call per line.
-		"helm": "#!/bin/bash\nargs=(\"$@\"); for ((i=0;i<${#args[@]};i++)); do [ \"${args[$i]}\" = --values ] && v=$(jq -c . \"${args[$((i+1))]}\"); done\necho \"$* values=$v\" >>" + log + "\n",
-	}
-	for name, script := range fakes {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A tampered chart is refused before anything is installed.
-	chartFile := filepath.Join(dir, "greeter-0.1.0.tgz")
-	good, _ := os.ReadFile(chartFile)
-	if err := os.WriteFile(chartFile, append(append([]byte(nil), good...), 0), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "helm-install")
-	if err := os.WriteFile(script, []byte(Install().Files[0].Content), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+dir)
-	cmd := exec.Command("bash", script)
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "sha256 differs") {
-		t.Fatalf("a tampered chart must stop the install: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(log); !os.IsNotExist(err) {
-		t.Fatalf("helm ran before the chart was verified")
-	}
-	if err := os.WriteFile(chartFile, good, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd = exec.Command("bash", script)
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("install script: %v\n%s", err, out)
-	}
-	got, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := regexp.MustCompile(`--values \S+`)
-	want := "upgrade --install greeter " + dir + "/greeter-0.1.0.tgz --namespace apps --create-namespace --values V --wait --timeout 10m values={\"greeting\":\"hi\"}\n" +
-		"upgrade --install ingress ingress-nginx --repo https://charts.example.com --version 4.11.0 --namespace ingress --create-namespace --values V --wait --timeout 10m values={}\n"
-	if s := tmp.ReplaceAllString(string(got), "--values V"); s != want {
-		t.Errorf("helm calls:\n%s\nwant:\n%s", s, want)
-	}
-}
-
-// TestInstallScriptFromS3 runs the install script as on a controller: an
-// empty charts folder, assets.env as the bootstrap writes it, and a stand-in
-// aws that serves a folder laid out as deploy uploads the render output,
-// every file at <prefix>/assets/<sha256 of its content>. The script must
-// fetch releases.json by its key and each chart by its sha256 from the same
-// folder, refuse an object whose content does not match, substitute secret
-// markers in the values, and only then install.
-func TestInstallScriptFromS3(t *testing.T) {
-	for _, tool := range []string{"bash", "jq", "sha256sum"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the install script needs %s: %v", tool, err)
-		}
-	}
-	files, diags := render(t,
-		construct.HelmRelease{Name: "greeter", Namespace: "apps", Chart: construct.Chart{Path: testChart(t, "hello")},
-			Values: json.RawMessage(`{"greeting":"hi","password":"((secret:dex/password))"}`)},
-		construct.HelmRelease{Name: "ingress", Namespace: "ingress", Chart: construct.Chart{Repository: "https://charts.example.com", Name: "ingress-nginx", Version: "4.11.0"}},
-	)
-	if len(diags) != 0 {
-		t.Fatal(diags)
-	}
-	// The bucket: <root>/<bucket>/<key>, with deploy's keys.
-	root, bin, dir := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "charts")
-	const bucket, prefix = "bkt", "clusters/demo"
-	keyOf := map[string]string{}
-	for _, f := range files {
-		sum := sha256.Sum256(f.Content)
-		key := prefix + "/assets/" + hex.EncodeToString(sum[:])
-		keyOf[f.Path] = key
-		p := filepath.Join(root, bucket, filepath.FromSlash(key))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Content, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := filepath.Join(t.TempDir(), "assets.env")
-	if err := os.WriteFile(env, []byte("KUBE_AWS_REGION='eu-west-1'\nKUBE_AWS_ASSETS_BUCKET='"+bucket+"'\nKUBE_AWS_CHARTS_INDEX_KEY='"+keyOf[ReleasesFile]+"'\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := t.TempDir()
-	helmLog, awsLog := filepath.Join(logs, "helm.log"), filepath.Join(logs, "aws.log")
-	fakes := map[string]string{
-		"kubectl": "#!/bin/sh\nexit 0\n",
-		"helm":    "#!/bin/bash\nargs=(\"$@\"); for ((i=0;i<${#args[@]};i++)); do [ \"${args[$i]}\" = --values ] && v=$(jq -c . \"${args[$((i+1))]}\"); done\necho \"$* values=$v\" >>" + helmLog + "\n",
-		// Only `aws s3 cp --region R s3://bucket/key dest`, from the folder.
-		"aws": "#!/bin/bash\necho \"$*\" >>" + awsLog + "\n" +
-			"[ \"$1 $2 $3\" = \"s3 cp --region\" ] || exit 2\n" +
-			"src=${5#s3://}\ncp \"" + root + "/$src\" \"$6\"\n",
-		// As the bootstrap's decrypt-secrets: substitute the markers in every listed file.
-		"decrypt-secrets": "#!/bin/bash\nwhile read -r f; do sed -i 's/((secret:dex\\/password))/s3cr3t/' \"$f\"; done <\"$1\"\n",
-	}
-	for name, script := range fakes {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	script := filepath.Join(t.TempDir(), "helm-install")
-	if err := os.WriteFile(script, []byte(Install().Files[0].Content), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := func() (string, error) {
-		cmd := exec.Command("bash", script)
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+dir,
-			"KUBE_AWS_ASSETS_ENV="+env, "KUBE_AWS_DECRYPT_SECRETS="+filepath.Join(bin, "decrypt-secrets"))
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	chartKey := keyOf["charts/greeter-0.1.0.tgz"]
-	chartObject := filepath.Join(root, bucket, filepath.FromSlash(chartKey))
-	good, err := os.ReadFile(chartObject)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// An object whose content is not its sha256 is refused, before any install.
-	if err := os.WriteFile(chartObject, append(append([]byte(nil), good...), 0), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := run(); err == nil || !strings.Contains(out, "s3://bkt/"+chartKey+" is not what kube-aws deployed (sha256 differs)") {
-		t.Fatalf("a tampered chart in S3 must stop the install: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(helmLog); !os.IsNotExist(err) {
-		t.Fatalf("helm ran before the charts were verified")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "greeter-0.1.0.tgz")); !os.IsNotExist(err) {
-		t.Fatalf("a tampered chart was kept")
-	}
-
-	if err := os.WriteFile(chartObject, good, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(awsLog); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := run(); err != nil {
-		t.Fatalf("install script: %v\n%s", err, out)
-	}
-	gotAWS, _ := os.ReadFile(awsLog)
-	wantAWS := "s3 cp --region eu-west-1 s3://bkt/" + keyOf[ReleasesFile] + " " + dir + "/releases.json.part\n" +
-		"s3 cp --region eu-west-1 s3://bkt/" + chartKey + " " + dir + "/greeter-0.1.0.tgz.part\n"
-	if string(gotAWS) != wantAWS {
-		t.Errorf("aws calls:\n%s\nwant:\n%s", gotAWS, wantAWS)
-	}
-	gotHelm, _ := os.ReadFile(helmLog)
-	tmp := regexp.MustCompile(`--values \S+`)
-	wantHelm := "upgrade --install greeter " + dir + "/greeter-0.1.0.tgz --namespace apps --create-namespace --values V --wait --timeout 10m values={\"greeting\":\"hi\",\"password\":\"s3cr3t\"}\n" +
-		"upgrade --install ingress ingress-nginx --repo https://charts.example.com --version 4.11.0 --namespace ingress --create-namespace --values V --wait --timeout 10m values={}\n"
-	if s := tmp.ReplaceAllString(string(gotHelm), "--values V"); s != wantHelm {
-		t.Errorf("helm calls:\n%s\nwant:\n%s", s, wantHelm)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "releases.json")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("releases.json holds decrypted values: want mode 0600, got %v (%v)", fi.Mode(), err)
-	}
-
-	// A second boot fetches releases.json again, but keeps the chart it has.
-	if err := os.Remove(awsLog); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := run(); err != nil {
-		t.Fatalf("second run: %v\n%s", err, out)
-	}
-	if gotAWS, _ := os.ReadFile(awsLog); strings.Count(string(gotAWS), "s3 cp") != 1 || !strings.Contains(string(gotAWS), keyOf[ReleasesFile]) {
-		t.Errorf("second run aws calls:\n%s", gotAWS)
-	}
-}
-
-// TestInstallScriptWithoutCharts: without the helm plugin's releases.json,
-// ChartsIndexKey is empty; the script installs nothing and succeeds, without
-// waiting for the API server.
-func TestInstallScriptWithoutCharts(t *testing.T) {
-	bin := t.TempDir()
-	for name, script := range map[string]string{"kubectl": "#!/bin/sh\nexit 1\n", "aws": "#!/bin/sh\nexit 1\n", "helm": "#!/bin/sh\nexit 1\n"} {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := filepath.Join(t.TempDir(), "assets.env")
-	if err := os.WriteFile(env, []byte("KUBE_AWS_REGION='eu-west-1'\nKUBE_AWS_ASSETS_BUCKET='bkt'\nKUBE_AWS_CHARTS_INDEX_KEY=''\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "helm-install")
-	if err := os.WriteFile(script, []byte(Install().Files[0].Content), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBE_AWS_CHARTS_DIR="+filepath.Join(t.TempDir(), "charts"), "KUBE_AWS_ASSETS_ENV="+env)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "no Helm releases to install") {
-		t.Fatalf("%v\n%s", err, out)
-	}
-}
-
-// Every broken manifest of a chart is reported, not only the first, and
-// files helm install skips (NOTES.txt, partials) are not checked.
 func TestRenderReportsEveryBrokenManifest(t *testing.T) {
 	dir := t.TempDir()
 	write := func(p, s string) {

@@ -223,6 +223,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 				add(writeFile{Path: podspec.ManifestPath, Permissions: "0600", Owner: owner(""), Content: string(pod)}, "the API server static pod", "")
 			}
 		}
+		addons := addonsPlan(set)
 		for _, mf := range set.Manifests {
 			where := fmt.Sprintf("constructs.manifests[%s]", mf.Name)
 			name, err := manifestFile(mf.Name)
@@ -232,6 +233,14 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 			}
 			formats[AddonsDir+"/"+name] = string(nodeplan.FormatYAML)
 			add(writeFile{Path: AddonsDir + "/" + name, Permissions: "0644", Owner: owner(""), Content: mf.Content}, "manifest "+where, mf.Plugin)
+			addons.Manifests = append(addons.Manifests, nodeplan.Manifest{Path: AddonsDir + "/" + name, Plugin: mf.Plugin})
+		}
+		if addons.ReleasesFrom != "" || len(addons.Manifests) > 0 {
+			content, err := encodePlan(addons)
+			if err != nil {
+				return nil, diags, fmt.Errorf("add-ons plan of %s: %w", m, err)
+			}
+			add(writeFile{Path: nodeplan.AddonsPath, Permissions: "0644", Owner: owner(""), Content: content}, "the add-ons plan", "")
 		}
 	}
 

@@ -166,8 +166,14 @@ func TestDocuments(t *testing.T) {
 		{"controller", "/etc/systemd/system/kube-aws-helm-install.service", true, "ExecStart=/opt/kube-aws/bin/helm-install"},
 		{"controller", KubeletEnvPath, true, "--pod-manifest-path=/etc/kubernetes/manifests"},
 		{"controller", KubeletEnvPath, true, "--register-with-taints=node-role.kube-aws.io/controller:NoSchedule"},
+		// The add-ons plan names the helm plugin's release list by the fact
+		// the bootstrap passes, and lists every manifest.
+		{"controller", nodeplan.AddonsPath, true, `"releasesFrom": "{addonsKey}"`},
+		{"controller", nodeplan.AddonsPath, true, `"path": "/etc/kubernetes/addons/dex-namespace.yaml"`},
+		{"controller", nodeplan.AddonsPath, true, `"kubeconfig": "/etc/kubernetes/admin.conf"`},
+		{"nodepool-general", nodeplan.AddonsPath, false, ""},
 		// Not charts/releases.json, though the dex release's values hold a
-		// marker: the helm install script fetches and decrypts it later.
+		// marker: the addons step fetches it and decrypts its markers itself.
 		{"controller", nodeplan.SecretsPath, true, `{
   "files": [
     {
@@ -212,7 +218,7 @@ func TestDocuments(t *testing.T) {
 		return strings.Join(lines, "\n")
 	}
 	wantRun := map[string]string{
-		"controller": "kube-aws-node secrets\nsystemctl daemon-reload\nsystemctl enable kube-aws-helm-install.service\nsystemctl start --no-block kube-aws-helm-install.service",
+		"controller": "kube-aws-node secrets\nsystemctl daemon-reload\nsystemctl enable kube-aws-helm-install.service\nsystemctl start --no-block kube-aws-helm-install.service\nkube-aws-node addons",
 		"nodepool-general": "systemctl daemon-reload\nsystemctl try-restart --no-block containerd.service\n" +
 			"systemctl enable node-exporter.service\nsystemctl start --no-block node-exporter.service",
 		"nodepool-gpu": "systemctl daemon-reload\nsystemctl try-restart --no-block containerd.service\n" +

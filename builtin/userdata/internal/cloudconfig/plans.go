@@ -5,6 +5,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
@@ -42,6 +43,19 @@ func secretsPlan(entries []writeFile, formats map[string]string) *nodeplan.Secre
 		if f := formats[e.Path]; f != "" && nodeplan.AnyMarkerPattern.MatchString(e.Content) {
 			plan.Files = append(plan.Files, nodeplan.SecretFile{Path: e.Path, Format: nodeplan.Format(f)})
 		}
+	}
+	return plan
+}
+
+// addonsPlan is the controllers' addons.json without its manifests: the
+// admin kubeconfig the pki plugin writes, and, when plugins contributed Helm
+// releases, the helm plugin's release list. That list is rendered while this
+// plugin renders, so the plan names it by the fact the control-plane stack's
+// bootstrap passes (deploy fills in the key of what it uploaded).
+func addonsPlan(set *construct.Set) *nodeplan.AddonsPlan {
+	plan := &nodeplan.AddonsPlan{Kubeconfig: names.KubeconfigAdmin}
+	if len(set.HelmReleases) > 0 {
+		plan.ReleasesFrom = "{" + names.FactAddonsKey + "}"
 	}
 	return plan
 }
