@@ -22,6 +22,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
@@ -190,13 +191,21 @@ func (e *Engine) uploadSecrets(ctx context.Context, p *prepared, a *assets) erro
 	type item struct{ role, marker string }
 	var items []item
 	for path, content := range a.contents {
-		role, ok := userDataRole(path)
-		if !ok {
-			continue
-		}
-		markers, err := roleSecrets(content)
-		if err != nil {
-			return fmt.Errorf("the userdata of %s (%s): %w; run `kube-aws render` again", role, path, err)
+		var role string
+		var markers []string
+		if path == names.ChartsIndexFile {
+			// The controllers' add-ons step substitutes the markers of the
+			// release values itself, with the controller role's secrets.
+			role, markers = names.RoleController, nodeplan.MarkerPattern.FindAllString(string(content), -1)
+		} else {
+			var ok bool
+			if role, ok = userDataRole(path); !ok {
+				continue
+			}
+			var err error
+			if markers, err = roleSecrets(content); err != nil {
+				return fmt.Errorf("the userdata of %s (%s): %w; run `kube-aws render` again", role, path, err)
+			}
 		}
 		seen := map[string]bool{}
 		for _, m := range markers {
@@ -205,7 +214,7 @@ func (e *Engine) uploadSecrets(ctx context.Context, p *prepared, a *assets) erro
 			}
 			seen[m] = true
 			if _, ok := p.t.Secrets[m]; !ok {
-				return fmt.Errorf("the userdata of %s (%s) names %s, which deploy was not given: run `kube-aws render` again (a plugin's secret was removed?)", role, path, m)
+				return fmt.Errorf("%s (for %s) names %s, which deploy was not given: run `kube-aws render` again (a plugin's secret was removed?)", path, role, m)
 			}
 			items = append(items, item{role, m})
 		}

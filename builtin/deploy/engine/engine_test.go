@@ -8,6 +8,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -304,6 +305,37 @@ func TestSecrets(t *testing.T) {
 	tg.Cluster.KMSKeyARN = ""
 	if _, err := e.Deploy(ctx, tg); err == nil || !strings.Contains(err.Error(), "kmsKeyArn") {
 		t.Fatalf("deploy of secrets without kmsKeyArn: %v", err)
+	}
+}
+
+// A secret marker in the helm plugin's release values is uploaded for the
+// controllers, whose add-ons step substitutes it.
+func TestReleaseSecretsGoToControllers(t *testing.T) {
+	f := newFixture(t, map[string]int{"a": 1})
+	marker := "((secret:dex/values/password))"
+	f.secrets = map[string]string{marker: `p"w\d` + "\n"}
+	f.releases = []byte(`{"releases":[{"name":"dex","namespace":"auth","values":{"password":"` + marker + `"}}]}`)
+	e := f.engine()
+	ctx := context.Background()
+	f.mustDeploy(e, f.render())
+	loc := location{Bucket: f.bucket, Prefix: "clusters/" + f.name}
+	out, err := f.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(loc.key(nodeplan.SecretKey("controller", marker)))})
+	if err != nil {
+		t.Fatalf("the release's secret was not uploaded for the controllers: %v", err)
+	}
+	blob, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := f.kms.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob, EncryptionContext: map[string]string{"kube-aws:cluster": f.name, "kube-aws:role": "controller"}})
+	if err != nil || string(dec.Plaintext) != f.secrets[marker] {
+		t.Fatalf("the controllers' ciphertext does not decrypt to the value: %v", err)
+	}
+	// A release value naming a secret deploy was not given.
+	f.releases = []byte(`{"releases":[{"values":{"x":"((secret:dex/values/gone))"}}]}`)
+	if _, err := e.Deploy(ctx, f.render()); err == nil || !strings.Contains(err.Error(), "charts/releases.json (for controller) names ((secret:dex/values/gone))") {
+		t.Fatalf("deploy of a release list naming an unknown secret: %v", err)
 	}
 }
 

@@ -70,6 +70,8 @@ type fixture struct {
 	// noCharts leaves charts/releases.json out of the render, as when the
 	// helm plugin is disabled.
 	noCharts bool
+	// releases is charts/releases.json's content ("[]" when nil).
+	releases []byte
 	// machines gives the pools' templates the bootstrap's node agent
 	// parameters and the Target a kube-aws-node folder and a mirrored
 	// artifact.
@@ -270,6 +272,9 @@ func (f *fixture) render() Target {
 	files["userdata/controller.yaml"] = []byte("#cloud-config\n")
 	if !f.noCharts {
 		files["charts/releases.json"] = []byte("[]\n")
+		if f.releases != nil {
+			files["charts/releases.json"] = f.releases
+		}
 	}
 	if err := os.RemoveAll(f.dir); err != nil {
 		f.t.Fatal(err)
