@@ -1,7 +1,8 @@
 // Package addons is the `addons` step of the controllers: once the API
 // server answers, it installs the add-ons plan's Helm releases in order
-// (the charts fetched from the assets by sha256 first, so a missing chart
-// fails at once rather than after the wait), then server-side applies its
+// (the helm plugin's release list fetched, its secrets substituted, and the
+// charts fetched from the assets by sha256 first, so a missing chart fails
+// at once rather than after the wait), then server-side applies its
 // manifests in order, each retried with backoff until the step's timeout;
 // a second run changes nothing that is as planned.
 package addons
@@ -12,17 +13,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/cli"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/apply"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/blob"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/helmrelease"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/retry"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/secrets"
 )
 
 // Options tune the step.
@@ -51,6 +57,13 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 	var plan nodeplan.AddonsPlan
 	if found, err := e.OptionalPlan(nodeplan.AddonsPath, &plan); err != nil || !found {
 		return err
+	}
+	if plan.ReleasesFrom != "" {
+		listed, err := releaseList(ctx, e, plan.ReleasesFrom)
+		if err != nil {
+			return err
+		}
+		plan.Releases = append(listed, plan.Releases...)
 	}
 	releases, err := prepare(ctx, e, plan)
 	if err != nil {
@@ -125,6 +138,56 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 	return nil
 }
 
+// ListPath is where the step keeps the release list it fetched, its secrets
+// substituted (so mode 0600), for a look at what was installed.
+const ListPath = nodeplan.Dir + "/releases.json"
+
+// maxList bounds the release list object.
+const maxList = 8 << 20
+
+// releaseList fetches the release list that from (a plan field naming
+// facts) names, checks its sha256, and substitutes its markers with the
+// role's secrets as JSON. A fact the bootstrap did not pass (the stack has
+// no list: the helm plugin is disabled) means no list.
+func releaseList(ctx context.Context, e *agent.Env, from string) ([]nodeplan.Release, error) {
+	key, err := e.Facts.Expand(from)
+	if err != nil {
+		e.Logf("no release list: %v (the render had no charts/releases.json: is the helm plugin disabled?)", err)
+		return nil, nil
+	}
+	sum, ok := nodeplan.KeyDigest(key)
+	if !ok {
+		return nil, agent.BadInput(fmt.Errorf("releasesFrom %s is not content-addressed (<prefix>/assets/<sha256>): kube-aws-node installs only what it can check", key))
+	}
+	var data []byte
+	err = retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+		var err error
+		data, err = e.Store.GetVerified(ctx, key, sum, maxList)
+		return err
+	}, e.Retrying("fetching the release list"))
+	if err != nil {
+		return nil, fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(e.Path(ListPath)), 0o755); err != nil {
+		return nil, err
+	}
+	if err := fileutil.WriteAtomic(e.Path(ListPath), data, 0o600); err != nil {
+		return nil, err
+	}
+	if nodeplan.AnyMarkerPattern.Match(data) {
+		d := secrets.NewDecrypter(e)
+		if _, err := d.File(ctx, nodeplan.SecretFile{Path: ListPath, Format: nodeplan.FormatJSON}); err != nil {
+			return nil, fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err)
+		}
+	}
+	var list nodeplan.ReleaseList
+	if _, err := nodeplan.Load(e.Path(ListPath), &list); err != nil {
+		return nil, agent.BadInput(fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err))
+	}
+	e.Logf("release list s3://%s/%s: %d releases, sha256 checked", e.Settings.Bucket, key, len(list.Releases))
+	return list.Releases, nil
+}
+
 // prepare checks every release's values and fetches and loads its chart.
 func prepare(ctx context.Context, e *agent.Env, plan nodeplan.AddonsPlan) ([]release, error) {
 	out := make([]release, 0, len(plan.Releases))
@@ -142,7 +205,11 @@ func prepare(ctx context.Context, e *agent.Env, plan nodeplan.AddonsPlan) ([]rel
 		var p string
 		err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
 			var err error
-			p, err = e.Store.Fetch(ctx, blob.Source{Key: e.Settings.Key(r.ChartKey), SHA256: r.ChartSHA256})
+			if r.Repository != "" {
+				p, err = locate(e, r)
+			} else {
+				p, err = e.Store.Fetch(ctx, blob.Source{Key: e.Settings.Key(r.ChartKey), SHA256: r.ChartSHA256})
+			}
 			return err
 		}, e.Retrying(what+": fetching the chart"))
 		if err != nil {
@@ -150,11 +217,32 @@ func prepare(ctx context.Context, e *agent.Env, plan nodeplan.AddonsPlan) ([]rel
 		}
 		ch, err := loader.Load(p)
 		if err != nil {
-			return nil, agent.BadInput(fmt.Errorf("%s: the chart %s does not load: %v", what, r.ChartKey, err))
+			return nil, agent.BadInput(fmt.Errorf("%s: the chart %s does not load: %v", what, chartSource(r), err))
 		}
 		out = append(out, release{plan: r, chart: ch, values: values})
 	}
 	return out, nil
+}
+
+// HelmCache is where charts from repositories and their indexes are kept.
+const HelmCache = "/var/cache/kube-aws/helm"
+
+// locate downloads a chart from its repository with Helm's own chart
+// downloader (index, version constraint, digest check), as helm install
+// --repo would.
+func locate(e *agent.Env, r nodeplan.Release) (string, error) {
+	settings := cli.New()
+	settings.RepositoryCache = filepath.Join(e.Path(HelmCache), "repository")
+	settings.RepositoryConfig = filepath.Join(e.Path(HelmCache), "repositories.yaml")
+	opts := action.ChartPathOptions{RepoURL: r.Repository, Version: r.Version}
+	return opts.LocateChart(r.Chart, settings)
+}
+
+func chartSource(r nodeplan.Release) string {
+	if r.Repository != "" {
+		return r.Chart + " " + r.Version + " from " + r.Repository
+	}
+	return r.ChartKey
 }
 
 // attempt retries fn until it succeeds or timeout passes, saying why it

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/repo"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -276,6 +280,136 @@ func TestAddonsFailures(t *testing.T) {
 			}
 			if (c.polls > 0) != tt.polls {
 				t.Errorf("API server polled %d times", c.polls)
+			}
+		})
+	}
+}
+
+// putList uploads a release list to the assets as deploy uploads
+// charts/releases.json, and says its full key.
+func putList(t *testing.T, e *agent.Env, content string) string {
+	t.Helper()
+	key := e.Settings.Key(nodeplan.AssetKey(nodeplan.SHA256Hex([]byte(content))))
+	if err := e.Store.Put(t.Context(), key, []byte(content), "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// The helm plugin's release list, found by the fact the bootstrap passes:
+// fetched, checked, its secret substituted as JSON (quote, backslash and
+// newline intact) with the controller role's secrets, then installed before
+// the plan's own releases.
+func TestAddonsFromReleaseList(t *testing.T) {
+	e, out := agenttest.Machine(t, motoURL, "controller", "addons")
+	dexKey, dexSum := packaged(t, e, "dex")
+	cniKey, cniSum := packaged(t, e, "flannel")
+	const marker = "((secret:dex/values/password))"
+	agenttest.UploadSecrets(t, e, "controller", e.Settings.EncryptionContext(), map[string]string{marker: hard})
+	list, _ := json.Marshal(nodeplan.ReleaseList{Releases: []nodeplan.Release{
+		{Name: "flannel", Namespace: "kube-flannel", ChartKey: cniKey, ChartSHA256: cniSum, Plugin: "flannel"},
+		{Name: "dex", Namespace: "auth", ChartKey: dexKey, ChartSHA256: dexSum, Plugin: "dex", Values: json.RawMessage(`{"password":"` + marker + `"}`)},
+	}})
+	if err := e.AddFacts(nodeplan.Facts{"addonsKey": putList(t, e, string(list))}); err != nil {
+		t.Fatal(err)
+	}
+	writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/etc/kubernetes/admin.conf", ReleasesFrom: "{addonsKey}"})
+	c := newCluster(0)
+	if err := Run(t.Context(), e, options(c)); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := c.release(t, "auth", "dex")["password"]; got != hard {
+		t.Errorf("dex's password = %q, want %q", got, hard)
+	}
+	c.release(t, "kube-flannel", "flannel")
+	log := out.String()
+	if !strings.Contains(log, "2 releases, sha256 checked") || strings.Index(log, "release kube-flannel/flannel (plugin flannel): installed") > strings.Index(log, "release auth/dex (plugin dex): installed") {
+		t.Errorf("output:\n%s", log)
+	}
+	if strings.Contains(log, "back\nslash") {
+		t.Error("a secret reached the output")
+	}
+	if info, err := os.Stat(e.Path(ListPath)); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the substituted list is not kept 0600: %v", err)
+	}
+}
+
+// Without the fact (a stack rendered without the helm plugin), the plan's
+// manifests are still applied.
+func TestAddonsWithoutReleaseList(t *testing.T) {
+	e, out := agenttest.Machine(t, motoURL, "controller", "addons")
+	os.MkdirAll(e.Path("/a"), 0o755)
+	os.WriteFile(e.Path("/a/m.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n"), 0o644)
+	writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/k", ReleasesFrom: "{addonsKey}", Manifests: []nodeplan.Manifest{{Path: "/a/m.yaml"}}})
+	if err := Run(t.Context(), e, options(newCluster(0))); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "no release list: ") || !strings.Contains(out.String(), "1 objects applied") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// A chart from a chart repository is fetched with Helm's downloader.
+func TestAddonsFromRepository(t *testing.T) {
+	e, out := agenttest.Machine(t, motoURL, "controller", "addons")
+	ch := &chart.Chart{
+		Metadata:  &chart.Metadata{APIVersion: "v2", Name: "greeter", Version: "1.2.3"},
+		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n")}},
+	}
+	dir := t.TempDir()
+	if _, err := chartutil.Save(ch, dir); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	idx, err := repo.IndexDirectory(dir, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/k", Releases: []nodeplan.Release{
+		{Name: "hello", Namespace: "default", Repository: srv.URL, Chart: "greeter", Version: "1.2.3"}}})
+	c := newCluster(0)
+	if err := Run(t.Context(), e, options(c)); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	c.release(t, "default", "hello")
+
+	// A version the repository does not have: said, with the repository.
+	writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/k", Releases: []nodeplan.Release{
+		{Name: "hello", Namespace: "default", Repository: srv.URL, Chart: "greeter", Version: "9.9.9"}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if err := Run(ctx, e, options(c)); err == nil || !strings.Contains(err.Error(), "9.9.9") {
+		t.Fatalf("missing version: %v", err)
+	}
+}
+
+func TestAddonsReleaseListFailures(t *testing.T) {
+	tests := []struct {
+		name, list, key, want string
+		code                  int
+	}{
+		{name: "not content-addressed", key: "clusters/demo/charts/releases.json", want: "is not content-addressed", code: agent.ExitBadInput},
+		{name: "invalid list", list: `{"releases":[{"name":"Bad_Name","namespace":"x","chartKey":"assets/x"}]}`, want: "releases[0].name", code: agent.ExitBadInput},
+		{name: "secret not there", list: `{"releases":[{"name":"a","namespace":"b","values":{"p":"((secret:dex/values/gone))"}}]}`, want: "secret ((secret:dex/values/gone))", code: agent.ExitFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := agenttest.Machine(t, motoURL, "controller", "addons")
+			key := tt.key
+			if key == "" {
+				key = putList(t, e, tt.list)
+			}
+			e.AddFacts(nodeplan.Facts{"addonsKey": key})
+			writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/k", ReleasesFrom: "{addonsKey}"})
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			err := Run(ctx, e, options(newCluster(0)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || agent.ExitCode(err) != tt.code {
+				t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), tt.want, tt.code)
 			}
 		})
 	}

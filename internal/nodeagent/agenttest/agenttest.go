@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
@@ -260,5 +261,31 @@ func WritePlan(t testing.TB, e *agent.Env, path string, p nodeplan.Plan) {
 	}
 	if err := os.WriteFile(e.Path(path), b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// UploadSecrets encrypts each marker's value with a new KMS key under
+// context, as deploy does, and stores it where role's machines look
+// (nodeplan.SecretKey).
+func UploadSecrets(t testing.TB, e *agent.Env, role string, context map[string]string, values map[string]string) {
+	t.Helper()
+	ctx := t.Context()
+	k := kms.NewFromConfig(e.AWS)
+	key, err := k.CreateKey(ctx, &kms.CreateKeyInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for marker, v := range values {
+		enc, err := k.Encrypt(ctx, &kms.EncryptInput{KeyId: key.KeyMetadata.Arn, Plaintext: []byte(v), EncryptionContext: context})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = awsenv.S3(e.AWS).PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(e.Settings.Bucket), Key: aws.String(e.Settings.Key(nodeplan.SecretKey(role, marker))),
+			Body: bytes.NewReader(enc.CiphertextBlob),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func Run(ctx context.Context, e *agent.Env) error {
 	if found, err := e.OptionalPlan(nodeplan.SecretsPath, &plan); err != nil || !found {
 		return err
 	}
-	d := &Decrypter{Env: e, KMS: kms.NewFromConfig(e.AWS), cache: map[string]string{}}
+	d := NewDecrypter(e)
 	total := 0
 	for _, f := range plan.Files {
 		n, err := d.File(ctx, f)
@@ -45,6 +45,11 @@ func Run(ctx context.Context, e *agent.Env) error {
 	}
 	e.Logf("substituted %d secret markers in %d files", total, len(plan.Files))
 	return nil
+}
+
+// NewDecrypter is a Decrypter for the machine's role.
+func NewDecrypter(e *agent.Env) *Decrypter {
+	return &Decrypter{Env: e, KMS: kms.NewFromConfig(e.AWS), cache: map[string]string{}}
 }
 
 // Decrypter fetches and decrypts the secrets of one role, each once.

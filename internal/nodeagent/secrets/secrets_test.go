@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"sigs.k8s.io/yaml"
 
@@ -33,31 +32,6 @@ const (
 	markerToken    = "((secret:dex/values/token))"
 	markerKey      = "((secret:credentials/values/caKey))"
 )
-
-// upload encrypts each value as deploy does and stores it where the
-// role's machines look.
-func upload(t *testing.T, e *agent.Env, role string, context map[string]string, values map[string]string) {
-	t.Helper()
-	ctx := t.Context()
-	k := kms.NewFromConfig(e.AWS)
-	key, err := k.CreateKey(ctx, &kms.CreateKeyInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for marker, v := range values {
-		enc, err := k.Encrypt(ctx, &kms.EncryptInput{KeyId: key.KeyMetadata.Arn, Plaintext: []byte(v), EncryptionContext: context})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = awsenv.S3(e.AWS).PutObject(ctx, &s3.PutObjectInput{
-			Bucket: aws.String(e.Settings.Bucket), Key: aws.String(e.Settings.Key(nodeplan.SecretKey(role, marker))),
-			Body: strings.NewReader(string(enc.CiphertextBlob)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func write(t *testing.T, e *agent.Env, p, content string, mode os.FileMode) {
 	t.Helper()
@@ -83,7 +57,7 @@ func plan(t *testing.T, e *agent.Env, files ...nodeplan.SecretFile) {
 // file (JSON), a YAML file, an environment file and a whole file exactly.
 func TestSecretsEveryFormat(t *testing.T) {
 	e, out := agenttest.Machine(t, motoURL, "controller", "secrets")
-	upload(t, e, "controller", e.Settings.EncryptionContext(), map[string]string{
+	agenttest.UploadSecrets(t, e, "controller", e.Settings.EncryptionContext(), map[string]string{
 		markerPassword: hard, markerToken: "t0k3n", markerKey: "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
 	})
 	write(t, e, nodeplan.AddonsPath, `{"kubeconfig": "/etc/kubernetes/admin.kubeconfig", "releases": [{"name": "dex", "namespace": "auth", "chartKey": "assets/x", "chartSHA256": "x", "values": {"config": {"password": "`+markerPassword+`", "token": "Bearer `+markerToken+`"}}}]}`, 0o600)
@@ -168,7 +142,7 @@ func TestSecretsFailures(t *testing.T) {
 		{
 			name: "ciphertext of another role",
 			setup: func(t *testing.T, e *agent.Env) {
-				upload(t, e, "etcd", map[string]string{"kube-aws:cluster": "demo", "kube-aws:role": "etcd"}, map[string]string{markerToken: "x"})
+				agenttest.UploadSecrets(t, e, "etcd", map[string]string{"kube-aws:cluster": "demo", "kube-aws:role": "etcd"}, map[string]string{markerToken: "x"})
 				// Copied into this role's folder: the context still says etcd.
 				src := e.Settings.Key(nodeplan.SecretKey("etcd", markerToken))
 				_, err := awsenv.S3(e.AWS).CopyObject(t.Context(), &s3.CopyObjectInput{Bucket: aws.String(e.Settings.Bucket), CopySource: aws.String(e.Settings.Bucket + "/" + src), Key: aws.String(e.Settings.Key(nodeplan.SecretKey("controller", markerToken)))})
