@@ -103,6 +103,15 @@ const FactAPILoadBalancerDNS = "apiLoadBalancerDNS"
 // helm plugin's release list, which their add-ons plan installs.
 const FactAddonsKey = "addonsKey"
 
+// AWSEnvConfigMap (in AWSEnvNamespace) is the ConfigMap the controllers'
+// add-ons step writes before any release: AWS_REGION and the machine's
+// standard AWS SDK endpoint settings (AWS_ENDPOINT_URL*), for add-ons that
+// call AWS from a pod (envFrom, optional).
+const (
+	AWSEnvConfigMap = "kube-aws-aws-env"
+	AWSEnvNamespace = "kube-system"
+)
+
 // ChartsIndexFile is the helm plugin's list of releases in the render output
 // (a nodeplan.ReleaseList).
 const ChartsIndexFile = "charts/releases.json"

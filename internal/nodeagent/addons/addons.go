@@ -14,13 +14,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
@@ -40,6 +43,9 @@ type Options struct {
 	APITimeout, ReleaseTimeout time.Duration
 	// Retry is how releases and manifests are retried.
 	Retry retry.Policy
+	// Environ is the machine's environment (os.Environ when nil): its AWS
+	// endpoint settings go to the AWS environment ConfigMap.
+	Environ func() []string
 }
 
 // DefaultReleaseTimeout bounds a release's install when the plan says no
@@ -96,6 +102,20 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 	}
 	e.Logf("the API server is ready (waited %s)", time.Since(started).Round(time.Millisecond))
 
+	applier, err := cluster.Applier()
+	if err != nil {
+		return err
+	}
+	env := awsEnv(e, o.Environ)
+	err = attempt(ctx, e, o, "the AWS environment", o.ReleaseTimeout, func(ctx context.Context) error {
+		_, err := applier.Apply(ctx, []apply.Object{env})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the AWS environment ConfigMap %s/%s: %w", names.AWSEnvNamespace, names.AWSEnvConfigMap, err)
+	}
+	e.Logf("ConfigMap %s/%s: the machine's AWS settings (%d) for the add-ons that call AWS", names.AWSEnvNamespace, names.AWSEnvConfigMap, len(env.Obj.Object["data"].(map[string]any)))
+
 	for i, r := range releases {
 		what := fmt.Sprintf("releases[%d]: %s", i, r.plan.Describe())
 		timeout := nodeplan.DurationOr(r.plan.Timeout, DefaultReleaseTimeout)
@@ -116,10 +136,6 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		e.Logf("%s: %s (chart %s %s) in %s", what, outcome, r.chart.Name(), r.chart.Metadata.Version, time.Since(started).Round(time.Millisecond))
-	}
-	applier, err := cluster.Applier()
-	if err != nil {
-		return err
 	}
 	for i, objs := range manifests {
 		m := plan.Manifests[i]
@@ -222,6 +238,29 @@ func prepare(ctx context.Context, e *agent.Env, plan nodeplan.AddonsPlan) ([]rel
 		out = append(out, release{plan: r, chart: ch, values: values})
 	}
 	return out, nil
+}
+
+// awsEnv is the ConfigMap names.AWSEnvConfigMap: the region and the
+// standard AWS SDK settings the machine has for reaching AWS (endpoints of a
+// private or emulated AWS, the instance metadata service's address), so that
+// an add-on calling AWS from a pod (the cloud controller manager) reaches it
+// as the machine does: a pod does not inherit the machine's environment.
+func awsEnv(e *agent.Env, environ func() []string) apply.Object {
+	if environ == nil {
+		environ = os.Environ
+	}
+	data := map[string]any{"AWS_REGION": e.Settings.Region}
+	for _, kv := range environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == "AWS_EC2_METADATA_SERVICE_ENDPOINT" || k == "AWS_USE_FIPS_ENDPOINT" || k == "AWS_USE_DUALSTACK_ENDPOINT" {
+			data[k] = v
+		}
+	}
+	return apply.Object{Obj: &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": names.AWSEnvConfigMap, "namespace": names.AWSEnvNamespace},
+		"data":     data,
+	}}}
 }
 
 // HelmCache is where charts from repositories and their indexes are kept.

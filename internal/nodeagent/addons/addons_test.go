@@ -180,8 +180,22 @@ func TestAddons(t *testing.T) {
 	})
 	c := newCluster(3)
 	c.kube.failures.Store(2)
-	if err := Run(t.Context(), e, options(c)); err != nil {
+	o := options(c)
+	o.Environ = func() []string {
+		return []string{"HOME=/root", "AWS_ENDPOINT_URL=http://10.0.0.250:5000", "AWS_ENDPOINT_URL_EC2=http://ec2.internal", "AWS_SECRET_ACCESS_KEY=never"}
+	}
+	if err := Run(t.Context(), e, o); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	// The machine's AWS endpoints reach the add-ons that call AWS; nothing else
+	// of its environment does.
+	env, err := c.tracker.Get(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "kube-system", "kube-aws-aws-env")
+	if err != nil {
+		t.Fatalf("no AWS environment ConfigMap: %v", err)
+	}
+	data := env.(*unstructured.Unstructured).Object["data"].(map[string]any)
+	if len(data) != 3 || data["AWS_ENDPOINT_URL"] != "http://10.0.0.250:5000" || data["AWS_ENDPOINT_URL_EC2"] != "http://ec2.internal" || data["AWS_REGION"] != e.Settings.Region {
+		t.Errorf("AWS environment %v", data)
 	}
 	if got := c.release(t, "auth", "dex")["password"]; got != hard {
 		t.Errorf("dex's password = %q, want %q", got, hard)
