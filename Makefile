@@ -90,7 +90,7 @@ fuzz:
 # filesystem, nsenter and losetup (util-linux), ip (iproute2). The test
 # binary is exec'ed by the recipe's shell, so make's SIGTERM (and Ctrl-C)
 # reach it directly and it tears every machine down before it exits.
-E2E_CLUSTER_PKGS    := systemd-container mmdebstrap util-linux iproute2
+E2E_CLUSTER_PKGS    := systemd-container mmdebstrap util-linux iproute2 e2fsprogs
 E2E_CLUSTER_TIMEOUT ?= 30m
 RUN                 ?= .
 

@@ -37,6 +37,13 @@ type Config struct {
 	Cgroup string
 	// Console receives the machine's console output.
 	Console io.Writer
+	// DiskGiB, when set, gives the machine a disk of its own, as an EC2
+	// instance has its root volume: a sparse file of that size with an ext4
+	// filesystem, holding the overlay's writes and containerd's state. The
+	// kubelet judges disk pressure by the free space of the filesystems
+	// of its root and of containerd; without a disk those are the host's,
+	// shared by every machine of the run.
+	DiskGiB int
 }
 
 // Machine is a running machine.
@@ -51,11 +58,30 @@ type Machine struct {
 }
 
 // Root is the machine's root folder as the host sees it.
-func (m *Machine) Root() string { return filepath.Join(m.cfg.Dir, "root") }
+func (m *Machine) Root() string { return filepath.Join(m.base(), "root") }
 
 // Upper is the overlay's upper folder: what the machine wrote, readable
-// after the machine is gone (its journal is there).
-func (m *Machine) Upper() string { return filepath.Join(m.cfg.Dir, "upper") }
+// after the machine is killed, until Remove (its journal is there).
+func (m *Machine) Upper() string { return filepath.Join(m.base(), "upper") }
+
+// base is the folder of the machine's writable state: its disk's mount
+// point, or its folder.
+func (m *Machine) base() string {
+	if m.cfg.DiskGiB > 0 {
+		return filepath.Join(m.cfg.Dir, "disk")
+	}
+	return m.cfg.Dir
+}
+
+// Remove unmounts the machine's disk and removes its folder, as a
+// terminated instance's root volume goes with it. Call after Kill.
+func (m *Machine) Remove() error {
+	var err error
+	if m.cfg.DiskGiB > 0 {
+		err = unmount(m.base())
+	}
+	return errors.Join(err, os.RemoveAll(m.cfg.Dir))
+}
 
 // Cgroup returns the machine's cgroup.
 func (m *Machine) Cgroup() *cgroups.Group { return m.cg }
@@ -69,27 +95,34 @@ func Start(cfg Config) (m *Machine, err error) {
 		return nil, errors.New("systemd-nspawn is not installed: run `apt-get install systemd-container` (make e2e-cluster does)")
 	}
 	m = &Machine{cfg: cfg, exited: make(chan struct{})}
-	upper, work, root := m.Upper(), filepath.Join(cfg.Dir, "work"), m.Root()
+	if cfg.DiskGiB > 0 {
+		if err := makeDisk(cfg.Dir, m.base(), cfg.DiskGiB); err != nil {
+			return nil, fmt.Errorf("the disk of %s: %w", cfg.Name, err)
+		}
+	}
+	upper, work, root := m.Upper(), filepath.Join(m.base(), "work"), m.Root()
 	// An EC2 instance's root is a block device with a real filesystem, and
 	// containerd's overlayfs snapshotter needs one: an overlay's upper layer
 	// cannot be on an overlay (the machine's root here). So containerd's
-	// state lives in a folder of the host's filesystem, bound in.
-	runtime := filepath.Join(cfg.Dir, "containerd")
+	// state lives in a folder of the machine's disk (or of the host's
+	// filesystem), bound in.
+	runtime := filepath.Join(m.base(), "containerd")
 	for _, d := range []string{upper, work, root, runtime} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", cfg.Lower, upper, work)
-	if err := unix.Mount("overlay", root, "overlay", 0, opts); err != nil {
-		return nil, fmt.Errorf("mounting the overlay of %s on %s: %w", cfg.Name, root, err)
-	}
 	defer func() {
 		if err != nil {
 			close(m.exited)
 			m.cleanup()
+			m.Remove()
 		}
 	}()
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", cfg.Lower, upper, work)
+	if err := unix.Mount("overlay", root, "overlay", 0, opts); err != nil {
+		return m, fmt.Errorf("mounting the overlay of %s on %s: %w", cfg.Name, root, err)
+	}
 	for p, b := range cfg.Files {
 		full := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -126,6 +159,35 @@ func Start(cfg Config) (m *Machine, err error) {
 	}
 	go func() { _ = m.cmd.Wait(); close(m.exited) }()
 	return m, nil
+}
+
+// makeDisk makes a sparse file of size GiB under dir with an ext4
+// filesystem (no reserved blocks, tables initialised lazily: a second's
+// work) and mounts it on mnt through a loop device that goes with the
+// unmount.
+func makeDisk(dir, mnt string, gib int) error {
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return err
+	}
+	img := filepath.Join(dir, "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(int64(gib) << 30)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil {
+		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		return fmt.Errorf("mounting %s: %v: %s", img, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // Leader returns the PID of the machine's init (nspawn's child), waiting up

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -210,6 +209,7 @@ func (p *Player) boot(snap *cloud.Snapshot, in *cloud.Instance) error {
 		Name: in.ID, Lower: p.cfg.Lower, Dir: filepath.Join(p.cfg.Dir, in.ID),
 		NetNS: p.cfg.NetNS, Bridge: p.cfg.Bridge, Files: files,
 		Cgroup: p.cfg.Cgroup + "/" + in.ID, Console: console,
+		DiskGiB: rootSize(snap, in),
 	})
 	if err != nil {
 		console.Close()
@@ -224,15 +224,31 @@ func (p *Player) boot(snap *cloud.Snapshot, in *cloud.Instance) error {
 	return nil
 }
 
+// defaultRootGiB is a machine's disk when moto says nothing of its root
+// volume: an EC2 launch template's usual size.
+const defaultRootGiB = 30
+
+// rootSize is the size of the instance's root volume, which its disk plays.
+func rootSize(snap *cloud.Snapshot, in *cloud.Instance) int {
+	for _, a := range snap.Attachments {
+		if a.InstanceID == in.ID && a.Device == in.RootDevice && a.SizeGiB > 0 {
+			return int(a.SizeGiB)
+		}
+	}
+	return defaultRootGiB
+}
+
 func (p *Player) kill(m *Machine) error {
 	err := m.Kill()
 	m.Killed = time.Now()
 	if jerr := p.cfg.Logs.ExportJournal(m.Instance.ID, m.Upper()); jerr != nil {
 		p.cfg.Logf("%v", jerr)
 	}
-	// The overlay's writes go with the instance (its root volume); data
+	// The machine's disk goes with the instance (its root volume); data
 	// volumes live in the volume store.
-	os.RemoveAll(filepath.Join(p.cfg.Dir, m.Instance.ID))
+	if rerr := m.Remove(); rerr != nil {
+		p.cfg.Logf("%v", rerr)
+	}
 	p.mu.Lock()
 	delete(p.running, m.Instance.ID)
 	p.gone = append(p.gone, m)
