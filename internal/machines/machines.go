@@ -205,7 +205,7 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		}
 	}
 	h.reader = cloud.NewReader(opts.AWS)
-	h.mender = cloud.NewMender(opts.AWS)
+	h.mender = cloud.NewMender(opts.AWS, h.logf)
 	if h.account, err = h.reader.AccountID(ctx); err != nil {
 		return nil, err
 	}

@@ -3,9 +3,14 @@ package cloud
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -144,5 +149,58 @@ func TestRead(t *testing.T) {
 	}
 	if acct, err := r.AccountID(ctx); err != nil || len(acct) != 12 {
 		t.Errorf("account %q, %v", acct, err)
+	}
+}
+
+// TestMendDropsOrphanGroups: a group named after a complete stack that the
+// stack does not list is deleted; the stack's own group, and groups named
+// after no stack, are left alone.
+func TestMendDropsOrphanGroups(t *testing.T) {
+	url := awstest.Start(t)
+	ctx := context.Background()
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
+	body, _ := json.Marshal(template)
+	cf := cloudformation.NewFromConfig(cfg)
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body)),
+		Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityNamedIam}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("LT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("Subnet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := autoscaling.NewFromConfig(cfg)
+	for _, name := range []string{"c-Group-ORPHAN", "other-Group-1"} {
+		if _, err := as.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
+			AutoScalingGroupName: aws.String(name), MinSize: aws.Int32(1), MaxSize: aws.Int32(1),
+			VPCZoneIdentifier: sub.StackResourceDetail.PhysicalResourceId,
+			LaunchTemplate:    &astypes.LaunchTemplateSpecification{LaunchTemplateId: res.StackResourceDetail.PhysicalResourceId},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var said []string
+	m := NewMender(cfg, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
+	if err := m.Mend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, g := range out.AutoScalingGroups {
+		left = append(left, aws.ToString(g.AutoScalingGroupName))
+	}
+	sort.Strings(left)
+	if len(left) != 2 || !strings.HasPrefix(left[0], "c-Group-") || left[0] == "c-Group-ORPHAN" || left[1] != "other-Group-1" {
+		t.Errorf("groups left %v, want the stack's and other-Group-1", left)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "deleted Auto Scaling group c-Group-ORPHAN (1 instances): stack c does not list it") {
+		t.Errorf("said %q", said)
 	}
 }

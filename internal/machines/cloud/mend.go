@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -17,25 +19,39 @@ import (
 //   - moto creates an AWS::EC2::Volume of a stack without the template's
 //     Tags (it takes only Size and AvailabilityZone); machines find their
 //     data volumes by tag, so the mender tags each such volume as its
-//     template says (a tag whose value is a Ref gets the resource's id).
+//     template says (a tag whose value is a Ref gets the resource's id);
+//   - moto's CloudFormation may create a stack's Auto Scaling group twice
+//     and keep only one in the stack (seen with the control-plane group,
+//     which names a classic load balancer): the other's instances would
+//     boot as machines no stack owns. The mender deletes a group named
+//     after a stack (<stack>-<logical id>-<suffix>, as CloudFormation
+//     names them) that the stack does not list.
 //
 // It changes only what moto left out; it never touches what moto did set.
 type Mender struct {
 	cf   *cloudformation.Client
 	ec2  *ec2.Client
+	asg  *autoscaling.Client
 	mu   sync.Mutex
 	done map[string]bool // stack id + last change time
+	// groups are the Auto Scaling groups each stack (by name) lists.
+	groups map[string]map[string]bool
+	logf   func(string, ...any)
 }
 
-// NewMender returns a mender for the account cfg reaches.
-func NewMender(cfg aws.Config) *Mender {
-	return &Mender{cf: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), done: map[string]bool{}}
+// NewMender returns a mender for the account cfg reaches; logf says what
+// it changed.
+func NewMender(cfg aws.Config, logf func(string, ...any)) *Mender {
+	return &Mender{cf: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), asg: autoscaling.NewFromConfig(cfg),
+		done: map[string]bool{}, groups: map[string]map[string]bool{}, logf: logf}
 }
 
 // Mend looks at every stack it has not seen in its current version.
 func (m *Mender) Mend(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var stacks []string
+	complete := map[string]bool{}
 	p := cloudformation.NewDescribeStacksPaginator(m.cf, &cloudformation.DescribeStacksInput{})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
@@ -43,8 +59,10 @@ func (m *Mender) Mend(ctx context.Context) error {
 			return fmt.Errorf("mending moto: listing stacks: %w", err)
 		}
 		for _, s := range out.Stacks {
+			stacks = append(stacks, aws.ToString(s.StackName))
 			switch s.StackStatus {
 			case "CREATE_COMPLETE", "UPDATE_COMPLETE":
+				complete[aws.ToString(s.StackName)] = true
 			default:
 				continue
 			}
@@ -52,38 +70,77 @@ func (m *Mender) Mend(ctx context.Context) error {
 			if m.done[key] {
 				continue
 			}
-			if err := m.tagVolumes(ctx, aws.ToString(s.StackId)); err != nil {
+			groups, err := m.tagVolumes(ctx, aws.ToString(s.StackId))
+			if err != nil {
 				return err
 			}
+			m.groups[aws.ToString(s.StackName)] = groups
 			m.done[key] = true
+		}
+	}
+	return m.dropOrphanGroups(ctx, stacks, complete)
+}
+
+// dropOrphanGroups deletes, with their instances, the Auto Scaling groups
+// named after a stack (the longest stack name that prefixes theirs: pool
+// "a" and pool "a-b") that the stack does not list; a stack being created or
+// updated may be making a group, so only complete stacks are judged.
+func (m *Mender) dropOrphanGroups(ctx context.Context, stacks []string, complete map[string]bool) error {
+	p := autoscaling.NewDescribeAutoScalingGroupsPaginator(m.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("mending moto: listing Auto Scaling groups: %w", err)
+		}
+		for _, g := range out.AutoScalingGroups {
+			name := aws.ToString(g.AutoScalingGroupName)
+			owner := ""
+			for _, s := range stacks {
+				if strings.HasPrefix(name, s+"-") && len(s) > len(owner) {
+					owner = s
+				}
+			}
+			listed, mended := m.groups[owner]
+			if owner == "" || !mended || !complete[owner] || listed[name] {
+				continue
+			}
+			if _, err := m.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true)}); err != nil {
+				return fmt.Errorf("mending moto: deleting Auto Scaling group %s, which stack %s does not list: %w", name, owner, err)
+			}
+			m.logf("moto: deleted Auto Scaling group %s (%d instances): stack %s does not list it", name, len(g.Instances), owner)
 		}
 	}
 	return nil
 }
 
-// tagVolumes gives each volume of the stack the Tags its template names.
-func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
+// tagVolumes gives each volume of the stack the Tags its template names,
+// and returns the Auto Scaling groups the stack lists.
+func (m *Mender) tagVolumes(ctx context.Context, stack string) (map[string]bool, error) {
+	groups := map[string]bool{}
 	volumes := map[string]string{}  // logical id -> volume id
 	physical := map[string]string{} // logical id -> physical id, for Refs in tags
 	p := cloudformation.NewListStackResourcesPaginator(m.cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("mending moto: resources of %s: %w", stack, err)
+			return nil, fmt.Errorf("mending moto: resources of %s: %w", stack, err)
 		}
 		for _, r := range out.StackResourceSummaries {
 			physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+			if aws.ToString(r.ResourceType) == "AWS::AutoScaling::AutoScalingGroup" {
+				groups[aws.ToString(r.PhysicalResourceId)] = true
+			}
 			if aws.ToString(r.ResourceType) == "AWS::EC2::Volume" && aws.ToString(r.PhysicalResourceId) != "" {
 				volumes[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
 			}
 		}
 	}
 	if len(volumes) == 0 {
-		return nil
+		return groups, nil
 	}
 	tpl, err := m.cf.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(stack)})
 	if err != nil {
-		return fmt.Errorf("mending moto: template of %s: %w", stack, err)
+		return nil, fmt.Errorf("mending moto: template of %s: %w", stack, err)
 	}
 	var t struct {
 		Resources map[string]struct {
@@ -93,7 +150,7 @@ func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
 		}
 	}
 	if err := json.Unmarshal([]byte(aws.ToString(tpl.TemplateBody)), &t); err != nil {
-		return fmt.Errorf("mending moto: template of %s is not JSON: %w", stack, err)
+		return nil, fmt.Errorf("mending moto: template of %s is not JSON: %w", stack, err)
 	}
 	for logical, id := range volumes {
 		var tags []ec2types.Tag
@@ -114,8 +171,8 @@ func (m *Mender) tagVolumes(ctx context.Context, stack string) error {
 			continue
 		}
 		if _, err := m.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: tags}); err != nil {
-			return fmt.Errorf("mending moto: tagging volume %s (%s of %s): %w", id, logical, stack, err)
+			return nil, fmt.Errorf("mending moto: tagging volume %s (%s of %s): %w", id, logical, stack, err)
 		}
 	}
-	return nil
+	return groups, nil
 }
