@@ -3,18 +3,30 @@
 package cluster
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/kube-aws/kube-aws/internal/awstest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -131,4 +143,138 @@ func (e *example) etcdctl(ctx context.Context, id string, args ...string) (strin
 		"--cert", "/etc/kubernetes/pki/etcd/healthcheck-client.crt",
 		"--key", "/etc/kubernetes/pki/etcd/healthcheck-client.key"}
 	return e.inMachine(ctx, id, append(base, args...)...)
+}
+
+const probeImage = "kube-aws.test/e2e-probe:1"
+
+// probeArchive builds the probe (./probe) and packs it as an image archive
+// the way images without a registry are made here (go-containerregistry).
+func probeArchive(dir string) (string, error) {
+	bin := filepath.Join(dir, "probe")
+	c := exec.Command("go", "build", "-trimpath", "-o", bin, "./internal/e2e/cluster/probe")
+	c.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if root, err := awstest.RepoRoot(); err == nil {
+		c.Dir = root
+	}
+	if out, err := c.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the probe: %w\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Name: "probe", Mode: 0o755, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+		return "", err
+	}
+	if _, err := tw.Write(b); err != nil {
+		return "", err
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	l, err := tarball.LayerFromReader(bytes.NewReader(layer.Bytes()))
+	if err != nil {
+		return "", err
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		return "", err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = []string{"/probe"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return "", err
+	}
+	tag, err := name.NewTag(probeImage)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "probe.tar")
+	return out, tarball.WriteToFile(out, tag, img)
+}
+
+// sideLoad imports the probe archive into a node's containerd: no registry
+// is reachable here, so the test's own workload image is put where a pull
+// would have put it.
+func (e *example) sideLoad(ctx context.Context, id, archive string) error {
+	m, err := e.machineOf(id)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(archive)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(m.Root(), "var/tmp/e2e-probe.tar"), b, 0o644); err != nil {
+		return err
+	}
+	_, err = e.inMachine(ctx, id, "ctr", "-n", "k8s.io", "images", "import", "/var/tmp/e2e-probe.tar")
+	return err
+}
+
+// probeReport is what the probe says in its termination message.
+type probeReport struct {
+	Resolved []string `json:"resolved"`
+	API      int      `json:"api"`
+	Value    *string  `json:"value"`
+	Err      string   `json:"error"`
+}
+
+// runProbe runs the probe as a pod on node and returns its report.
+func runProbe(ctx context.Context, cs *kubernetes.Clientset, podName, node string, env []corev1.EnvVar) (*probeReport, error) {
+	pods := cs.CoreV1().Pods("default")
+	_ = pods.Delete(ctx, podName, metav1.DeleteOptions{})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName},
+		Spec: corev1.PodSpec{
+			NodeName:      node,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: probeImage, ImagePullPolicy: corev1.PullNever, Env: env,
+			}},
+		},
+	}
+	if err := eventually(ctx, "creating pod "+podName, func() error {
+		_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var rep *probeReport
+	err := eventually(ctx, "pod "+podName+" on "+node+" finishing", func() error {
+		p, err := pods.Get(ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if t := s.State.Terminated; t != nil {
+				var r probeReport
+				if err := json.Unmarshal([]byte(t.Message), &r); err != nil {
+					rep = &probeReport{Err: fmt.Sprintf("exit %d, message %q", t.ExitCode, t.Message)}
+					return nil
+				}
+				rep = &r
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %s", p.Status.Phase)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Err != "" {
+		return rep, errors.New(rep.Err)
+	}
+	return rep, nil
 }
