@@ -1,17 +1,17 @@
 // Command deploy is the built-in plugin that puts a rendered cluster on AWS.
 // In deploy it uploads assets and sensitive values to S3 and creates or
 // updates the stacks as a dependency graph; in validate it checks the stacks,
-// their outputs and their auto scaling groups; the diff operation previews a
-// deploy with change sets and the destroy operation deletes the stacks. The
-// work is done by builtin/deploy/engine; this file only adapts it to the
-// plugin SDK. It is the only built-in that links the AWS SDK, so kube-aws
-// itself does not pay for its package init.
+// their outputs, their auto scaling groups and every machine's boot status;
+// the diff operation previews a deploy with change sets and the destroy
+// operation deletes the stacks. The work is done by builtin/deploy/engine;
+// this file only adapts it to the plugin SDK. It is the only built-in that
+// links the AWS SDK, so kube-aws itself does not pay for its package init.
 //
 // It declares that it reaches AWS (PluginInfo.ReachesAWS), so kube-aws gives
 // it the operator's AWS settings in every call (stage.Input.AWS: the
 // --profile, --region, --endpoint-url, --timeout, --yes and --force-unlock
 // flags), and plugins.deploy.values tune it (parallelism, pollInterval,
-// timeout) in every stage and operation alike.
+// timeout, bootGrace) in every stage and operation alike.
 package main
 
 import (
@@ -39,7 +39,8 @@ const valuesSchema = `{
   "properties": {
     "parallelism": {"type": "integer", "minimum": 1, "maximum": 64, "description": "stacks deployed at once (default 4)"},
     "timeout": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h)([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))*$", "description": "bound of a whole deploy, a Go duration (default 60m)"},
-    "pollInterval": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m)$", "description": "longest pause between two polls of a stack (default 10s)"}
+    "pollInterval": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m)$", "description": "longest pause between two polls of a stack (default 10s)"},
+    "bootGrace": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(s|m|h)([0-9]+(\\.[0-9]+)?(s|m|h))*$", "description": "how long after launch a machine may take to reach its role's goal before validate reports it fatal (default 10m)"}
   }
 }`
 
@@ -47,6 +48,7 @@ type values struct {
 	Parallelism  int    `json:"parallelism,omitempty"`
 	Timeout      string `json:"timeout,omitempty"`
 	PollInterval string `json:"pollInterval,omitempty"`
+	BootGrace    string `json:"bootGrace,omitempty"`
 }
 
 type plugin struct{}
@@ -93,6 +95,7 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 		// --timeout wins over the value in cluster.yaml.
 		{"plugins.deploy.values.timeout", v.Timeout, &opts.Timeout, aws.Timeout > 0},
 		{"plugins.deploy.values.pollInterval", v.PollInterval, &opts.PollInterval, false},
+		{"plugins.deploy.values.bootGrace", v.BootGrace, &opts.BootGrace, false},
 	} {
 		if d.val == "" || d.keep {
 			continue

@@ -27,6 +27,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -45,6 +46,7 @@ const (
 	DefaultPollInterval = 10 * time.Second
 	DefaultMaxAttempts  = 10
 	DefaultMaxBackoff   = 20 * time.Second
+	DefaultBootGrace    = 10 * time.Minute
 )
 
 // MaxInlineTemplate is the largest template CloudFormation accepts inline
@@ -88,6 +90,14 @@ type Options struct {
 	// missing bucket is an error that says how to create it.
 	CreateBucket bool
 
+	// BootGrace is how long after its instance launched a machine may take
+	// to reach its role's goal (status phase ready) before Validate reports
+	// it as fatal; a younger machine not there yet is a warning.
+	BootGrace time.Duration
+	// Now is the clock Validate measures machines' ages with; nil means
+	// time.Now (tests move it forward rather than wait).
+	Now func() time.Time
+
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter
 }
@@ -102,6 +112,7 @@ type Engine struct {
 	s3   *s3.Client
 	kms  *kms.Client
 	asg  *autoscaling.Client
+	ec2  *ec2.Client
 }
 
 // Target is what to deploy: the cluster configuration, the render output
@@ -137,6 +148,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.BootGrace <= 0 {
+		opts.BootGrace = DefaultBootGrace
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.Reporter == nil {
 		opts.Reporter = ReporterFunc(func(Event) {})
@@ -194,6 +211,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	})
 	e.kms = kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = ep() })
 	e.asg = autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.BaseEndpoint = ep() })
+	e.ec2 = ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = ep() })
 	return e, nil
 }
 

@@ -14,13 +14,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // Validate checks a deployed cluster: every stack exists in a healthy state
 // (CREATE_COMPLETE or UPDATE_COMPLETE), has every output its template
-// declares, and every auto scaling group in it has its desired number of
-// instances in service. Problems come back as fatal diagnostics; the error
-// is for when the check itself could not run.
+// declares, every auto scaling group in it has its desired number of
+// instances in service, and every instance of a machine stack reached its
+// role's goal by its status object (validateMachines). Problems come back as
+// fatal diagnostics, machines still booting as warnings; the error is for
+// when the check itself could not run.
 func (e *Engine) Validate(ctx context.Context, t Target) (diag.List, error) {
 	ctx, cancel := e.run(ctx)
 	defer cancel()
@@ -107,6 +110,13 @@ func (e *Engine) validateStack(ctx context.Context, p *prepared, stack string, s
 			ds = append(ds, fatal(stack, fmt.Sprintf("auto scaling group %s has %d of %d instances in service", aws.ToString(g.AutoScalingGroupName), inService, want),
 				"see the group's activity history (aws autoscaling describe-scaling-activities) for why instances did not launch"))
 		}
+	}
+	if role := names.UserDataName(stack); role != "" {
+		ms, err := e.validateMachines(ctx, p, stack, role, groups)
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, ms...)
 	}
 	return ds, nil
 }
