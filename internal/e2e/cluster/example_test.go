@@ -90,8 +90,22 @@ func exampleYAML(src []byte, keyARN, mirror string) (string, error) {
 		return "", errors.New("cluster.yaml.example has no plugins.cloudformation.values to add apiLoadBalancer to")
 	}
 	y = strings.Replace(y, anchor, anchor+"      apiLoadBalancer: classic\n", 1)
+	if !strings.Contains(y, "\nplugins:\n") {
+		return "", errors.New("cluster.yaml.example has no plugins section to enable the secret-probe plugin in")
+	}
+	y = strings.Replace(y, "\nplugins:\n", "\nplugins:\n"+secretProbePlugin, 1)
 	return y + "\nartifacts:\n  mirror: " + mirror + "\n", nil
 }
+
+// The user plugin testdata/secret-probe (issue 14's done-when): a Helm
+// release whose value is a sensitive cluster.yaml value, given from the
+// environment of kube-aws as an operator gives a secret; its pod on a
+// controller reports the value it sees.
+const (
+	secretProbeEnv    = "KUBE_AWS_E2E_SECRET"
+	secretProbeValue  = "a \"quoted\" \\ back\nslash $HOME `x`"
+	secretProbePlugin = "  secret-probe:\n    enabled: true\n    values:\n      image: " + probeImage + "\n      secret:\n        valueFrom:\n          env: " + secretProbeEnv + "\n"
+)
 
 // startExample starts moto and the harness, writes the cluster folder and
 // runs `kube-aws up` in it.
@@ -153,6 +167,11 @@ func startExample(ctx context.Context, t *testing.T, log io.Writer) (_ *example,
 	if err := os.WriteFile(filepath.Join(e.dir, "cluster.yaml"), []byte(y), 0o644); err != nil {
 		return nil, err
 	}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(e.dir, "plugins", "secret-probe", "secret-probe"), "./internal/e2e/cluster/testdata/secret-probe")
+	build.Dir, build.Env = e.repo, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the secret-probe plugin: %w\n%s", err, out)
+	}
 	t0 := time.Now()
 	if out, err := e.kubeAWS(ctx, "up", "--yes"); err != nil {
 		return nil, fmt.Errorf("kube-aws up: %w\n%s", err, out)
@@ -202,7 +221,7 @@ func (e *example) kubeAWS(ctx context.Context, args ...string) ([]byte, error) {
 	}
 	c := exec.CommandContext(ctx, filepath.Join(e.repo, "bin", "kube-aws"), args...)
 	c.Dir = e.dir
-	c.Env = awstest.CLIEnv()
+	c.Env = append(awstest.CLIEnv(), secretProbeEnv+"="+secretProbeValue)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()
@@ -330,6 +349,11 @@ func (e *example) consoleTail(id string) string {
 func TestCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	// The test's own workload image (no registry is reachable here).
+	archive, err := probeArchive(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := startExample(ctx, t, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +365,10 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	first := time.Now()
+	// The secret-probe release's Job runs on a controller: its image is put
+	// there as soon as the controller's containerd answers.
+	loaded := make(chan error, 1)
+	go func() { loaded <- e.sideLoadControllers(ctx, archive) }()
 	since := func() string { return fmt.Sprintf("%.1fs after kube-aws up", time.Since(first).Seconds()) }
 
 	// Every role's goal, with its time since machine start.
@@ -417,10 +445,6 @@ func TestCluster(t *testing.T) {
 
 	// A pod on each pool resolves kubernetes.default with the cluster's DNS
 	// and reaches the API through its service IP.
-	archive, err := probeArchive(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := eventually(cctx, "the default service account", func() error {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(cctx, "default", metav1.GetOptions{})
 		return err
@@ -449,10 +473,62 @@ func TestCluster(t *testing.T) {
 		t.Logf("pod on %s (%s): kubernetes.default is %v, /api answered 200 through the service IP, %s", n.name, pool, rep.Resolved, since())
 	}
 
+	// Issue 14: the sensitive value of a user plugin's Helm release reaches
+	// the release's pod on a controller exactly.
+	if err := <-loaded; err != nil {
+		t.Fatalf("side-loading the probe image into the controllers: %v", err)
+	}
+	rep, err := jobReport(cctx, cs, "default", "secret-probe")
+	switch {
+	case err != nil:
+		t.Errorf("the secret-probe release's pod: %v", err)
+	case rep.Value == nil || *rep.Value != secretProbeValue:
+		t.Errorf("the secret-probe release's pod sees %q, want %q", deref(rep.Value), secretProbeValue)
+	default:
+		t.Logf("a Helm release's sensitive value (quote, backslash, newline) reached its pod on a controller exactly, %s", since())
+	}
+
 	if out, err := e.kubeAWS(cctx, "validate"); err != nil {
 		t.Errorf("kube-aws validate: %v\n%s", err, out)
 	} else {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<none>"
+	}
+	return *s
+}
+
+// sideLoadControllers imports the probe image into every controller's
+// containerd once it answers (the machines are booting meanwhile).
+func (e *example) sideLoadControllers(ctx context.Context, archive string) error {
+	done := map[string]bool{}
+	for {
+		ins, err := e.instances(ctx)
+		if err != nil {
+			return err
+		}
+		want := 0
+		for _, in := range ins {
+			if !strings.Contains(in.group, "-control-plane-") {
+				continue
+			}
+			want++
+			if !done[in.id] && e.sideLoad(ctx, in.id, archive) == nil {
+				done[in.id] = true
+			}
+		}
+		if want > 0 && len(done) >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d controllers have the image: %w", len(done), want, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
 	}
 }
 

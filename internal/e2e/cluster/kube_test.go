@@ -278,3 +278,34 @@ func runProbe(ctx context.Context, cs *kubernetes.Clientset, podName, node strin
 	}
 	return rep, nil
 }
+
+// jobReport waits for a pod of the Job name to finish and returns the
+// probe's report. A pod that could not start its container (the image was
+// put on its node after the pod was made) is deleted: the Job makes another.
+func jobReport(ctx context.Context, cs *kubernetes.Clientset, ns, name string) (*probeReport, error) {
+	pods := cs.CoreV1().Pods(ns)
+	var rep *probeReport
+	err := eventually(ctx, "a pod of Job "+ns+"/"+name+" finishing", func() error {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+		if err != nil {
+			return err
+		}
+		for _, p := range list.Items {
+			for _, s := range p.Status.ContainerStatuses {
+				if w := s.State.Waiting; w != nil && w.Reason == "ErrImageNeverPull" {
+					_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{})
+				}
+				if t := s.State.Terminated; t != nil {
+					var r probeReport
+					if err := json.Unmarshal([]byte(t.Message), &r); err != nil {
+						return fmt.Errorf("pod %s: exit %d, message %q", p.Name, t.ExitCode, t.Message)
+					}
+					rep = &r
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("%d pods, none finished", len(list.Items))
+	})
+	return rep, err
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 
 	"github.com/kube-aws/kube-aws/internal/awstest"
 )
@@ -183,6 +184,19 @@ func TestMendDropsOrphanGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The balancer ends with the instances of the group that names it
+	// (moto left the example's without them once; that state is not one its
+	// API can make, so it is checked by make e2e-cluster).
+	clb, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("CLB")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbName := clb.StackResourceDetail.PhysicalResourceId
+	lbs := elb.NewFromConfig(cfg)
+	lb, err := lbs.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{aws.ToString(lbName)}})
+	if err != nil || len(lb.LoadBalancerDescriptions[0].Instances) != 2 {
+		t.Fatalf("balancer before: %v %v", lb, err)
+	}
 	var said []string
 	m := NewMender(cfg, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
 	if err := m.Mend(ctx); err != nil {
@@ -202,5 +216,9 @@ func TestMendDropsOrphanGroups(t *testing.T) {
 	}
 	if len(said) != 1 || !strings.Contains(said[0], "deleted Auto Scaling group c-Group-ORPHAN (1 instances): stack c does not list it") {
 		t.Errorf("said %q", said)
+	}
+	lb, err = lbs.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{aws.ToString(lbName)}})
+	if err != nil || len(lb.LoadBalancerDescriptions[0].Instances) != 2 {
+		t.Errorf("balancer after: %v %v", lb, err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 )
 
 // Mender does what AWS does and moto leaves out, so that what machines read
@@ -25,13 +27,17 @@ import (
 //     which names a classic load balancer): the other's instances would
 //     boot as machines no stack owns. The mender deletes a group named
 //     after a stack (<stack>-<logical id>-<suffix>, as CloudFormation
-//     names them) that the stack does not list.
+//     names them) that the stack does not list, and registers the
+//     instances of the group the stack keeps with the classic load
+//     balancers it names (moto registered the other group's), deregistering
+//     instances no group of that balancer holds.
 //
 // It changes only what moto left out; it never touches what moto did set.
 type Mender struct {
 	cf   *cloudformation.Client
 	ec2  *ec2.Client
 	asg  *autoscaling.Client
+	elb  *elb.Client
 	mu   sync.Mutex
 	done map[string]bool // stack id + last change time
 	// groups are the Auto Scaling groups each stack (by name) lists.
@@ -42,7 +48,7 @@ type Mender struct {
 // NewMender returns a mender for the account cfg reaches; logf says what
 // it changed.
 func NewMender(cfg aws.Config, logf func(string, ...any)) *Mender {
-	return &Mender{cf: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), asg: autoscaling.NewFromConfig(cfg),
+	return &Mender{cf: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), asg: autoscaling.NewFromConfig(cfg), elb: elb.NewFromConfig(cfg),
 		done: map[string]bool{}, groups: map[string]map[string]bool{}, logf: logf}
 }
 
@@ -78,7 +84,69 @@ func (m *Mender) Mend(ctx context.Context) error {
 			m.done[key] = true
 		}
 	}
-	return m.dropOrphanGroups(ctx, stacks, complete)
+	if err := m.dropOrphanGroups(ctx, stacks, complete); err != nil {
+		return err
+	}
+	return m.registerGroups(ctx)
+}
+
+// registerGroups makes each classic load balancer's instances those of the
+// live groups that name it, as Auto Scaling keeps them on AWS.
+func (m *Mender) registerGroups(ctx context.Context) error {
+	want := map[string]map[string]bool{} // load balancer -> instances
+	p := autoscaling.NewDescribeAutoScalingGroupsPaginator(m.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("mending moto: listing Auto Scaling groups: %w", err)
+		}
+		for _, g := range out.AutoScalingGroups {
+			for _, lb := range g.LoadBalancerNames {
+				if want[lb] == nil {
+					want[lb] = map[string]bool{}
+				}
+				for _, i := range g.Instances {
+					if !strings.HasPrefix(string(i.LifecycleState), "Terminat") {
+						want[lb][aws.ToString(i.InstanceId)] = true
+					}
+				}
+			}
+		}
+	}
+	for lb, ids := range want {
+		out, err := m.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{lb}})
+		if err != nil || len(out.LoadBalancerDescriptions) == 0 {
+			continue // gone, or being made: the next pass sees it
+		}
+		have := map[string]bool{}
+		var drop []elbtypes.Instance
+		for _, i := range out.LoadBalancerDescriptions[0].Instances {
+			id := aws.ToString(i.InstanceId)
+			have[id] = true
+			if !ids[id] {
+				drop = append(drop, elbtypes.Instance{InstanceId: aws.String(id)})
+			}
+		}
+		var add []elbtypes.Instance
+		for id := range ids {
+			if !have[id] {
+				add = append(add, elbtypes.Instance{InstanceId: aws.String(id)})
+			}
+		}
+		if len(add) > 0 {
+			if _, err := m.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String(lb), Instances: add}); err != nil {
+				return fmt.Errorf("mending moto: registering %d instances with load balancer %s: %w", len(add), lb, err)
+			}
+			m.logf("moto: registered %d instances of its groups with load balancer %s", len(add), lb)
+		}
+		if len(drop) > 0 {
+			if _, err := m.elb.DeregisterInstancesFromLoadBalancer(ctx, &elb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: aws.String(lb), Instances: drop}); err != nil {
+				return fmt.Errorf("mending moto: deregistering %d instances from load balancer %s: %w", len(drop), lb, err)
+			}
+			m.logf("moto: deregistered %d instances no group of load balancer %s holds", len(drop), lb)
+		}
+	}
+	return nil
 }
 
 // dropOrphanGroups deletes, with their instances, the Auto Scaling groups
