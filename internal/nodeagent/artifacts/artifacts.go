@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
@@ -73,17 +74,39 @@ func Run(ctx context.Context, e *agent.Env, o Options) error {
 		return fmt.Errorf("listing containerd's images: %w", err)
 	}
 	for i, im := range plan.Images {
-		field := fmt.Sprintf("images[%d] (%s)", i, im.Name)
-		src, ok := im.Sources[o.Arch]
-		if !ok {
-			return agent.BadInput(fmt.Errorf("%s has no source for %s, this machine's architecture", field, o.Arch))
+		if _, ok := im.Sources[o.Arch]; !ok {
+			return agent.BadInput(fmt.Errorf("images[%d] (%s) has no source for %s, this machine's architecture", i, im.Name, o.Arch))
 		}
-		if err := importImage(ctx, e, o, im, src, have); err != nil {
-			return fmt.Errorf("%s: %w", field, err)
+	}
+	// A few images at a time: one image's download from S3 overlaps
+	// another's unpacking by containerd, which had the boot wait on each in
+	// turn. The first failure (in plan order) is the one reported.
+	errs := make([]error, len(plan.Images))
+	sem := make(chan struct{}, imageParallelism)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, im := range plan.Images {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := importImage(ctx, e, o, im, im.Sources[o.Arch], have, &mu); err != nil {
+				errs[i] = fmt.Errorf("images[%d] (%s): %w", i, im.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// imageParallelism is how many images the step fetches and imports at once.
+const imageParallelism = 3
 
 // fetch downloads a source into the cache, retrying what may pass.
 func fetch(ctx context.Context, e *agent.Env, src blob.Source) (string, error) {
@@ -180,11 +203,16 @@ func member(archive, name string) ([]byte, error) {
 	}
 }
 
-func importImage(ctx context.Context, e *agent.Env, o Options, im nodeplan.Image, s nodeplan.ImageSource, have map[string]string) error {
+// importImage puts one image in containerd; mu guards have, which every
+// image's import reads and updates.
+func importImage(ctx context.Context, e *agent.Env, o Options, im nodeplan.Image, s nodeplan.ImageSource, have map[string]string, mu *sync.Mutex) error {
 	platform := "linux/" + string(o.Arch)
 	started := time.Now()
+	mu.Lock()
+	current := have[im.Reference]
+	mu.Unlock()
 	if s.Digest != "" {
-		if have[im.Reference] == s.Digest {
+		if current == s.Digest {
 			e.Logf("%s: %s is present", im.Name, im.Reference)
 			return nil
 		}
@@ -201,7 +229,7 @@ func importImage(ctx context.Context, e *agent.Env, o Options, im nodeplan.Image
 	// An archive imported before: the stamp records which archive the
 	// name came from.
 	stamp := e.Path(filepath.Join(nodeplan.StateDir, "images", s.SHA256))
-	if b, err := os.ReadFile(stamp); err == nil && string(b) == im.Reference && have[im.Reference] != "" {
+	if b, err := os.ReadFile(stamp); err == nil && string(b) == im.Reference && current != "" {
 		e.Logf("%s: %s is present", im.Name, im.Reference)
 		return nil
 	}
@@ -219,7 +247,9 @@ func importImage(ctx context.Context, e *agent.Env, o Options, im nodeplan.Image
 	if after[im.Reference] == "" {
 		return agent.BadInput(fmt.Errorf("the archive %s does not hold %s: tag the image with the reference the plan names", s.AssetKey, im.Reference))
 	}
+	mu.Lock()
 	have[im.Reference] = after[im.Reference]
+	mu.Unlock()
 	if err := fileutil.WriteAtomic(stamp, []byte(im.Reference), 0o644); err != nil {
 		return err
 	}
