@@ -90,7 +90,7 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	bin := filepath.Join(root, "bin")
 	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster")}
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
-	for _, p := range []string{"apiserver", "cloudformation", "deploy", "etcd", "helm", "iam", "pki", "userdata"} {
+	for _, p := range []string{"apiserver", "cloudformation", "deploy", "etcd", "flannel", "helm", "iam", "kubernetes", "pki", "userdata"} {
 		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
 	}
 	// Deploy uploads kube-aws-node for the machines' architecture (the
