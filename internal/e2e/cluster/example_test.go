@@ -493,6 +493,13 @@ func TestCluster(t *testing.T) {
 	} else {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
 	}
+
+	// Last: it rewinds the cluster's data.
+	t.Run("etcd snapshot and restore", func(t *testing.T) {
+		rctx, rcancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer rcancel()
+		e.checkRestore(rctx, t, cs, etcd)
+	})
 }
 
 func deref(s *string) string {
