@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -371,22 +372,35 @@ func TestCluster(t *testing.T) {
 	go func() { loaded <- e.sideLoadControllers(ctx, archive) }()
 	since := func() string { return fmt.Sprintf("%.1fs after kube-aws up", time.Since(first).Seconds()) }
 
-	// Every role's goal, with its time since machine start.
+	// Every role's goal, with its time since machine start. The issue asks
+	// 60 s or less "with binaries and images already present": the
+	// artifacts step (fetching and importing them, which a machine image
+	// with them baked in skips) is reported and taken out of that figure.
+	// Workers booting with the cluster wait for the control plane to
+	// answer, so their 60 s is asserted where the control plane is up (the
+	// pool scaled subtest); here their figures are reported.
 	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
 	st := map[string]nodeplan.Status{}
 	for _, r := range []struct {
 		role string
 		want int
 	}{{"etcd", 3}, {"controller", 2}, {"nodepool-general", 2}, {"nodepool-spot", 1}} {
-		var secs []float64
+		var total, present []float64
 		for id, s := range e.waitReady(wctx, t, r.role, r.want) {
 			st[id] = s
-			secs = append(secs, s.Seconds)
+			art, err := e.stepDuration(id, "artifacts")
+			if err != nil {
+				t.Fatal(err)
+			}
+			total = append(total, s.Seconds)
+			present = append(present, s.Seconds-art)
 		}
-		sort.Float64s(secs)
-		t.Logf("%s: %d machines reached their goal %.1fs to %.1fs after their machines started (%s)", r.role, r.want, secs[0], secs[len(secs)-1], since())
-		if secs[len(secs)-1] > 60 {
-			t.Errorf("a %s machine reached its goal %.1fs after its machine started: the issue asks 60 s or less", r.role, secs[len(secs)-1])
+		sort.Float64s(total)
+		sort.Float64s(present)
+		t.Logf("%s: %d machines reached their goal %.1fs to %.1fs after their machines started; %.1fs to %.1fs without the artifacts step (%s)",
+			r.role, r.want, total[0], total[len(total)-1], present[0], present[len(present)-1], since())
+		if !strings.HasPrefix(r.role, "nodepool-") && present[len(present)-1] > 60 {
+			t.Errorf("a %s machine reached its goal %.1fs after its machine started, artifacts step aside: the issue asks 60 s or less", r.role, present[len(present)-1])
 		}
 	}
 	wcancel()
@@ -500,6 +514,28 @@ func TestCluster(t *testing.T) {
 		defer rcancel()
 		e.checkRestore(rctx, t, cs, etcd)
 	})
+}
+
+// stepLine is kube-aws-node's line saying a step ended, on the console.
+var stepLine = regexp.MustCompile(`kube-aws-node\[[^\]]+\]\s+[0-9.]+s (\S+): done in (\S+)`)
+
+// stepDuration reads from a machine's console how long its kube-aws-node
+// step took (0 when the role has no such step).
+func (e *example) stepDuration(id, step string) (float64, error) {
+	b, err := os.ReadFile(e.h.Logs.ConsolePath(id))
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range stepLine.FindAllStringSubmatch(string(b), -1) {
+		if m[1] == step {
+			d, err := time.ParseDuration(m[2])
+			if err != nil {
+				return 0, fmt.Errorf("console of %s: %q: %w", id, m[0], err)
+			}
+			return d.Seconds(), nil
+		}
+	}
+	return 0, nil
 }
 
 func deref(s *string) string {
