@@ -501,6 +501,21 @@ func TestCluster(t *testing.T) {
 	default:
 		t.Logf("a Helm release's sensitive value (quote, backslash, newline) reached its pod on a controller exactly, %s", since())
 	}
+	// The same value in a file read whole and in an environment file of
+	// every controller, read back as a unit's shell would.
+	for id, s := range st {
+		if s.Role != "controller" {
+			continue
+		}
+		whole, err := e.inMachine(cctx, id, "cat", "/etc/secret-probe/value")
+		if err != nil || whole != secretProbeValue {
+			t.Errorf("%s: /etc/secret-probe/value is %q (%v), want %q", id, whole, err, secretProbeValue)
+		}
+		env, err := e.inMachine(cctx, id, "sh", "-c", `set -a; . /etc/secret-probe/value.env; printf %s "$SECRET_VALUE"`)
+		if err != nil || env != secretProbeValue {
+			t.Errorf("%s: SECRET_VALUE from /etc/secret-probe/value.env is %q (%v), want %q", id, env, err, secretProbeValue)
+		}
+	}
 
 	if out, err := e.kubeAWS(cctx, "validate"); err != nil {
 		t.Errorf("kube-aws validate: %v\n%s", err, out)

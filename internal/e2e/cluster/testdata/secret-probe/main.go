@@ -4,7 +4,9 @@
 // valueFrom) reaches a pod on a booted controller exactly. The value crosses
 // the plugin as its ((secret:...)) marker; the controllers' add-ons step
 // substitutes it; the chart's Job runs the e2e probe with it in its
-// environment, and the probe reports it in its termination message.
+// environment, and the probe reports it in its termination message. The
+// same marker goes into two files of the controllers, one read whole and an
+// environment file, which the test reads back on the machine.
 package main
 
 import (
@@ -35,6 +37,12 @@ var schema = []byte(`{
   }
 }`)
 
+// The files on the controllers.
+const (
+	WholeFile = "/etc/secret-probe/value"
+	EnvFile   = "/etc/secret-probe/value.env"
+)
+
 type values struct {
 	Secret string `json:"secret"`
 	Image  string `json:"image"`
@@ -55,7 +63,12 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[values]) (*stage.Resul
 	if err != nil {
 		return nil, err
 	}
-	return &stage.Result{Constructs: &construct.Set{HelmReleases: []construct.HelmRelease{{
-		Name: name, Namespace: "default", Chart: construct.Chart{Path: path}, Values: vals,
-	}}}}, nil
+	controller := construct.Target{Role: construct.Controller}
+	return &stage.Result{Constructs: &construct.Set{
+		HelmReleases: []construct.HelmRelease{{Name: name, Namespace: "default", Chart: construct.Chart{Path: path}, Values: vals}},
+		Files: []construct.File{
+			{Target: controller, Path: WholeFile, Mode: "0600", Sensitive: true, Format: "whole", Content: in.Values.Secret},
+			{Target: controller, Path: EnvFile, Mode: "0600", Sensitive: true, Format: "env", Content: "# the e2e secret\nSECRET_VALUE=" + in.Values.Secret + "\n"},
+		},
+	}}, nil
 }
