@@ -55,18 +55,25 @@ var template = map[string]any{
 	"Outputs": map[string]any{"Vol": map[string]any{"Value": ref("Vol")}},
 }
 
-// TestRead: a snapshot of what moto made from a stack holds everything the
-// harness plays, read the way moto stores it.
-func TestRead(t *testing.T) {
+// stackOfTemplate starts moto and makes stack "c" of template in it.
+func stackOfTemplate(t *testing.T) (aws.Config, *cloudformation.Client) {
+	t.Helper()
 	url := awstest.Start(t)
-	ctx := context.Background()
 	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
 	body, _ := json.Marshal(template)
 	cf := cloudformation.NewFromConfig(cfg)
-	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body)),
+	if _, err := cf.CreateStack(context.Background(), &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body)),
 		Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityNamedIam}}); err != nil {
 		t.Fatal(err)
 	}
+	return cfg, cf
+}
+
+// TestRead: a snapshot of what moto made from a stack holds everything the
+// harness plays, read the way moto stores it.
+func TestRead(t *testing.T) {
+	ctx := context.Background()
+	cfg, cf := stackOfTemplate(t)
 	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("c")})
 	if err != nil || out.Stacks[0].StackStatus != cftypes.StackStatusCreateComplete {
 		t.Fatalf("stack: %v %v", out, err)
@@ -157,15 +164,8 @@ func TestRead(t *testing.T) {
 // stack does not list is deleted; the stack's own group, and groups named
 // after no stack, are left alone.
 func TestMendDropsOrphanGroups(t *testing.T) {
-	url := awstest.Start(t)
 	ctx := context.Background()
-	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
-	body, _ := json.Marshal(template)
-	cf := cloudformation.NewFromConfig(cfg)
-	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body)),
-		Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityNamedIam}}); err != nil {
-		t.Fatal(err)
-	}
+	cfg, cf := stackOfTemplate(t)
 	res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("LT")})
 	if err != nil {
 		t.Fatal(err)

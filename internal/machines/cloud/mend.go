@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -84,31 +85,34 @@ func (m *Mender) Mend(ctx context.Context) error {
 			m.done[key] = true
 		}
 	}
-	if err := m.dropOrphanGroups(ctx, stacks, complete); err != nil {
+	var groups []astypes.AutoScalingGroup
+	gp := autoscaling.NewDescribeAutoScalingGroupsPaginator(m.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
+	for gp.HasMorePages() {
+		out, err := gp.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("mending moto: listing Auto Scaling groups: %w", err)
+		}
+		groups = append(groups, out.AutoScalingGroups...)
+	}
+	kept, err := m.dropOrphanGroups(ctx, groups, stacks, complete)
+	if err != nil {
 		return err
 	}
-	return m.registerGroups(ctx)
+	return m.registerGroups(ctx, kept)
 }
 
 // registerGroups makes each classic load balancer's instances those of the
 // live groups that name it, as Auto Scaling keeps them on AWS.
-func (m *Mender) registerGroups(ctx context.Context) error {
+func (m *Mender) registerGroups(ctx context.Context, groups []astypes.AutoScalingGroup) error {
 	want := map[string]map[string]bool{} // load balancer -> instances
-	p := autoscaling.NewDescribeAutoScalingGroupsPaginator(m.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("mending moto: listing Auto Scaling groups: %w", err)
-		}
-		for _, g := range out.AutoScalingGroups {
-			for _, lb := range g.LoadBalancerNames {
-				if want[lb] == nil {
-					want[lb] = map[string]bool{}
-				}
-				for _, i := range g.Instances {
-					if !strings.HasPrefix(string(i.LifecycleState), "Terminat") {
-						want[lb][aws.ToString(i.InstanceId)] = true
-					}
+	for _, g := range groups {
+		for _, lb := range g.LoadBalancerNames {
+			if want[lb] == nil {
+				want[lb] = map[string]bool{}
+			}
+			for _, i := range g.Instances {
+				if !strings.HasPrefix(string(i.LifecycleState), "Terminat") {
+					want[lb][aws.ToString(i.InstanceId)] = true
 				}
 			}
 		}
@@ -150,35 +154,30 @@ func (m *Mender) registerGroups(ctx context.Context) error {
 }
 
 // dropOrphanGroups deletes, with their instances, the Auto Scaling groups
-// named after a stack (the longest stack name that prefixes theirs: pool
+// (of groups) named after a stack (the longest stack name that prefixes theirs: pool
 // "a" and pool "a-b") that the stack does not list; a stack being created or
 // updated may be making a group, so only complete stacks are judged.
-func (m *Mender) dropOrphanGroups(ctx context.Context, stacks []string, complete map[string]bool) error {
-	p := autoscaling.NewDescribeAutoScalingGroupsPaginator(m.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("mending moto: listing Auto Scaling groups: %w", err)
+func (m *Mender) dropOrphanGroups(ctx context.Context, groups []astypes.AutoScalingGroup, stacks []string, complete map[string]bool) ([]astypes.AutoScalingGroup, error) {
+	var kept []astypes.AutoScalingGroup
+	for _, g := range groups {
+		name := aws.ToString(g.AutoScalingGroupName)
+		owner := ""
+		for _, s := range stacks {
+			if strings.HasPrefix(name, s+"-") && len(s) > len(owner) {
+				owner = s
+			}
 		}
-		for _, g := range out.AutoScalingGroups {
-			name := aws.ToString(g.AutoScalingGroupName)
-			owner := ""
-			for _, s := range stacks {
-				if strings.HasPrefix(name, s+"-") && len(s) > len(owner) {
-					owner = s
-				}
-			}
-			listed, mended := m.groups[owner]
-			if owner == "" || !mended || !complete[owner] || listed[name] {
-				continue
-			}
-			if _, err := m.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true)}); err != nil {
-				return fmt.Errorf("mending moto: deleting Auto Scaling group %s, which stack %s does not list: %w", name, owner, err)
-			}
-			m.logf("moto: deleted Auto Scaling group %s (%d instances): stack %s does not list it", name, len(g.Instances), owner)
+		listed, mended := m.groups[owner]
+		if owner == "" || !mended || !complete[owner] || listed[name] {
+			kept = append(kept, g)
+			continue
 		}
+		if _, err := m.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true)}); err != nil {
+			return nil, fmt.Errorf("mending moto: deleting Auto Scaling group %s, which stack %s does not list: %w", name, owner, err)
+		}
+		m.logf("moto: deleted Auto Scaling group %s (%d instances): stack %s does not list it", name, len(g.Instances), owner)
 	}
-	return nil
+	return kept, nil
 }
 
 // tagVolumes gives each volume of the stack the Tags its template names,
