@@ -16,6 +16,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/addons"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
+	"github.com/kube-aws/kube-aws/internal/nodeagent/apiwait"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/artifacts"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/boot"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/certs"
@@ -88,6 +89,14 @@ var steps = []step{
 			return func(ctx context.Context, e *agent.Env) error {
 				return goal.Run(ctx, e, goal.Options{Connect: kube.Clientset})
 			}
+		}},
+	{name: "wait-api", summary: "wait until the API server answers a kubeconfig's credential (a worker's kubelet, before it starts)",
+		flags: func(fs *flag.FlagSet) func(context.Context, *agent.Env) error {
+			o := apiwait.Options{Connect: kube.Clientset}
+			fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "the kubeconfig to ask with (required)")
+			fs.StringVar(&o.UnlessExists, "unless-exists", "", "do not wait when this file exists (the kubelet's own kubeconfig)")
+			fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "how long to wait")
+			return func(ctx context.Context, e *agent.Env) error { return apiwait.Run(ctx, e, o) }
 		}},
 	{name: "etcd-snapshot", summary: "snapshot this etcd member (when leader) to etcd/snapshots/ in S3, KMS-encrypted",
 		flags: func(fs *flag.FlagSet) func(context.Context, *agent.Env) error {

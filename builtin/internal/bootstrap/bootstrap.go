@@ -53,7 +53,7 @@ type Fact struct {
 }
 
 // Path is where the bootstrap installs kube-aws-node on the machine.
-const Path = "/opt/kube-aws/bin/kube-aws-node"
+const Path = nodeplan.BinaryPath
 
 // Script is the bootstrap of the machines of role (controller, etcd,
 // nodepool-<name>) of cluster, as the template of a Fn::Sub: every ${...}

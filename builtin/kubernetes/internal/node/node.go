@@ -104,8 +104,20 @@ func Contribute(set *construct.Set, s Settings) error {
 	// A worker has no client certificate of its own until the API server
 	// signs the one its kubelet asks for with the bootstrap token.
 	flag(worker, "bootstrap-kubeconfig", names.KubeconfigBootstrapKubelet)
+	set.Units = append(set.Units, construct.Unit{Target: worker, Name: KubeletUnit, DropIns: []construct.DropIn{{Name: "10-wait-api", Content: waitAPIDropIn}}})
 	return nil
 }
+
+// waitAPIDropIn holds a worker's kubelet until the API server answers its
+// bootstrap token: started before the control plane (a cluster booting all
+// at once), the kubelet backs off its certificate request and its watches
+// and joined about half a minute after the API could take it. Once the
+// kubelet has its own kubeconfig it never waits; "-": a wait that gives up
+// still starts the kubelet, which then retries as it would have.
+var waitAPIDropIn = fmt.Sprintf(`[Service]
+ExecStartPre=-%s wait-api --kubeconfig %s --unless-exists %s --timeout 15min
+TimeoutStartSec=16min
+`, nodeplan.BinaryPath, names.KubeconfigBootstrapKubelet, names.KubeconfigKubelet)
 
 // kubeletUnit runs the kubelet. The node's name and provider ID come from
 // the machine's facts (kube-aws-node writes them to facts.env before any

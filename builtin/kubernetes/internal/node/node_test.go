@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/construct"
 )
 
 func release(t *testing.T) versions.Release {
@@ -88,5 +89,35 @@ func TestKubeletConfig(t *testing.T) {
 	c.Kubernetes.ServiceCIDR = "nonsense"
 	if _, err := SettingsOf(c, release(t)); err == nil || !strings.Contains(err.Error(), "kubernetes.serviceCIDR") {
 		t.Errorf("a bad service CIDR: %v", err)
+	}
+}
+
+// TestWorkersWaitForTheAPI: a worker's kubelet starts once the API answers
+// its bootstrap token, unless it has joined before; a controller's, whose
+// API server is a static pod of that kubelet, never waits.
+func TestWorkersWaitForTheAPI(t *testing.T) {
+	set := &construct.Set{}
+	if err := Contribute(set, Settings{Release: release(t), ClusterDNS: "10.3.0.10", ClusterDomain: "cluster.local"}); err != nil {
+		t.Fatal(err)
+	}
+	var worker, controller []string
+	for _, u := range set.Units {
+		if u.Name != KubeletUnit {
+			continue
+		}
+		for _, d := range u.DropIns {
+			if u.Target.Role == construct.Worker {
+				worker = append(worker, d.Content)
+			} else {
+				controller = append(controller, d.Content)
+			}
+		}
+	}
+	want := "ExecStartPre=-/opt/kube-aws/bin/kube-aws-node wait-api --kubeconfig /etc/kubernetes/bootstrap-kubelet.conf --unless-exists /etc/kubernetes/kubelet.conf --timeout 15min\n"
+	if len(worker) != 1 || !strings.Contains(worker[0], want) {
+		t.Errorf("worker kubelet drop-ins %q, want one with %q", worker, want)
+	}
+	if len(controller) != 0 {
+		t.Errorf("controller kubelet drop-ins %q, want none", controller)
 	}
 }
