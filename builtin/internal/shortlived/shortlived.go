@@ -6,11 +6,11 @@
 // often a 2-core machine; each lives a fraction of a second and keeps a heap
 // of a few MB. With the runtime's defaults each process sets up one P per
 // core, whose idle Ps spin looking for work and start threads, and collects
-// garbage whenever its heap passes the 4 MB minimum (several times in a
-// stage call of the helm, cloudformation and userdata plugins). Measured on
-// the render of cluster.yaml.example (docs/benchmarks.md), one P and a
-// GOGC of 400 cut the plugins' CPU by about 40 ms a render (15 % of the
-// whole command), without changing what any plugin computes.
+// garbage whenever its heap passes the 4 MB minimum (during the calls of
+// the helm, cloudformation, userdata and iam plugins). Measured on the
+// render of cluster.yaml.example (docs/benchmarks.md), one P and a GOGC of
+// 400 take 9-15 % off the CPU of the whole command (24-39 ms), without
+// changing what any plugin computes.
 //
 // Memory stays bounded: the soft limit of 128 MiB makes the collector work
 // harder as the process approaches it, so a plugin peaks at about five times
