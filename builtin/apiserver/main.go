@@ -12,13 +12,17 @@ import (
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/apiserver/internal/flags"
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(sdk.Typed[flags.Values](plugin{})) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(sdk.Typed[flags.Values](plugin{}))
+}
 
 type plugin struct{}
 

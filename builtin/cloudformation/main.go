@@ -11,12 +11,16 @@ import (
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/cloudformation/internal/stacks"
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(served) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(served)
+}
 
 var served = sdk.Typed[stacks.Values](plugin{})
 

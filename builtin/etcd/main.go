@@ -13,12 +13,16 @@ import (
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/etcd/internal/members"
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(sdk.Typed[members.Values](plugin{})) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(sdk.Typed[members.Values](plugin{}))
+}
 
 type plugin struct{}
 

@@ -12,13 +12,17 @@ import (
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/iam/internal/policy"
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(served) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(served)
+}
 
 var served = sdk.Typed[sdk.NoValues](plugin{})
 

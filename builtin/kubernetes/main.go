@@ -12,13 +12,17 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/cluster"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
+}
 
 type plugin struct{}
 

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/pki/internal/pki"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
@@ -21,7 +22,10 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
+}
 
 type plugin struct{}
 

@@ -9,13 +9,17 @@ package main
 import (
 	"context"
 
+	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/userdata/internal/cloudconfig"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(sdk.Typed[sdk.NoValues](plugin{})) }
+func main() {
+	shortlived.Tune()
+	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
+}
 
 type plugin struct{}
 
