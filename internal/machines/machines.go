@@ -98,11 +98,11 @@ type Harness struct {
 	account string
 
 	mu      sync.Mutex
-	addrs   map[netip.Prefix]bool      // addresses on the bridge
-	dnsUp   map[netip.Addr]func()      // VPC resolver -> close
-	lbAddr  map[string]netip.Addr      // load balancer name -> address
-	lbPorts map[string]*tcpproxy.Proxy // "addr:port"
-	closers []func() error             // servers, in start order
+	addrs   map[netip.Prefix]bool // addresses on the bridge
+	dnsUp   map[netip.Addr]func() // VPC resolver -> close
+	lbAddr  map[string]netip.Addr // load balancer name -> address
+	lbPorts map[string]*lbPort    // "addr:port"
+	closers []func() error        // servers, in start order
 	snap    atomic.Pointer[cloud.Snapshot]
 	closed  bool
 	Started time.Time
@@ -162,7 +162,7 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	b := make([]byte, 4)
 	rand.Read(b)
 	h := &Harness{ID: "run-" + hex.EncodeToString(b), opts: opts, Started: time.Now(),
-		addrs: map[netip.Prefix]bool{}, dnsUp: map[netip.Addr]func(){}, lbAddr: map[string]netip.Addr{}, lbPorts: map[string]*tcpproxy.Proxy{}}
+		addrs: map[netip.Prefix]bool{}, dnsUp: map[netip.Addr]func(){}, lbAddr: map[string]netip.Addr{}, lbPorts: map[string]*lbPort{}}
 	h.Dir = filepath.Join(opts.WorkDir, h.ID)
 	h.Logs = logs.Dir(filepath.Join(h.Dir, "logs"))
 	if err := os.MkdirAll(string(h.Logs), 0o755); err != nil {
@@ -337,7 +337,27 @@ func (h *Harness) prepare(s *cloud.Snapshot) error {
 	for _, lb := range s.LoadBalancers {
 		errs = append(errs, h.serveLB(lb))
 	}
+	// Connections to targets that left (a terminated instance) end now,
+	// as a load balancer ends them when it deregisters a target.
+	keys := make([]string, 0, len(h.lbPorts))
+	for k := range h.lbPorts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		lp := h.lbPorts[k]
+		if n := lp.p.Retain(h.targets(lp.lb, lp.port)); n > 0 {
+			h.logf("load balancer %s port %d: closed %d connections to targets that left", lp.lb, lp.port, n)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// lbPort is one listener of a load balancer.
+type lbPort struct {
+	p    *tcpproxy.Proxy
+	lb   string
+	port int32
 }
 
 // serveDNS starts the resolver of one VPC at addr (udp and tcp port 53).
@@ -391,12 +411,16 @@ func (h *Harness) serveLB(lb cloud.LoadBalancer) error {
 		name, port := lb.Name, li.Port
 		p := tcpproxy.New(l, func() []string { return h.targets(name, port) }, h.NS.DialContext)
 		go p.Serve()
-		h.lbPorts[key] = p
+		h.lbPorts[key] = &lbPort{p: p, lb: name, port: port}
 	}
 	return errors.Join(errs...)
 }
 
-// targets are the addresses behind a load balancer's port now.
+// targets are the addresses behind a load balancer's port now: its
+// registered instances that are running and have a machine. An instance
+// whose machine is gone (killed, or not booted yet) is no target, as a load
+// balancer's health check takes it out: sending to it would hang each
+// connection until the dial timeout.
 func (h *Harness) targets(lbName string, port int32) []string {
 	s := h.snap.Load()
 	if s == nil {
@@ -412,9 +436,16 @@ func (h *Harness) targets(lbName string, port int32) []string {
 				continue
 			}
 			for _, t := range li.Targets {
-				if in, ok := s.Instances[t.InstanceID]; ok && in.Running() {
-					out = append(out, netip.AddrPortFrom(in.PrivateIP, uint16(t.Port)).String())
+				in, ok := s.Instances[t.InstanceID]
+				if !ok || !in.Running() {
+					continue
 				}
+				if h.player != nil {
+					if _, ok := h.player.Machine(t.InstanceID); !ok {
+						continue
+					}
+				}
+				out = append(out, netip.AddrPortFrom(in.PrivateIP, uint16(t.Port)).String())
 			}
 		}
 	}
@@ -569,8 +600,8 @@ func (h *Harness) Close(failed bool) error {
 		errs = append(errs, h.player.Close())
 	}
 	h.mu.Lock()
-	for _, p := range h.lbPorts {
-		errs = append(errs, p.Close())
+	for _, lp := range h.lbPorts {
+		errs = append(errs, lp.p.Close())
 	}
 	for _, stop := range h.dnsUp {
 		stop()

@@ -23,6 +23,7 @@ type Proxy struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
+	flows   map[*flow]struct{}
 	closed  bool
 	// DialTimeout bounds the connection to one target before the next is
 	// tried.
@@ -37,7 +38,13 @@ func New(l net.Listener, targets func() []string, dial func(ctx context.Context,
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	return &Proxy{l: l, targets: targets, dial: dial, conns: map[net.Conn]struct{}{}, DialTimeout: 2 * time.Second}
+	return &Proxy{l: l, targets: targets, dial: dial, conns: map[net.Conn]struct{}{}, flows: map[*flow]struct{}{}, DialTimeout: 2 * time.Second}
+}
+
+// flow is one forwarded connection: the client's and the target's ends.
+type flow struct {
+	client, up net.Conn
+	target     string
 }
 
 // Addr is the address the proxy listens on.
@@ -87,7 +94,7 @@ func (p *Proxy) untrack(c net.Conn) {
 }
 
 func (p *Proxy) handle(c net.Conn) {
-	up := p.connect()
+	up, target := p.connect()
 	if up == nil {
 		return // no target answers: the client sees the connection close
 	}
@@ -96,6 +103,15 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	defer p.untrack(up)
+	f := &flow{client: c, up: up, target: target}
+	p.mu.Lock()
+	p.flows[f] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.flows, f)
+		p.mu.Unlock()
+	}()
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)
@@ -112,10 +128,10 @@ func (p *Proxy) handle(c net.Conn) {
 	<-done
 }
 
-func (p *Proxy) connect() net.Conn {
+func (p *Proxy) connect() (net.Conn, string) {
 	ts := p.targets()
 	if len(ts) == 0 {
-		return nil
+		return nil, ""
 	}
 	start := int(p.next.Add(1) % uint64(len(ts)))
 	for i := range ts {
@@ -124,10 +140,35 @@ func (p *Proxy) connect() net.Conn {
 		up, err := p.dial(ctx, "tcp", t)
 		cancel()
 		if err == nil {
-			return up
+			return up, t
 		}
 	}
-	return nil
+	return nil, ""
+}
+
+// Retain closes every forwarded connection whose target is not in
+// targets, both ends, and returns how many it closed. A load balancer
+// calls it when targets leave: a connection to a machine that is gone gets
+// no reset from anyone, so without this its client would wait for its own
+// timeout (a client that keeps connections alive, client-go's HTTP/2 one,
+// would send every later request down it too).
+func (p *Proxy) Retain(targets []string) int {
+	keep := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		keep[t] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for f := range p.flows {
+		if !keep[f.target] {
+			f.client.Close()
+			f.up.Close()
+			delete(p.flows, f)
+			n++
+		}
+	}
+	return n
 }
 
 // Close stops accepting, closes every open connection and waits for the

@@ -133,3 +133,48 @@ func TestCloseEndsOpenConnections(t *testing.T) {
 		t.Fatal("client connection still open after Close")
 	}
 }
+
+// TestRetainClosesFlowsToGoneTargets: a connection forwarded to a target
+// that left the set is closed at both ends; one to a target that stays is
+// untouched.
+func TestRetainClosesFlowsToGoneTargets(t *testing.T) {
+	a, b := echoServer(t, "a"), echoServer(t, "b")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	targets := []string{a}
+	p := New(l, func() []string { mu.Lock(); defer mu.Unlock(); return targets }, nil)
+	go p.Serve()
+	defer p.Close()
+	open := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", p.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r := bufio.NewReader(c)
+		fmt.Fprintln(c, "hello")
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		return c, r
+	}
+	toA, ra := open()
+	mu.Lock()
+	targets = []string{b}
+	mu.Unlock()
+	toB, rb := open()
+	if n := p.Retain([]string{b}); n != 1 {
+		t.Fatalf("Retain closed %d connections, want 1 (the one to a)", n)
+	}
+	fmt.Fprintln(toA, "again")
+	if r, err := ra.ReadString('\n'); err == nil {
+		t.Fatalf("the connection to the gone target answered %q, want it closed", r)
+	}
+	fmt.Fprintln(toB, "again")
+	if r, err := rb.ReadString('\n'); err != nil || r != "b:again\n" {
+		t.Fatalf("the connection to the kept target: %q, %v", r, err)
+	}
+}
