@@ -346,9 +346,10 @@ func (e *example) consoleTail(id string) string {
 // kubeconfig `kube-aws kubeconfig` writes; every node is Ready with its
 // pool's labels and taints; a Secret is stored encrypted in etcd; a pod on
 // each pool resolves kubernetes.default with CoreDNS and reaches the API
-// through the service IP; and `kube-aws validate` passes.
+// through the service IP; and `kube-aws validate` passes. Then the fault
+// cases of issue 12 run on it as subtests (faults_test.go).
 func TestCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	// The test's own workload image (no registry is reachable here).
 	archive, err := probeArchive(t.TempDir())
@@ -523,11 +524,20 @@ func TestCluster(t *testing.T) {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
 	}
 
-	// Last: it rewinds the cluster's data.
+	// Issue 12's fault cases, each leaving a healthy cluster.
+	e.faults(ctx, t)
+
+	// Last: it rewinds the cluster's data. The faults replaced a member
+	// and a controller: the members and the client are taken again.
 	t.Run("etcd snapshot and restore", func(t *testing.T) {
 		rctx, rcancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer rcancel()
-		e.checkRestore(rctx, t, cs, etcd)
+		members := ids(e.live(rctx, t, "-etcd"))
+		cs, _, err := e.kube(rctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.checkRestore(rctx, t, cs, members)
 	})
 }
 
