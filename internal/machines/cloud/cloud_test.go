@@ -222,3 +222,61 @@ func TestMendDropsOrphanGroups(t *testing.T) {
 		t.Errorf("balancer after: %v %v", lb, err)
 	}
 }
+
+// TestMendKeepsAGroupAChangeSetMade: moto's update of a group (through a
+// change set, as kube-aws deploys) deletes it and makes a new one under a
+// new name without moving the stack's LastUpdatedTime; the mender must ask
+// the stack again rather than take the new group for an orphan.
+func TestMendKeepsAGroupAChangeSetMade(t *testing.T) {
+	url := awstest.Start(t)
+	ctx := context.Background()
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
+	cf := cloudformation.NewFromConfig(cfg)
+	group := func(n string) map[string]any {
+		res := template["Resources"].(map[string]any)
+		return map[string]any{"Resources": map[string]any{
+			"VPC": res["VPC"], "Subnet": res["Subnet"],
+			"LT": map[string]any{"Type": "AWS::EC2::LaunchTemplate", "Properties": map[string]any{"LaunchTemplateData": map[string]any{
+				"ImageId": "ami-12c6146b", "InstanceType": "t3.small"}}},
+			"Group": map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
+				"MinSize": "0", "MaxSize": n, "DesiredCapacity": n, "VPCZoneIdentifier": []any{ref("Subnet")},
+				"LaunchTemplate": map[string]any{"LaunchTemplateId": ref("LT"), "Version": map[string]any{"Fn::GetAtt": []string{"LT", "LatestVersionNumber"}}}}},
+		}}
+	}
+	body, _ := json.Marshal(group("2"))
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	m := NewMender(cfg, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
+	if err := m.Mend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Scale the group from 2 to 3 with a change set.
+	body, _ = json.Marshal(group("3"))
+	_, err := cf.CreateChangeSet(ctx, &cloudformation.CreateChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("scale"), ChangeSetType: cftypes.ChangeSetTypeUpdate,
+		TemplateBody: aws.String(string(body))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cf.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("scale")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Mend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("Group")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := autoscaling.NewFromConfig(cfg).DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{
+		AutoScalingGroupNames: []string{aws.ToString(res.StackResourceDetail.PhysicalResourceId)}})
+	if err != nil || len(out.AutoScalingGroups) != 1 || len(out.AutoScalingGroups[0].Instances) != 3 {
+		t.Fatalf("the stack's group %s after the change set and a mend: %+v, %v; want it with 3 instances (said %q)", aws.ToString(res.StackResourceDetail.PhysicalResourceId), out, err, said)
+	}
+	for _, s := range said {
+		if strings.Contains(s, "deleted Auto Scaling group") {
+			t.Errorf("the mender deleted a group: %q", s)
+		}
+	}
+}

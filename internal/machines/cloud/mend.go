@@ -172,12 +172,42 @@ func (m *Mender) dropOrphanGroups(ctx context.Context, groups []astypes.AutoScal
 			kept = append(kept, g)
 			continue
 		}
+		// The listing may be stale: moto's ExecuteChangeSet does not move
+		// a stack's LastUpdatedTime, and its update of a group makes a new
+		// one under a new name. Ask the stack again.
+		fresh, err := m.stackGroups(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		m.groups[owner] = fresh
+		if fresh[name] {
+			kept = append(kept, g)
+			continue
+		}
 		if _, err := m.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true)}); err != nil {
 			return nil, fmt.Errorf("mending moto: deleting Auto Scaling group %s, which stack %s does not list: %w", name, owner, err)
 		}
 		m.logf("moto: deleted Auto Scaling group %s (%d instances): stack %s does not list it", name, len(g.Instances), owner)
 	}
 	return kept, nil
+}
+
+// stackGroups returns the Auto Scaling groups a stack lists now.
+func (m *Mender) stackGroups(ctx context.Context, stack string) (map[string]bool, error) {
+	groups := map[string]bool{}
+	p := cloudformation.NewListStackResourcesPaginator(m.cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("mending moto: resources of %s: %w", stack, err)
+		}
+		for _, r := range out.StackResourceSummaries {
+			if aws.ToString(r.ResourceType) == "AWS::AutoScaling::AutoScalingGroup" {
+				groups[aws.ToString(r.PhysicalResourceId)] = true
+			}
+		}
+	}
+	return groups, nil
 }
 
 // tagVolumes gives each volume of the stack the Tags its template names,
