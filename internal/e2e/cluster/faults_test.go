@@ -193,7 +193,8 @@ func (e *example) controllerLost(ctx context.Context, t *testing.T) {
 		if r.err != nil {
 			failed++
 			if len(errs) < 5 {
-				errs = append(errs, fmt.Sprintf("%+.1fs: %v", r.at.Sub(killed).Seconds(), r.err))
+				msg := r.err.Error()
+				errs = append(errs, fmt.Sprintf("%+.1fs: %s", r.at.Sub(killed).Seconds(), msg[:min(len(msg), 160)]))
 			}
 			continue
 		}
@@ -532,8 +533,10 @@ func (e *example) corruptedAsset(ctx context.Context, t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, e.consoleTail(bad))
 	}
-	t.Logf("new spot machine %s failed at step %s %.1fs after its machine started (%.1fs after the scale-out): %s", bad, s.Step, s.Seconds, time.Since(grew).Seconds(), s.Error)
-	if s.Step != "artifacts" || !strings.Contains(s.Error, "sha256") || !strings.Contains(s.Error, src.SHA256) {
+	t.Logf("new spot machine %s failed at step %s %.1fs after its machine started (%.1fs after the scale-out): %s", bad, s.Step, s.Seconds, time.Since(grew).Seconds(), lastLine([]byte(s.Error)))
+	// The step is the artifacts step as the role's runcmd runs it
+	// ("runcmd[1]: kube-aws-node artifacts").
+	if !strings.HasSuffix(s.Step, "artifacts") || !strings.Contains(s.Error, "has sha256") || !strings.Contains(s.Error, "the plan says "+src.SHA256) {
 		t.Errorf("%s's status says step %q: %q; want the artifacts step failing with a sha256 mismatch naming %s", bad, s.Step, s.Error, src.SHA256)
 	}
 	if c := e.consoleTail(bad); !strings.Contains(c, "has sha256") || !strings.Contains(c, src.SHA256) {
@@ -547,7 +550,7 @@ func (e *example) corruptedAsset(ctx context.Context, t *testing.T) {
 	case !bytes.Contains(out, []byte(bad)) || !bytes.Contains(out, []byte("sha256")):
 		t.Errorf("kube-aws validate exited %d without naming %s and the sha256 mismatch:\n%s", exit.ExitCode(), bad, out)
 	default:
-		t.Logf("kube-aws validate exits %d: %s", exit.ExitCode(), firstLine(out, bad))
+		t.Logf("kube-aws validate exits %d naming %s and the mismatch: %s", exit.ExitCode(), bad, firstLine(out, "has sha256"))
 	}
 
 	// Put things back: the asset, then the pool without the failed machine.
@@ -562,6 +565,8 @@ func (e *example) corruptedAsset(ctx context.Context, t *testing.T) {
 	e.waitGone(ctx, t, bad)
 	if out, err := e.kubeAWS(ctx, "validate"); err != nil {
 		t.Errorf("kube-aws validate after restoring the asset and removing %s: %v\n%s", bad, err, out)
+	} else {
+		t.Logf("asset restored, %s removed: kube-aws validate: %s", bad, strings.TrimSpace(lastLine(out)))
 	}
 }
 
