@@ -211,7 +211,7 @@ func (e *example) controllerLost(ctx context.Context, t *testing.T) {
 	}
 }
 
-// etcdMembers is `etcdctl member list -w json`'s list.
+// etcdMember is one member in `etcdctl member list -w json`.
 type etcdMember struct {
 	ID       uint64   `json:"ID"`
 	Name     string   `json:"name"`
