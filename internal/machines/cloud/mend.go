@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
@@ -194,42 +195,50 @@ func (m *Mender) dropOrphanGroups(ctx context.Context, groups []astypes.AutoScal
 
 // stackGroups returns the Auto Scaling groups a stack lists now.
 func (m *Mender) stackGroups(ctx context.Context, stack string) (map[string]bool, error) {
+	resources, err := m.resources(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
 	groups := map[string]bool{}
-	p := cloudformation.NewListStackResourcesPaginator(m.cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("mending moto: resources of %s: %w", stack, err)
-		}
-		for _, r := range out.StackResourceSummaries {
-			if aws.ToString(r.ResourceType) == "AWS::AutoScaling::AutoScalingGroup" {
-				groups[aws.ToString(r.PhysicalResourceId)] = true
-			}
+	for _, r := range resources {
+		if aws.ToString(r.ResourceType) == "AWS::AutoScaling::AutoScalingGroup" {
+			groups[aws.ToString(r.PhysicalResourceId)] = true
 		}
 	}
 	return groups, nil
 }
 
-// tagVolumes gives each volume of the stack the Tags its template names,
-// and returns the Auto Scaling groups the stack lists.
-func (m *Mender) tagVolumes(ctx context.Context, stack string) (map[string]bool, error) {
-	groups := map[string]bool{}
-	volumes := map[string]string{}  // logical id -> volume id
-	physical := map[string]string{} // logical id -> physical id, for Refs in tags
+// resources lists a stack's resources.
+func (m *Mender) resources(ctx context.Context, stack string) ([]cftypes.StackResourceSummary, error) {
+	var out []cftypes.StackResourceSummary
 	p := cloudformation.NewListStackResourcesPaginator(m.cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
 	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
+		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("mending moto: resources of %s: %w", stack, err)
 		}
-		for _, r := range out.StackResourceSummaries {
-			physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
-			if aws.ToString(r.ResourceType) == "AWS::AutoScaling::AutoScalingGroup" {
-				groups[aws.ToString(r.PhysicalResourceId)] = true
-			}
-			if aws.ToString(r.ResourceType) == "AWS::EC2::Volume" && aws.ToString(r.PhysicalResourceId) != "" {
-				volumes[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
-			}
+		out = append(out, page.StackResourceSummaries...)
+	}
+	return out, nil
+}
+
+// tagVolumes gives each volume of the stack the Tags its template names,
+// and returns the Auto Scaling groups the stack lists.
+func (m *Mender) tagVolumes(ctx context.Context, stack string) (map[string]bool, error) {
+	resources, err := m.resources(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string]bool{}
+	volumes := map[string]string{}  // logical id -> volume id
+	physical := map[string]string{} // logical id -> physical id, for Refs in tags
+	for _, r := range resources {
+		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+		if aws.ToString(r.ResourceType) == "AWS::AutoScaling::AutoScalingGroup" {
+			groups[aws.ToString(r.PhysicalResourceId)] = true
+		}
+		if aws.ToString(r.ResourceType) == "AWS::EC2::Volume" && aws.ToString(r.PhysicalResourceId) != "" {
+			volumes[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
 		}
 	}
 	if len(volumes) == 0 {
