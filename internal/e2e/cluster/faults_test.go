@@ -45,10 +45,14 @@ func (e *example) faults(ctx context.Context, t *testing.T) {
 		name string
 		run  func(context.Context, *testing.T)
 	}{
-		{"controller lost", e.controllerLost},
-		{"etcd member replaced", e.etcdMemberReplaced},
+		// The pool first: its worker's 60 s is timed on a steady control
+		// plane. After a member or a controller is replaced the API servers
+		// take a while to settle, and a worker joining then waited for them
+		// (its kubelet's requests reset by the load balancer for 45 s).
 		{"pool scaled", e.poolScaled},
 		{"corrupted asset", e.corruptedAsset},
+		{"controller lost", e.controllerLost},
+		{"etcd member replaced", e.etcdMemberReplaced},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 6*time.Minute)

@@ -115,7 +115,7 @@ func Contribute(set *construct.Set, s Settings) error {
 // kubelet has its own kubeconfig it never waits; "-": a wait that gives up
 // still starts the kubelet, which then retries as it would have.
 var waitAPIDropIn = fmt.Sprintf(`[Service]
-ExecStartPre=-%s wait-api --kubeconfig %s --unless-exists %s --timeout 15min
+ExecStartPre=-%s wait-api --kubeconfig %s --unless-exists %s --timeout 15m
 TimeoutStartSec=16min
 `, nodeplan.BinaryPath, names.KubeconfigBootstrapKubelet, names.KubeconfigKubelet)
 

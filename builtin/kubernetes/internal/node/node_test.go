@@ -3,6 +3,7 @@ package node
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"sigs.k8s.io/yaml"
@@ -113,9 +114,16 @@ func TestWorkersWaitForTheAPI(t *testing.T) {
 			}
 		}
 	}
-	want := "ExecStartPre=-/opt/kube-aws/bin/kube-aws-node wait-api --kubeconfig /etc/kubernetes/bootstrap-kubelet.conf --unless-exists /etc/kubernetes/kubelet.conf --timeout 15min\n"
+	want := "ExecStartPre=-/opt/kube-aws/bin/kube-aws-node wait-api --kubeconfig /etc/kubernetes/bootstrap-kubelet.conf --unless-exists /etc/kubernetes/kubelet.conf --timeout 15m\n"
 	if len(worker) != 1 || !strings.Contains(worker[0], want) {
-		t.Errorf("worker kubelet drop-ins %q, want one with %q", worker, want)
+		t.Fatalf("worker kubelet drop-ins %q, want one with %q", worker, want)
+	}
+	// kube-aws-node parses --timeout as a Go duration: "15min" was a usage
+	// error, the "-" let the kubelet start at once, and nobody waited.
+	_, after, _ := strings.Cut(worker[0], "--timeout ")
+	timeout, _, _ := strings.Cut(after, "\n")
+	if _, err := time.ParseDuration(timeout); err != nil {
+		t.Errorf("--timeout %s: %v", timeout, err)
 	}
 	if len(controller) != 0 {
 		t.Errorf("controller kubelet drop-ins %q, want none", controller)
