@@ -626,8 +626,14 @@ func (e *example) checkNodes(ctx context.Context, t *testing.T, cs *kubernetes.C
 		if err != nil {
 			return err
 		}
+		// Ready, and initialised by the cloud controller manager, which
+		// takes the uninitialized taint off (the kubelet may report Ready
+		// first).
 		ready := 0
 		for _, n := range list.Items {
+			if uninitialized(n) {
+				continue
+			}
 			for _, c := range n.Status.Conditions {
 				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && n.Spec.ProviderID != "" {
 					ready++
@@ -635,7 +641,7 @@ func (e *example) checkNodes(ctx context.Context, t *testing.T, cs *kubernetes.C
 			}
 		}
 		if ready != len(want) || len(list.Items) != len(want) {
-			return fmt.Errorf("%d nodes, %d Ready with a provider id, want %d", len(list.Items), ready, len(want))
+			return fmt.Errorf("%d nodes, %d Ready and initialised, want %d", len(list.Items), ready, len(want))
 		}
 		nodes = list.Items
 		return nil
@@ -650,10 +656,8 @@ func (e *example) checkNodes(ctx context.Context, t *testing.T, cs *kubernetes.C
 			t.Errorf("node %s has provider id %q, which names no controller or pool instance", n.Name, n.Spec.ProviderID)
 			continue
 		}
-		for _, tn := range n.Spec.Taints {
-			if tn.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
-				t.Errorf("node %s is still tainted %s", n.Name, tn.Key)
-			}
+		if uninitialized(n) {
+			t.Errorf("node %s is still tainted node.cloudprovider.kubernetes.io/uninitialized", n.Name)
 		}
 		switch role {
 		case "controller":
@@ -669,6 +673,17 @@ func (e *example) checkNodes(ctx context.Context, t *testing.T, cs *kubernetes.C
 		}
 	}
 	return pools
+}
+
+// uninitialized says whether the cloud controller manager has yet to
+// initialise the node.
+func uninitialized(n corev1.Node) bool {
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+			return true
+		}
+	}
+	return false
 }
 
 func expectLabels(t *testing.T, n corev1.Node, want map[string]string) {
