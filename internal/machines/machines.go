@@ -251,8 +251,13 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 // added what moto leaves out (cloud.Mender), so that machines find what
 // they would find on AWS.
 func (h *Harness) read(ctx context.Context) (*cloud.Snapshot, error) {
-	if err := h.mender.Mend(ctx); err != nil {
+	s, err := h.reader.Read(ctx)
+	if err != nil {
 		return nil, err
+	}
+	changed, err := h.mender.Mend(ctx, s)
+	if err != nil || !changed {
+		return s, err
 	}
 	return h.reader.Read(ctx)
 }

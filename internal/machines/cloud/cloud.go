@@ -114,9 +114,19 @@ type Zone struct {
 	Records []Record
 }
 
+// Group is an Auto Scaling group.
+type Group struct {
+	Name string
+	// Instances are the group's instances that are not terminating.
+	Instances []string
+	// LoadBalancerNames are the classic load balancers the group names.
+	LoadBalancerNames []string
+}
+
 // Snapshot is the state read in one poll.
 type Snapshot struct {
 	Taken         time.Time
+	Groups        []Group
 	Instances     map[string]*Instance
 	Subnets       map[string]Subnet
 	VPCs          map[string]VPC
@@ -217,7 +227,11 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 			return fmt.Errorf("DescribeAutoScalingGroups: %w", err)
 		}
 		for _, g := range out.AutoScalingGroups {
+			group := Group{Name: aws.ToString(g.AutoScalingGroupName), LoadBalancerNames: g.LoadBalancerNames}
 			for _, i := range g.Instances {
+				if !strings.HasPrefix(string(i.LifecycleState), "Terminat") {
+					group.Instances = append(group.Instances, aws.ToString(i.InstanceId))
+				}
 				m := member{group: aws.ToString(g.AutoScalingGroupName)}
 				lt := i.LaunchTemplate
 				if lt == nil {
@@ -228,6 +242,7 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 				}
 				members[aws.ToString(i.InstanceId)] = m
 			}
+			s.Groups = append(s.Groups, group)
 		}
 	}
 	if len(members) == 0 {

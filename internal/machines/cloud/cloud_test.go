@@ -199,8 +199,8 @@ func TestMendDropsOrphanGroups(t *testing.T) {
 	}
 	var said []string
 	m := NewMender(cfg, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
-	if err := m.Mend(ctx); err != nil {
-		t.Fatal(err)
+	if changed, err := mend(ctx, cfg, m); err != nil || !changed {
+		t.Fatalf("mend: changed %v, %v; want the orphan deleted", changed, err)
 	}
 	out, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
 	if err != nil {
@@ -221,6 +221,15 @@ func TestMendDropsOrphanGroups(t *testing.T) {
 	if err != nil || len(lb.LoadBalancerDescriptions[0].Instances) != 2 {
 		t.Errorf("balancer after: %v %v", lb, err)
 	}
+}
+
+// mend reads a snapshot as the harness does and mends with it.
+func mend(ctx context.Context, cfg aws.Config, m *Mender) (bool, error) {
+	snap, err := NewReader(cfg).Read(ctx)
+	if err != nil {
+		return false, err
+	}
+	return m.Mend(ctx, snap)
 }
 
 // TestMendKeepsAGroupAChangeSetMade: moto's update of a group (through a
@@ -249,7 +258,7 @@ func TestMendKeepsAGroupAChangeSetMade(t *testing.T) {
 	}
 	var said []string
 	m := NewMender(cfg, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
-	if err := m.Mend(ctx); err != nil {
+	if _, err := mend(ctx, cfg, m); err != nil {
 		t.Fatal(err)
 	}
 	// Scale the group from 2 to 3 with a change set.
@@ -262,7 +271,7 @@ func TestMendKeepsAGroupAChangeSetMade(t *testing.T) {
 	if _, err := cf.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("scale")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Mend(ctx); err != nil {
+	if _, err := mend(ctx, cfg, m); err != nil {
 		t.Fatal(err)
 	}
 	res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("Group")})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
-	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -54,8 +53,11 @@ func NewMender(cfg aws.Config, logf func(string, ...any)) *Mender {
 		done: map[string]bool{}, groups: map[string]map[string]bool{}, logf: logf}
 }
 
-// Mend looks at every stack it has not seen in its current version.
-func (m *Mender) Mend(ctx context.Context) error {
+// Mend looks at every stack it has not seen in its current version, and at
+// the groups and load balancers of snap (the reader's snapshot: the mender
+// reads neither again). changed says that it changed what snap shows, so
+// the caller reads again.
+func (m *Mender) Mend(ctx context.Context, snap *Snapshot) (changed bool, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var stacks []string
@@ -64,7 +66,7 @@ func (m *Mender) Mend(ctx context.Context) error {
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("mending moto: listing stacks: %w", err)
+			return false, fmt.Errorf("mending moto: listing stacks: %w", err)
 		}
 		for _, s := range out.Stacks {
 			stacks = append(stacks, aws.ToString(s.StackName))
@@ -80,88 +82,83 @@ func (m *Mender) Mend(ctx context.Context) error {
 			}
 			groups, err := m.tagVolumes(ctx, aws.ToString(s.StackId))
 			if err != nil {
-				return err
+				return false, err
 			}
 			m.groups[aws.ToString(s.StackName)] = groups
 			m.done[key] = true
 		}
 	}
-	var groups []astypes.AutoScalingGroup
-	gp := autoscaling.NewDescribeAutoScalingGroupsPaginator(m.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
-	for gp.HasMorePages() {
-		out, err := gp.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("mending moto: listing Auto Scaling groups: %w", err)
-		}
-		groups = append(groups, out.AutoScalingGroups...)
-	}
-	kept, err := m.dropOrphanGroups(ctx, groups, stacks, complete)
+	kept, dropped, err := m.dropOrphanGroups(ctx, snap.Groups, stacks, complete)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return m.registerGroups(ctx, kept)
+	registered, err := m.registerGroups(ctx, kept, snap.LoadBalancers)
+	return dropped || registered, err
 }
 
 // registerGroups makes each classic load balancer's instances those of the
-// live groups that name it, as Auto Scaling keeps them on AWS.
-func (m *Mender) registerGroups(ctx context.Context, groups []astypes.AutoScalingGroup) error {
+// live groups that name it, as Auto Scaling keeps them on AWS; lbs says
+// what each holds now. changed says that it registered or deregistered any.
+func (m *Mender) registerGroups(ctx context.Context, groups []Group, lbs []LoadBalancer) (changed bool, err error) {
 	want := map[string]map[string]bool{} // load balancer -> instances
 	for _, g := range groups {
 		for _, lb := range g.LoadBalancerNames {
 			if want[lb] == nil {
 				want[lb] = map[string]bool{}
 			}
-			for _, i := range g.Instances {
-				if !strings.HasPrefix(string(i.LifecycleState), "Terminat") {
-					want[lb][aws.ToString(i.InstanceId)] = true
-				}
+			for _, id := range g.Instances {
+				want[lb][id] = true
 			}
 		}
 	}
-	for lb, ids := range want {
-		out, err := m.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{lb}})
-		if err != nil || len(out.LoadBalancerDescriptions) == 0 {
-			continue // gone, or being made: the next pass sees it
+	for _, lb := range lbs {
+		ids, ok := want[lb.Name]
+		if !ok {
+			continue
 		}
+		// A classic balancer's listeners all send to its instances.
 		have := map[string]bool{}
-		var drop []elbtypes.Instance
-		for _, i := range out.LoadBalancerDescriptions[0].Instances {
-			id := aws.ToString(i.InstanceId)
-			have[id] = true
+		for _, l := range lb.Listeners {
+			for _, t := range l.Targets {
+				have[t.InstanceID] = true
+			}
+		}
+		var add, drop []elbtypes.Instance
+		for id := range have {
 			if !ids[id] {
 				drop = append(drop, elbtypes.Instance{InstanceId: aws.String(id)})
 			}
 		}
-		var add []elbtypes.Instance
 		for id := range ids {
 			if !have[id] {
 				add = append(add, elbtypes.Instance{InstanceId: aws.String(id)})
 			}
 		}
 		if len(add) > 0 {
-			if _, err := m.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String(lb), Instances: add}); err != nil {
-				return fmt.Errorf("mending moto: registering %d instances with load balancer %s: %w", len(add), lb, err)
+			if _, err := m.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String(lb.Name), Instances: add}); err != nil {
+				return changed, fmt.Errorf("mending moto: registering %d instances with load balancer %s: %w", len(add), lb.Name, err)
 			}
-			m.logf("moto: registered %d instances of its groups with load balancer %s", len(add), lb)
+			m.logf("moto: registered %d instances of its groups with load balancer %s", len(add), lb.Name)
+			changed = true
 		}
 		if len(drop) > 0 {
-			if _, err := m.elb.DeregisterInstancesFromLoadBalancer(ctx, &elb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: aws.String(lb), Instances: drop}); err != nil {
-				return fmt.Errorf("mending moto: deregistering %d instances from load balancer %s: %w", len(drop), lb, err)
+			if _, err := m.elb.DeregisterInstancesFromLoadBalancer(ctx, &elb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: aws.String(lb.Name), Instances: drop}); err != nil {
+				return changed, fmt.Errorf("mending moto: deregistering %d instances from load balancer %s: %w", len(drop), lb.Name, err)
 			}
-			m.logf("moto: deregistered %d instances no group of load balancer %s holds", len(drop), lb)
+			m.logf("moto: deregistered %d instances no group of load balancer %s holds", len(drop), lb.Name)
+			changed = true
 		}
 	}
-	return nil
+	return changed, nil
 }
 
 // dropOrphanGroups deletes, with their instances, the Auto Scaling groups
 // (of groups) named after a stack (the longest stack name that prefixes theirs: pool
 // "a" and pool "a-b") that the stack does not list; a stack being created or
 // updated may be making a group, so only complete stacks are judged.
-func (m *Mender) dropOrphanGroups(ctx context.Context, groups []astypes.AutoScalingGroup, stacks []string, complete map[string]bool) ([]astypes.AutoScalingGroup, error) {
-	var kept []astypes.AutoScalingGroup
+func (m *Mender) dropOrphanGroups(ctx context.Context, groups []Group, stacks []string, complete map[string]bool) (kept []Group, dropped bool, err error) {
 	for _, g := range groups {
-		name := aws.ToString(g.AutoScalingGroupName)
+		name := g.Name
 		owner := ""
 		for _, s := range stacks {
 			if strings.HasPrefix(name, s+"-") && len(s) > len(owner) {
@@ -178,7 +175,7 @@ func (m *Mender) dropOrphanGroups(ctx context.Context, groups []astypes.AutoScal
 		// one under a new name. Ask the stack again.
 		fresh, err := m.stackGroups(ctx, owner)
 		if err != nil {
-			return nil, err
+			return nil, dropped, err
 		}
 		m.groups[owner] = fresh
 		if fresh[name] {
@@ -186,11 +183,12 @@ func (m *Mender) dropOrphanGroups(ctx context.Context, groups []astypes.AutoScal
 			continue
 		}
 		if _, err := m.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true)}); err != nil {
-			return nil, fmt.Errorf("mending moto: deleting Auto Scaling group %s, which stack %s does not list: %w", name, owner, err)
+			return nil, dropped, fmt.Errorf("mending moto: deleting Auto Scaling group %s, which stack %s does not list: %w", name, owner, err)
 		}
 		m.logf("moto: deleted Auto Scaling group %s (%d instances): stack %s does not list it", name, len(g.Instances), owner)
+		dropped = true
 	}
-	return kept, nil
+	return kept, dropped, nil
 }
 
 // stackGroups returns the Auto Scaling groups a stack lists now.
