@@ -184,21 +184,21 @@ func releaseList(ctx context.Context, e *agent.Env, from string) ([]nodeplan.Rel
 	if err != nil {
 		return nil, fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err)
 	}
+	if nodeplan.AnyMarkerPattern.Match(data) {
+		if data, _, err = secrets.NewDecrypter(e).Substitute(ctx, ListPath, nodeplan.FormatJSON, data); err != nil {
+			return nil, fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err)
+		}
+	}
+	var list nodeplan.ReleaseList
+	if err := nodeplan.Decode(data, &list); err != nil {
+		return nil, agent.BadInput(fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err))
+	}
+	// Kept for a look at what was installed; it holds the secrets.
 	if err := os.MkdirAll(filepath.Dir(e.Path(ListPath)), 0o755); err != nil {
 		return nil, err
 	}
 	if err := fileutil.WriteAtomic(e.Path(ListPath), data, 0o600); err != nil {
 		return nil, err
-	}
-	if nodeplan.AnyMarkerPattern.Match(data) {
-		d := secrets.NewDecrypter(e)
-		if _, err := d.File(ctx, nodeplan.SecretFile{Path: ListPath, Format: nodeplan.FormatJSON}); err != nil {
-			return nil, fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err)
-		}
-	}
-	var list nodeplan.ReleaseList
-	if _, err := nodeplan.Load(e.Path(ListPath), &list); err != nil {
-		return nil, agent.BadInput(fmt.Errorf("the release list s3://%s/%s: %w", e.Settings.Bucket, key, err))
 	}
 	e.Logf("release list s3://%s/%s: %d releases, sha256 checked", e.Settings.Bucket, key, len(list.Releases))
 	return list.Releases, nil

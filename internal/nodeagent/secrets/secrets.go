@@ -73,31 +73,9 @@ func (d *Decrypter) File(ctx context.Context, f nodeplan.SecretFile) (int, error
 	if err != nil {
 		return 0, err
 	}
-	var fetchErr, factErr error
-	out, n, err := substitute.File(f.Format, data, func(marker string) (string, error) {
-		if name, ok := nodeplan.FactOfMarker(marker); ok {
-			v, found := d.Env.Facts.Get(name)
-			if !found {
-				_, factErr = d.Env.Facts.Expand("{" + name + "}")
-				return "", factErr
-			}
-			return v, nil
-		}
-		v, err := d.Secret(ctx, marker)
-		if err != nil {
-			fetchErr = err
-		}
-		return v, err
-	})
-	switch {
-	case factErr != nil:
-		// A fact the machine does not have: the render asked for it.
-		return 0, agent.BadInput(fmt.Errorf("%s: %w", f.Path, factErr))
-	case fetchErr != nil:
-		return 0, fmt.Errorf("%s: %w", f.Path, fetchErr)
-	case err != nil:
-		// The file is not what its declared format says.
-		return 0, agent.BadInput(fmt.Errorf("%s (format %s): %w", f.Path, f.Format, err))
+	out, n, err := d.Substitute(ctx, f.Path, f.Format, data)
+	if err != nil {
+		return 0, err
 	}
 	if n == 0 {
 		d.Env.Logf("%s: no marker left (substituted before)", f.Path)
@@ -113,6 +91,39 @@ func (d *Decrypter) File(ctx context.Context, f nodeplan.SecretFile) (int, error
 	}
 	d.Env.Logf("%s: substituted %d markers (%s)", f.Path, n, f.Format)
 	return n, nil
+}
+
+// Substitute replaces the fact and secret markers of data, content of
+// format that name (a path, for messages) names, and says how many there
+// were. Errors name the file and the marker, never a value.
+func (d *Decrypter) Substitute(ctx context.Context, name string, format nodeplan.Format, data []byte) ([]byte, int, error) {
+	var fetchErr, factErr error
+	out, n, err := substitute.File(format, data, func(marker string) (string, error) {
+		if fact, ok := nodeplan.FactOfMarker(marker); ok {
+			v, found := d.Env.Facts.Get(fact)
+			if !found {
+				_, factErr = d.Env.Facts.Expand("{" + fact + "}")
+				return "", factErr
+			}
+			return v, nil
+		}
+		v, err := d.Secret(ctx, marker)
+		if err != nil {
+			fetchErr = err
+		}
+		return v, err
+	})
+	switch {
+	case factErr != nil:
+		// A fact the machine does not have: the render asked for it.
+		return nil, 0, agent.BadInput(fmt.Errorf("%s: %w", name, factErr))
+	case fetchErr != nil:
+		return nil, 0, fmt.Errorf("%s: %w", name, fetchErr)
+	case err != nil:
+		// The content is not what its declared format says.
+		return nil, 0, agent.BadInput(fmt.Errorf("%s (format %s): %w", name, format, err))
+	}
+	return out, n, nil
 }
 
 // Secret returns the plain text of a marker. Errors name the marker and
