@@ -258,13 +258,11 @@ func runProbe(ctx context.Context, cs *kubernetes.Clientset, podName, node strin
 			return err
 		}
 		for _, s := range p.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil {
-				var r probeReport
-				if err := json.Unmarshal([]byte(t.Message), &r); err != nil {
-					rep = &probeReport{Err: fmt.Sprintf("exit %d, message %q", t.ExitCode, t.Message)}
-					return nil
+			if r, done, err := reportOf(s); done {
+				if err != nil {
+					r = &probeReport{Err: err.Error()}
 				}
-				rep = &r
+				rep = r
 				return nil
 			}
 		}
@@ -277,6 +275,20 @@ func runProbe(ctx context.Context, cs *kubernetes.Clientset, podName, node strin
 		return rep, errors.New(rep.Err)
 	}
 	return rep, nil
+}
+
+// reportOf is the probe's report in a finished container's termination
+// message (done: the container finished); err says the message is not one.
+func reportOf(s corev1.ContainerStatus) (rep *probeReport, done bool, err error) {
+	t := s.State.Terminated
+	if t == nil {
+		return nil, false, nil
+	}
+	var r probeReport
+	if err := json.Unmarshal([]byte(t.Message), &r); err != nil {
+		return nil, true, fmt.Errorf("exit %d, message %q", t.ExitCode, t.Message)
+	}
+	return &r, true, nil
 }
 
 // jobReport waits for a pod of the Job name to finish and returns the
@@ -295,12 +307,11 @@ func jobReport(ctx context.Context, cs *kubernetes.Clientset, ns, name string) (
 				if w := s.State.Waiting; w != nil && w.Reason == "ErrImageNeverPull" {
 					_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{})
 				}
-				if t := s.State.Terminated; t != nil {
-					var r probeReport
-					if err := json.Unmarshal([]byte(t.Message), &r); err != nil {
-						return fmt.Errorf("pod %s: exit %d, message %q", p.Name, t.ExitCode, t.Message)
+				if r, done, err := reportOf(s); done {
+					if err != nil {
+						return fmt.Errorf("pod %s: %w", p.Name, err)
 					}
-					rep = &r
+					rep = r
 					return nil
 				}
 			}
