@@ -11,21 +11,13 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +29,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
+
+	"github.com/kube-aws/kube-aws/internal/leafcert"
 )
 
 // DefaultValidity is a certificate's validity when the plan gives none.
@@ -137,7 +131,7 @@ func Ensure(root string, s *Spec, now time.Time) (issued bool, err error) {
 	if cur, ok := current(path(s.Cert), path(s.Key), ca, s, now); ok {
 		s.notAfter = cur.NotAfter
 	} else {
-		certPEM, keyPEM, err := issue(ca, caKey, s, now)
+		certPEM, keyPEM, err := leafcert.Issue(ca, caKey, leaf(s), now)
 		if err != nil {
 			return false, err
 		}
@@ -192,21 +186,14 @@ func loadCA(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) 
 		return nil, nil, agent.BadInput(fmt.Errorf("CA key %s: %v", keyPath, err))
 	}
 	signer, ok := key.(crypto.Signer)
-	if !ok || !publicKeysEqual(signer.Public(), ca.PublicKey) {
+	if !ok || !leafcert.SamePublicKey(signer.Public(), ca.PublicKey) {
 		return nil, nil, agent.BadInput(fmt.Errorf("CA key %s does not belong to CA certificate %s", keyPath, certPath))
 	}
 	return ca, signer, nil
 }
 
-func publicKeysEqual(a, b crypto.PublicKey) bool {
-	type equaler interface{ Equal(crypto.PublicKey) bool }
-	ea, ok := a.(equaler)
-	return ok && ea.Equal(b)
-}
-
-// current returns the certificate at certPath when it can stay: signed by
-// ca, the same subject, usages and names, its key at keyPath, more than a
-// third of its validity left.
+// current returns the certificate at certPath when it can stay by
+// leafcert.Keep's rules, its key at keyPath.
 func current(certPath, keyPath string, ca *x509.Certificate, s *Spec, now time.Time) (*x509.Certificate, bool) {
 	b, err := os.ReadFile(certPath)
 	if err != nil {
@@ -217,7 +204,7 @@ func current(certPath, keyPath string, ca *x509.Certificate, s *Spec, now time.T
 		return nil, false
 	}
 	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil || c.CheckSignatureFrom(ca) != nil {
+	if err != nil {
 		return nil, false
 	}
 	kb, err := os.ReadFile(keyPath)
@@ -228,70 +215,29 @@ func current(certPath, keyPath string, ca *x509.Certificate, s *Spec, now time.T
 	if err != nil {
 		return nil, false
 	}
-	if signer, ok := key.(crypto.Signer); !ok || !publicKeysEqual(signer.Public(), c.PublicKey) {
+	signer, ok := key.(crypto.Signer)
+	if !ok {
 		return nil, false
 	}
-	left, total := c.NotAfter.Sub(now), c.NotAfter.Sub(c.NotBefore)
-	if left < total/3 {
-		return nil, false
-	}
-	want := template(s, now)
-	if c.Subject.CommonName != want.Subject.CommonName || !sameStrings(c.Subject.Organization, want.Subject.Organization) ||
-		!sameStrings(c.DNSNames, want.DNSNames) || !sameStrings(ipStrings(c.IPAddresses), ipStrings(want.IPAddresses)) ||
-		!slices.Equal(sortedUsages(c.ExtKeyUsage), sortedUsages(want.ExtKeyUsage)) {
+	if keep, _ := leafcert.Keep(c, signer, ca, leaf(s), now); !keep {
 		return nil, false
 	}
 	return c, true
 }
 
-func template(s *Spec, now time.Time) *x509.Certificate {
-	t := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: s.CommonName, Organization: s.Subject.Organizations},
-		DNSNames:              s.DNSNames,
-		IPAddresses:           s.IPs,
-		NotBefore:             now.Add(-5 * time.Minute), // machines' clocks differ a little
-		NotAfter:              s.notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-	}
+// leaf is the certificate s asks for.
+func leaf(s *Spec) leafcert.Leaf {
+	l := leafcert.Leaf{CommonName: s.CommonName, Organizations: s.Subject.Organizations, DNSNames: s.DNSNames, IPAddresses: s.IPs,
+		NotAfter: s.notAfter, RSA: s.KeyAlgorithm == nodeplan.KeyRSA2048}
 	for _, u := range s.Usages {
 		switch u {
 		case nodeplan.UsageServerAuth:
-			t.ExtKeyUsage = append(t.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+			l.Usages = append(l.Usages, x509.ExtKeyUsageServerAuth)
 		case nodeplan.UsageClientAuth:
-			t.ExtKeyUsage = append(t.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+			l.Usages = append(l.Usages, x509.ExtKeyUsageClientAuth)
 		}
 	}
-	return t
-}
-
-func issue(ca *x509.Certificate, caKey crypto.Signer, s *Spec, now time.Time) (certPEM, keyPEM []byte, err error) {
-	var key crypto.Signer
-	switch s.KeyAlgorithm {
-	case nodeplan.KeyRSA2048:
-		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	default:
-		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	t := template(s, now)
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
-	t.SerialNumber = serial
-	der, err := x509.CreateCertificate(rand.Reader, t, ca, key.Public(), caKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("signing: %w", err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), nil
+	return l
 }
 
 // kubeconfig is a kubeconfig naming the certificate, key and CA by path.
@@ -340,25 +286,4 @@ func owner(s string) (uid, gid int, err error) {
 	}
 	gid, _ = strconv.Atoi(g.Gid)
 	return uid, gid, nil
-}
-
-func sameStrings(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
-}
-
-func ipStrings(ips []net.IP) []string {
-	out := make([]string, len(ips))
-	for i, ip := range ips {
-		out[i] = ip.String()
-	}
-	return out
-}
-
-func sortedUsages(u []x509.ExtKeyUsage) []x509.ExtKeyUsage {
-	u = slices.Clone(u)
-	slices.Sort(u)
-	return u
 }

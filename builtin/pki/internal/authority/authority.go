@@ -21,9 +21,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"slices"
-	"sort"
 	"time"
+
+	"github.com/kube-aws/kube-aws/internal/leafcert"
 )
 
 // Validities kube-aws gives what it makes.
@@ -36,8 +36,6 @@ const (
 	// ExpiryWarning is how long before a certificate expires kube-aws
 	// warns about it.
 	ExpiryWarning = 90 * 24 * time.Hour
-	// clockSkew backdates what is issued, as machines' clocks differ a little.
-	clockSkew = 5 * time.Minute
 )
 
 // CA is a certificate authority: its certificate and key, parsed and as PEM.
@@ -67,7 +65,7 @@ func New(commonName string, now time.Time, validity time.Duration) (*CA, error) 
 	tpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-clockSkew).UTC(),
+		NotBefore:             now.Add(-leafcert.ClockSkew).UTC(),
 		NotAfter:              now.Add(validity).UTC(),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
@@ -103,7 +101,7 @@ func Load(certPEM, keyPEM []byte) (*CA, error) {
 	if err != nil {
 		return nil, &Problem{Part: PartKey, Err: err}
 	}
-	if !samePublicKey(key.Public(), cert.PublicKey) {
+	if !leafcert.SamePublicKey(key.Public(), cert.PublicKey) {
 		return nil, &Problem{Part: PartKey, Err: errors.New("does not belong to the CA certificate: their public keys differ")}
 	}
 	return &CA{Cert: cert, Key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
@@ -156,14 +154,6 @@ func (ca *CA) Issue(l Leaf, now time.Time) (certPEM, keyPEM []byte, err error) {
 	if err := ca.Current(now); err != nil {
 		return nil, nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := serialNumber()
-	if err != nil {
-		return nil, nil, err
-	}
 	v := l.Validity
 	if v == 0 {
 		v = LeafValidity
@@ -172,26 +162,9 @@ func (ca *CA) Issue(l Leaf, now time.Time) (certPEM, keyPEM []byte, err error) {
 	if notAfter.After(ca.Cert.NotAfter) {
 		notAfter = ca.Cert.NotAfter
 	}
-	tpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: l.CommonName, Organization: l.Organizations},
-		NotBefore:             now.Add(-clockSkew).UTC(),
-		NotAfter:              notAfter.UTC(),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:           l.Usages,
-		BasicConstraintsValid: true,
-		DNSNames:              l.DNSNames,
-		IPAddresses:           l.IPAddresses,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("signing %s: %w", l.CommonName, err)
-	}
-	keyPEM, err = encodeKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	leaf := l.leaf()
+	leaf.NotAfter = notAfter
+	return leafcert.Issue(ca.Cert, ca.Key, leaf, now)
 }
 
 // Keep says whether a leaf issued earlier can stay: it parses, this CA
@@ -203,29 +176,15 @@ func (ca *CA) Keep(certPEM, keyPEM []byte, l Leaf, now time.Time) (bool, string)
 	if err != nil {
 		return false, err.Error()
 	}
-	if err := c.CheckSignatureFrom(ca.Cert); err != nil || !bytesEqual(c.RawIssuer, ca.Cert.RawSubject) {
-		return false, "signed by another CA"
-	}
 	key, err := ParseKey(keyPEM)
 	if err != nil {
 		return false, "key: " + err.Error()
 	}
-	if !samePublicKey(key.Public(), c.PublicKey) {
-		return false, "the key does not belong to the certificate"
-	}
-	if left, total := c.NotAfter.Sub(now), c.NotAfter.Sub(c.NotBefore); left < total/3 {
-		return false, fmt.Sprintf("expires on %s: less than a third of its validity is left", c.NotAfter.UTC().Format(time.RFC3339))
-	}
-	if c.Subject.CommonName != l.CommonName || !sameSet(c.Subject.Organization, l.Organizations) {
-		return false, "its subject changed"
-	}
-	if !sameSet(usageNames(c.ExtKeyUsage), usageNames(l.Usages)) {
-		return false, "its usages changed"
-	}
-	if !sameSet(c.DNSNames, l.DNSNames) || !sameSet(ipStrings(c.IPAddresses), ipStrings(l.IPAddresses)) {
-		return false, "its names changed"
-	}
-	return true, ""
+	return leafcert.Keep(c, key, ca.Cert, l.leaf(), now)
+}
+
+func (l Leaf) leaf() leafcert.Leaf {
+	return leafcert.Leaf{CommonName: l.CommonName, Organizations: l.Organizations, Usages: l.Usages, DNSNames: l.DNSNames, IPAddresses: l.IPAddresses}
 }
 
 // NewServiceAccountKey makes the key pair the API server signs
@@ -328,35 +287,4 @@ func encodeKey(key crypto.Signer) ([]byte, error) {
 // serialNumber is random, 127 bits: positive and unique without a counter.
 func serialNumber() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
-
-func samePublicKey(a, b crypto.PublicKey) bool {
-	type equaler interface{ Equal(crypto.PublicKey) bool }
-	ea, ok := a.(equaler)
-	return ok && ea.Equal(b)
-}
-
-func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
-}
-
-func ipStrings(ips []net.IP) []string {
-	out := make([]string, len(ips))
-	for i, ip := range ips {
-		out[i] = ip.String()
-	}
-	return out
-}
-
-func usageNames(us []x509.ExtKeyUsage) []string {
-	out := make([]string, len(us))
-	for i, u := range us {
-		out[i] = fmt.Sprint(int(u))
-	}
-	return out
 }
