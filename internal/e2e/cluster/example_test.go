@@ -31,6 +31,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/internal/e2e/artifacts"
 	"github.com/kube-aws/kube-aws/internal/machines"
 )
 
@@ -55,15 +56,12 @@ type example struct {
 	log    io.Writer
 }
 
-// artifactsDir is the air-gapped artifact folder `make artifacts` fills.
+// artifactsDir is the air-gapped artifact folder `make artifacts` fills
+// (artifacts.DefaultDir), which must be there.
 func artifactsDir() (string, error) {
-	dir := os.Getenv("KUBE_AWS_ARTIFACTS")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(home, ".cache", "kube-aws", "artifacts")
+	dir, err := artifacts.DefaultDir()
+	if err != nil {
+		return "", err
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("no artifact folder at %s: run `make artifacts` first (make e2e-cluster does): %w", dir, err)
