@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,7 +86,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Plugin is a started plugin process that has answered GetInfo.
+// Plugin is a started plugin that has answered GetInfo. Its process is its
+// own, or shared with the other built-in plugins of one executable (see
+// Launch).
 type Plugin struct {
 	Candidate
 	// Info is what the plugin said about itself.
@@ -94,59 +97,79 @@ type Plugin struct {
 	ProtocolVersion int
 
 	opts     Options
-	client   *plugin.Client
-	cmd      *exec.Cmd
+	proc     *process
 	rpc      protocol.Plugin
-	sink     *stderrSink
-	writers  []*lineWriter
 	store    *Store
 	services *services
 	// credentials are shared by every plugin of the run.
 	credentials *Credentials
 
-	killOnce sync.Once
-	mu       sync.Mutex
-	dead     error       // why the plugin can no longer be called
-	proc     *os.Process // set once the process has started
+	mu   sync.Mutex
+	dead error // why the plugin can no longer be called
 }
 
 // Store is the plugin's key-value store.
 func (p *Plugin) Store() *Store { return p.store }
 
 // Pid is the plugin's process id (0 if it never started).
-func (p *Plugin) Pid() int {
-	if proc := p.process(); proc != nil {
-		return proc.Pid
+func (p *Plugin) Pid() int { return p.proc.pid() }
+
+// Exited reports whether the plugin process has ended.
+func (p *Plugin) Exited() bool { return p.proc.client.Exited() }
+
+// process is one started plugin executable and the plugins it serves: one,
+// or every built-in plugin of an executable that serves several
+// (sdk.ServeAll).
+type process struct {
+	// label names the process in its output lines and errors.
+	label   string
+	opts    Options
+	client  *plugin.Client
+	sink    *stderrSink
+	writers []*lineWriter
+
+	killOnce sync.Once
+	mu       sync.Mutex
+	proc     *os.Process // set once the process has started
+	members  []*Plugin
+}
+
+func (pr *process) pid() int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.proc != nil {
+		return pr.proc.Pid
 	}
 	return 0
 }
 
-func (p *Plugin) process() *os.Process {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.proc
-}
-
 // sigkill ends the process at once, without go-plugin's graceful shutdown.
-func (p *Plugin) sigkill() {
-	if proc := p.process(); proc != nil {
+func (pr *process) sigkill() {
+	pr.mu.Lock()
+	proc := pr.proc
+	pr.mu.Unlock()
+	if proc != nil {
 		_ = proc.Kill()
 	}
 }
 
-// Exited reports whether the plugin process has ended.
-func (p *Plugin) Exited() bool { return p.client.Exited() }
-
-// live tracks every started plugin so that CleanupOnSignal can end them all.
+// live tracks every started plugin process so that CleanupOnSignal can end
+// them all.
 var live = struct {
 	sync.Mutex
-	m map[*Plugin]struct{}
-}{m: map[*Plugin]struct{}{}}
+	m map[*process]struct{}
+}{m: map[*process]struct{}{}}
 
 // Launch starts the candidates concurrently, does the go-plugin handshake and
 // GetInfo with each, and returns them in input order. If any fails, every
 // started plugin is killed and every failure is returned (errors.Join), each
 // naming the plugin, its path and what to do.
+//
+// Built-in candidates whose executables are one file (the built-in folder
+// links each name to one executable that serves them all) share one
+// process: a render starts one process for the built-ins instead of one
+// each, and each started process costs about 10 ms of CPU
+// (docs/benchmarks.md). Every other candidate gets a process of its own.
 func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, error) {
 	opts = opts.withDefaults()
 	out := make([]*Plugin, len(cands))
@@ -155,13 +178,20 @@ func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, er
 	// per CPU keeps both cores busy without a thundering herd.
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0)*4)
 	var wg sync.WaitGroup
-	for i, c := range cands {
+	for _, group := range byExecutable(cands) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i], errs[i] = launch(ctx, c, opts)
+			members := make([]Candidate, len(group))
+			for i, at := range group {
+				members[i] = cands[at]
+			}
+			ps, es := launch(ctx, members, opts)
+			for i, at := range group {
+				out[at], errs[at] = ps[i], es[i]
+			}
 		}()
 	}
 	wg.Wait()
@@ -172,6 +202,32 @@ func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, er
 	return out, nil
 }
 
+// byExecutable groups the candidates that share a process: built-ins whose
+// executables are the same file. Each group lists indexes into cands, in
+// order; every other candidate is a group of its own.
+func byExecutable(cands []Candidate) [][]int {
+	var (
+		groups [][]int
+		shared []os.FileInfo // the executable of each group that may take more
+		of     []int         // the group of each entry of shared
+	)
+	for i, c := range cands {
+		var fi os.FileInfo
+		if c.Source == SourceBuiltin && c.Problem == "" {
+			fi, _ = os.Stat(c.Path)
+		}
+		if fi != nil {
+			if j := slices.IndexFunc(shared, func(o os.FileInfo) bool { return os.SameFile(o, fi) }); j >= 0 {
+				groups[of[j]] = append(groups[of[j]], i)
+				continue
+			}
+			shared, of = append(shared, fi), append(of, len(groups))
+		}
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
 func hostLogger() hclog.Logger {
 	if os.Getenv("KUBE_AWS_DEBUG") != "" {
 		return hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: os.Stderr})
@@ -180,66 +236,44 @@ func hostLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Off, Output: io.Discard})
 }
 
-func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
+// launch starts one process for cands (one candidate, or built-ins that
+// share an executable) and returns each plugin or why it failed, in order.
+// A failure to start is reported once, on the first candidate.
+func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []error) {
+	out := make([]*Plugin, len(cands))
+	errs := make([]error, len(cands))
+	c := cands[0]
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("plugin %s (%s) not started: %w", c.Name, c.Path, err)
+		errs[0] = fmt.Errorf("%s (%s) not started: %w", who(cands), c.Path, err)
+		return out, errs
 	}
 	if c.Problem != "" {
-		return nil, fmt.Errorf("plugin %s cannot be started: %s", c.Name, c.Problem)
+		errs[0] = fmt.Errorf("plugin %s cannot be started: %s", c.Name, c.Problem)
+		return out, errs
 	}
-	var secure *plugin.SecureConfig
-	var want string
-	if opts.Lock != nil && c.Source != SourceBuiltin {
-		e := opts.Lock.Entry(c.Name)
-		if e == nil {
-			return nil, notLockedError(c)
-		}
-		// A registry plugin is checked against its build for this platform.
-		e, err := e.forCandidate(c)
-		if err != nil {
-			return nil, err
-		}
-		// The executable is checked by go-plugin's SecureConfig as it
-		// starts; its source and the files beside it (a script plugin's
-		// code) are checked here, also before anything runs. When they
-		// differ, the executable is hashed here as well, so that every
-		// difference is reported at once.
-		if errs := verifyEntry(c, e, false); len(errs) > 0 {
-			if have, err := fileutil.SHA256(c.Path); err == nil && have != strings.ToLower(e.SHA256) {
-				errs = append([]error{mismatchError(c, e.SHA256, have)}, errs...)
-			}
-			return nil, errors.Join(errs...)
-		}
-		want = strings.ToLower(e.SHA256)
-		sum, err := hex.DecodeString(want)
-		if err != nil {
-			return nil, fmt.Errorf("plugins.lock has an invalid sha256 for plugin %s: %v; run `kube-aws plugins lock`", c.Name, err)
-		}
-		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	secure, want, err := checkLock(c, opts)
+	if err != nil {
+		errs[0] = err
+		return out, errs
 	}
 
-	p := &Plugin{Candidate: c, opts: opts, sink: newStderrSink(c.Name, opts.Stderr)}
-	if opts.StoreDir != "" {
-		p.store = NewStore(filepath.Join(opts.StoreDir, c.Name+".json"))
-	} else {
-		p.store = NewStore("")
+	label, exe := c.Name, c.Path
+	if len(cands) > 1 {
+		// The shared executable runs under its own name, which is what ps
+		// and the output lines show, not under one plugin's link.
+		if real, err := filepath.EvalSymlinks(c.Path); err == nil {
+			label, exe = filepath.Base(real), real
+		}
 	}
-	p.credentials = opts.Credentials
-	if p.credentials == nil {
-		p.credentials = NewCredentials("")
-	}
-	p.services = &services{p: p}
-	raw, synced := p.sink.writer(), p.sink.writer()
-	p.writers = []*lineWriter{raw, synced}
-
-	cmd := exec.Command(c.Path)
+	pr := &process{label: label, opts: opts, sink: newStderrSink(label, opts.Stderr)}
+	raw, synced := pr.sink.writer(), pr.sink.writer()
+	pr.writers = []*lineWriter{raw, synced}
+	cmd := exec.Command(exe)
 	cmd.SysProcAttr = sysProcAttr()
 	// go-plugin would append kube-aws's environment after ours, and the last
 	// value wins; build it here so Options.Env overrides.
 	cmd.Env = append(os.Environ(), opts.Env...)
-	p.cmd = cmd
-
-	p.client = plugin.NewClient(&plugin.ClientConfig{
+	pr.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.ClientPlugins(),
 		Cmd:              cmd,
@@ -253,43 +287,121 @@ func launch(ctx context.Context, c Candidate, opts Options) (*Plugin, error) {
 		SyncStderr:       synced,
 		SyncStdout:       synced,
 	})
+	for i, c := range cands {
+		p := &Plugin{Candidate: c, opts: opts, proc: pr}
+		if opts.StoreDir != "" {
+			p.store = NewStore(filepath.Join(opts.StoreDir, c.Name+".json"))
+		} else {
+			p.store = NewStore("")
+		}
+		p.credentials = opts.Credentials
+		if p.credentials == nil {
+			p.credentials = NewCredentials("")
+		}
+		p.services = &services{p: p}
+		out[i] = p
+	}
+	pr.members = out
 	live.Lock()
-	live.m[p] = struct{}{}
+	live.m[pr] = struct{}{}
 	live.Unlock()
 
-	if _, err := p.client.Start(); err != nil {
-		p.Kill()
-		return nil, p.startError(err, want)
+	fail := func(at int, err error) ([]*Plugin, []error) {
+		pr.kill()
+		errs[at] = err
+		return make([]*Plugin, len(cands)), errs
 	}
-	p.mu.Lock()
-	p.proc = cmd.Process
-	p.mu.Unlock()
+	if _, err := pr.client.Start(); err != nil {
+		return fail(0, pr.startError(cands, err, want))
+	}
+	pr.mu.Lock()
+	pr.proc = cmd.Process
+	pr.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		p.Kill()
-		return nil, fmt.Errorf("plugin %s (%s) stopped during start-up: %w", c.Name, c.Path, err)
+		return fail(0, fmt.Errorf("%s (%s) stopped during start-up: %w", who(cands), c.Path, err))
 	}
-	rpc, err := protocol.Dispense(p.client)
-	if err != nil {
-		p.Kill()
-		return nil, fmt.Errorf("plugin %s (%s): connecting after the handshake: %v; run with KUBE_AWS_DEBUG=1 for details", c.Name, c.Path, err)
+	for i, p := range out {
+		rpc, err := protocol.Dispense(pr.client, p.Name)
+		if err != nil {
+			return fail(i, fmt.Errorf("plugin %s (%s): connecting after the handshake: %v; run with KUBE_AWS_DEBUG=1 for details", p.Name, p.Path, err))
+		}
+		p.mu.Lock()
+		p.rpc = rpc
+		p.mu.Unlock()
+		p.ProtocolVersion = pr.client.NegotiatedVersion()
 	}
-	p.mu.Lock()
-	p.rpc = rpc
-	p.mu.Unlock()
-	p.ProtocolVersion = p.client.NegotiatedVersion()
 
 	ictx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	info, err := rpc.GetInfo(ictx, p.ProtocolVersion, opts.HostVersion)
-	if err != nil {
-		p.Kill()
-		if expired(ictx) && ctx.Err() == nil {
-			return nil, fmt.Errorf("plugin %s (%s) did not answer GetInfo within %s; killed", c.Name, c.Path, opts.StartTimeout)
-		}
-		return nil, fmt.Errorf("plugin %s (%s) failed to describe itself (GetInfo): %s%s", c.Name, c.Path, status.Convert(err).Message(), p.stderrNote())
+	var wg sync.WaitGroup
+	for i, p := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info, err := p.rpc.GetInfo(ictx, p.ProtocolVersion, opts.HostVersion)
+			switch {
+			case err == nil:
+				p.Info = info
+			case expired(ictx) && ctx.Err() == nil:
+				errs[i] = fmt.Errorf("plugin %s (%s) did not answer GetInfo within %s; killed", p.Name, p.Path, opts.StartTimeout)
+			default:
+				errs[i] = fmt.Errorf("plugin %s (%s) failed to describe itself (GetInfo): %s%s", p.Name, p.Path, status.Convert(err).Message(), pr.stderrNote())
+			}
+		}()
 	}
-	p.Info = info
-	return p, nil
+	wg.Wait()
+	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		pr.kill()
+		return make([]*Plugin, len(cands)), errs
+	}
+	return out, errs
+}
+
+// who names the plugins of one process in an error.
+func who(cands []Candidate) string {
+	if len(cands) == 1 {
+		return "plugin " + cands[0].Name
+	}
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.Name
+	}
+	return "built-in plugins " + strings.Join(names, ", ")
+}
+
+// checkLock checks a non-built-in candidate against plugins.lock before it
+// starts, and returns go-plugin's SecureConfig for the executable's hash
+// and that hash.
+func checkLock(c Candidate, opts Options) (*plugin.SecureConfig, string, error) {
+	if opts.Lock == nil || c.Source == SourceBuiltin {
+		return nil, "", nil
+	}
+	e := opts.Lock.Entry(c.Name)
+	if e == nil {
+		return nil, "", notLockedError(c)
+	}
+	// A registry plugin is checked against its build for this platform.
+	e, err := e.forCandidate(c)
+	if err != nil {
+		return nil, "", err
+	}
+	// The executable is checked by go-plugin's SecureConfig as it
+	// starts; its source and the files beside it (a script plugin's
+	// code) are checked here, also before anything runs. When they
+	// differ, the executable is hashed here as well, so that every
+	// difference is reported at once.
+	if errs := verifyEntry(c, e, false); len(errs) > 0 {
+		if have, err := fileutil.SHA256(c.Path); err == nil && have != strings.ToLower(e.SHA256) {
+			errs = append([]error{mismatchError(c, e.SHA256, have)}, errs...)
+		}
+		return nil, "", errors.Join(errs...)
+	}
+	want := strings.ToLower(e.SHA256)
+	sum, err := hex.DecodeString(want)
+	if err != nil {
+		return nil, "", fmt.Errorf("plugins.lock has an invalid sha256 for plugin %s: %v; run `kube-aws plugins lock`", c.Name, err)
+	}
+	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, want, nil
 }
 
 var (
@@ -299,8 +411,8 @@ var (
 
 // startError turns go-plugin's start-up errors into ones that say which
 // plugin, what went wrong and what to do.
-func (p *Plugin) startError(err error, want string) error {
-	c := p.Candidate
+func (pr *process) startError(cands []Candidate, err error, want string) error {
+	c, w := cands[0], who(cands)
 	msg := err.Error()
 	switch {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
@@ -310,37 +422,37 @@ func (p *Plugin) startError(err error, want string) error {
 		}
 		return mismatchError(c, want, have)
 	case strings.Contains(msg, "error verifying checksum"):
-		return fmt.Errorf("plugin %s (%s) could not be checked against plugins.lock: %v", c.Name, c.Path, err)
+		return fmt.Errorf("%s (%s) could not be checked against plugins.lock: %v", w, c.Path, err)
 	case strings.Contains(msg, "incompatible API version with plugin"):
 		got := "?"
 		if m := rePluginProto.FindStringSubmatch(msg); m != nil {
 			got = m[1]
 		}
-		return fmt.Errorf("plugin %s (%s) speaks plugin protocol version %s, but this kube-aws speaks %v; use a build of the plugin for protocol %d (rebuild it against this kube-aws's plugins/sdk) or a kube-aws that speaks version %s",
-			c.Name, c.Path, got, protocol.SupportedVersions, protocol.SupportedVersions[len(protocol.SupportedVersions)-1], got)
+		return fmt.Errorf("%s (%s) speaks plugin protocol version %s, but this kube-aws speaks %v; use a build of the plugin for protocol %d (rebuild it against this kube-aws's plugins/sdk) or a kube-aws that speaks version %s",
+			w, c.Path, got, protocol.SupportedVersions, protocol.SupportedVersions[len(protocol.SupportedVersions)-1], got)
 	case strings.Contains(msg, "unsupported plugin protocol"):
-		return fmt.Errorf("plugin %s (%s) serves go-plugin's net/rpc, but kube-aws plugins must serve gRPC: build it with kube-aws's plugins/sdk", c.Name, c.Path)
+		return fmt.Errorf("%s (%s) serves go-plugin's net/rpc, but kube-aws plugins must serve gRPC: build it with kube-aws's plugins/sdk", w, c.Path)
 	case strings.Contains(msg, "incompatible core API version"):
-		return fmt.Errorf("plugin %s (%s) uses an incompatible version of hashicorp/go-plugin: rebuild it against this kube-aws's plugins/sdk", c.Name, c.Path)
+		return fmt.Errorf("%s (%s) uses an incompatible version of hashicorp/go-plugin: rebuild it against this kube-aws's plugins/sdk", w, c.Path)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):
-		return fmt.Errorf("plugin %s (%s) did not complete the go-plugin handshake within %s; killed. Is it a kube-aws plugin? Raise the start timeout if it is slow to start%s",
-			c.Name, c.Path, p.opts.StartTimeout, p.stderrNote())
+		return fmt.Errorf("%s (%s) did not complete the go-plugin handshake within %s; killed. Is it a kube-aws plugin? Raise the start timeout if it is slow to start%s",
+			w, c.Path, pr.opts.StartTimeout, pr.stderrNote())
 	case strings.Contains(msg, "plugin exited before we could connect"),
 		strings.Contains(msg, "Failed to read any lines from plugin's stdout"):
-		return fmt.Errorf("plugin %s (%s) exited before the go-plugin handshake: it is not a kube-aws plugin, or it failed at start-up; remove it from %s if it is not a plugin%s",
-			c.Name, c.Path, c.Dir, p.stderrNote())
+		return fmt.Errorf("%s (%s) exited before the go-plugin handshake: it is not a kube-aws plugin, or it failed at start-up; remove it from %s if it is not a plugin%s",
+			w, c.Path, c.Dir, pr.stderrNote())
 	}
 	if m := reUnrecognized.FindStringSubmatch(msg); m != nil {
-		return fmt.Errorf("plugin %s (%s) wrote %q to stdout before the go-plugin handshake; a plugin must not print to stdout before sdk.Serve (log to stderr instead), and a file that is not a kube-aws plugin does not belong in %s",
-			c.Name, c.Path, m[1], c.Dir)
+		return fmt.Errorf("%s (%s) wrote %q to stdout before the go-plugin handshake; a plugin must not print to stdout before sdk.Serve (log to stderr instead), and a file that is not a kube-aws plugin does not belong in %s",
+			w, c.Path, m[1], c.Dir)
 	}
-	return fmt.Errorf("plugin %s (%s) failed to start: %v%s", c.Name, c.Path, err, p.stderrNote())
+	return fmt.Errorf("%s (%s) failed to start: %v%s", w, c.Path, err, pr.stderrNote())
 }
 
 // stderrNote quotes the end of the plugin's stderr, which usually says why
 // it failed.
-func (p *Plugin) stderrNote() string {
-	lines := p.sink.lastLines(5)
+func (pr *process) stderrNote() string {
+	lines := pr.sink.lastLines(5)
 	if len(lines) == 0 {
 		return ""
 	}
@@ -483,7 +595,7 @@ func (p *Plugin) cancelOnInterrupt(ctx context.Context, returned <-chan struct{}
 	select {
 	case <-returned:
 	case <-t.C:
-		p.sink.line(fmt.Sprintf("did not stop within %s of being interrupted; killed", p.opts.CancelGrace))
+		p.proc.sink.line(fmt.Sprintf("plugin %s did not stop within %s of being interrupted; killed", p.Name, p.opts.CancelGrace))
 		cut()
 	}
 }
@@ -496,7 +608,7 @@ func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err err
 	// moment before our own timer fires, so a passed deadline counts as
 	// expired even while ctx.Err() is still nil.
 	case expired(parent):
-		p.kill(fmt.Errorf("plugin %s was killed when stage %s was cancelled", p.Name, st))
+		p.killProcess(fmt.Errorf("plugin %s was killed when stage %s was cancelled", p.Name, st))
 		se.Killed = true
 		cause := parent.Err()
 		if cause == nil {
@@ -504,16 +616,16 @@ func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err err
 		}
 		se.Message = fmt.Sprintf("plugin %s was stopped in stage %s: %v; killed", p.Name, st, cause)
 	case expired(sctx):
-		p.kill(fmt.Errorf("plugin %s was killed after it did not finish stage %s within %s", p.Name, st, p.opts.StageTimeout))
+		p.killProcess(fmt.Errorf("plugin %s was killed after it did not finish stage %s within %s", p.Name, st, p.opts.StageTimeout))
 		se.Killed = true
 		se.Message = fmt.Sprintf("plugin %s did not finish stage %s within %s; killed", p.Name, st, p.opts.StageTimeout)
 		se.Hint = "report the hang to the plugin's author, or raise the stage timeout if it is merely slow"
 	case p.crashed(err):
 		// Kill waits until go-plugin has drained the plugin's stderr, so the
 		// panic line is there to quote.
-		p.kill(fmt.Errorf("plugin %s crashed in stage %s", p.Name, st))
+		p.killProcess(fmt.Errorf("plugin %s crashed in stage %s", p.Name, st))
 		se.Killed = true
-		why := p.sink.panicLine()
+		why := p.proc.sink.panicLine()
 		if why == "" {
 			why = "the process exited: " + status.Convert(err).Message()
 		}
@@ -522,7 +634,7 @@ func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err err
 	case code == codes.Canceled || code == codes.DeadlineExceeded || code == codes.Unavailable || code == codes.Internal:
 		// The connection, not the plugin, failed: its state is unknown, so
 		// it is not called again.
-		p.kill(fmt.Errorf("plugin %s was killed after losing its connection in stage %s", p.Name, st))
+		p.killProcess(fmt.Errorf("plugin %s was killed after losing its connection in stage %s", p.Name, st))
 		se.Killed = true
 		se.Message = fmt.Sprintf("plugin %s lost its connection in stage %s: %s; killed", p.Name, st, status.Convert(err).Message())
 		se.Hint = "run again with KUBE_AWS_DEBUG=1 to see go-plugin's log"
@@ -553,7 +665,7 @@ func (p *Plugin) crashed(err error) bool {
 	// The connection drops a moment before go-plugin notices the exit.
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
-		if p.client.Exited() {
+		if p.proc.client.Exited() {
 			return true
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -561,45 +673,94 @@ func (p *Plugin) crashed(err error) bool {
 	return false
 }
 
-// Kill ends the plugin process and waits until it is gone. It is safe to
-// call more than once and from several goroutines.
+// Kill stops the plugin: its process is ended, once every plugin it
+// serves has been stopped, and waited for. It is safe to call more than once
+// and from several goroutines.
 func (p *Plugin) Kill() {
-	p.kill(fmt.Errorf("plugin %s (%s) was already stopped", p.Name, p.Path))
+	p.markDead(fmt.Errorf("plugin %s (%s) was already stopped", p.Name, p.Path))
+	if p.proc.allDead() {
+		p.proc.kill()
+	}
 }
 
-func (p *Plugin) kill(why error) {
+// killProcess ends the plugin's process at once (a hang, a crash, a lost
+// connection): every plugin it serves can no longer be called.
+func (p *Plugin) killProcess(why error) {
+	p.markDead(why)
+	for _, m := range p.proc.members {
+		if m != p {
+			m.markDead(fmt.Errorf("plugin %s was stopped because plugin %s, which shares its process, was: %v", m.Name, p.Name, why))
+		}
+	}
+	p.proc.kill()
+}
+
+func (p *Plugin) markDead(why error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.dead == nil {
 		p.dead = why
 	}
-	started := p.rpc != nil
-	p.mu.Unlock()
-	p.killOnce.Do(func() {
-		if p.client != nil {
-			// A plugin killed by a signal cannot remove its socket file;
-			// remember where it is to remove it for the plugin.
-			var sock string
-			if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
-				sock = rc.Addr.String()
-			}
-			// A plugin that is mid-call (hung, or being cancelled) would
-			// only delay go-plugin's graceful shutdown: SIGKILL it first.
-			if !started || p.services.busy() {
-				p.sigkill()
-			}
-			if started {
-				protocol.Settle(p.rpc)
-			}
-			p.client.Kill()
-			if sock != "" {
-				_ = os.Remove(sock) // usually gone already: the plugin removes it on a clean exit
-			}
+}
+
+func (p *Plugin) isDead() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dead != nil
+}
+
+func (p *Plugin) started() (protocol.Plugin, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rpc, p.rpc != nil
+}
+
+func (pr *process) allDead() bool {
+	for _, m := range pr.members {
+		if !m.isDead() {
+			return false
 		}
-		for _, w := range p.writers {
+	}
+	return true
+}
+
+// kill ends the process and waits until it is gone. It is safe to call more
+// than once and from several goroutines.
+func (pr *process) kill() {
+	pr.killOnce.Do(func() {
+		var (
+			rpcs []protocol.Plugin
+			busy bool
+		)
+		for _, m := range pr.members {
+			if rpc, ok := m.started(); ok {
+				rpcs = append(rpcs, rpc)
+			}
+			busy = busy || m.services.busy()
+		}
+		// A plugin that is mid-call (hung, or being cancelled) would
+		// only delay go-plugin's graceful shutdown: SIGKILL it first.
+		if len(rpcs) == 0 || busy {
+			pr.sigkill()
+		}
+		// A plugin killed by a signal cannot remove its socket file;
+		// remember where it is to remove it for the plugin.
+		var sock string
+		if rc := pr.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+			sock = rc.Addr.String()
+		}
+		for _, rpc := range rpcs {
+			protocol.Settle(rpc)
+		}
+		pr.client.Kill()
+		if sock != "" {
+			_ = os.Remove(sock) // usually gone already: the plugin removes it on a clean exit
+		}
+		for _, w := range pr.writers {
 			w.flush()
 		}
 		live.Lock()
-		delete(live.m, p)
+		delete(live.m, pr)
 		live.Unlock()
 	})
 }
@@ -650,7 +811,11 @@ func (s *services) Emit(ev stage.Event) error {
 		return f(ev)
 	}
 	// Between stages there is no one to hand events to: log them.
-	s.p.sink.line(fmt.Sprintf("%s: %s", ev.Kind, ev.Message))
+	if len(s.p.proc.members) > 1 {
+		s.p.proc.sink.line(fmt.Sprintf("%s: %s: %s", s.p.Name, ev.Kind, ev.Message))
+	} else {
+		s.p.proc.sink.line(fmt.Sprintf("%s: %s", ev.Kind, ev.Message))
+	}
 	return nil
 }
 

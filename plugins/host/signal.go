@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -39,15 +40,21 @@ func CleanupOnSignal() (stop func()) {
 // killed yet: the last resort on every exit path.
 func KillAllRunning() {
 	live.Lock()
-	ps := make([]*Plugin, 0, len(live.m))
-	for p := range live.m {
-		ps = append(ps, p)
+	prs := make([]*process, 0, len(live.m))
+	for pr := range live.m {
+		prs = append(prs, pr)
 	}
 	live.Unlock()
 	// Interrupted: no time for graceful shutdowns.
-	for _, p := range ps {
-		p.sigkill()
+	var wg sync.WaitGroup
+	for _, pr := range prs {
+		pr.sigkill()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr.kill()
+		}()
 	}
-	KillAll(ps)
+	wg.Wait()
 	plugin.CleanupClients()
 }

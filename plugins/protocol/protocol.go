@@ -14,12 +14,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -36,6 +39,13 @@ const (
 
 	// PluginKey is the name under which the one plugin type is dispensed.
 	PluginKey = "kube-aws"
+
+	// PluginNameHeader is the gRPC metadata key that names the plugin a
+	// call is for. An executable may serve several plugins from one
+	// process (the built-ins do: one process instead of one each); it
+	// routes every call by this header. A process serving one plugin
+	// ignores it, so plugins built before it existed still work.
+	PluginNameHeader = "kube-aws-plugin"
 
 	// MaxMessageSize bounds a gRPC message in both directions. Rendered
 	// stacks, charts and the whole construct set travel in single messages,
@@ -105,11 +115,13 @@ func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append(opts, ServerOptions()...)...)
 }
 
-// GRPCPlugin is the go-plugin plugin.GRPCPlugin for kube-aws plugins. Impl is
-// set inside the plugin process and left nil in kube-aws.
+// GRPCPlugin is the go-plugin plugin.GRPCPlugin for kube-aws plugins. Inside
+// the plugin process exactly one of Impl (one plugin) and Impls (several, by
+// name) is set; both are left empty in kube-aws.
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Impl Plugin
+	Impl  Plugin
+	Impls map[string]Plugin
 }
 
 // ServerPlugins is ServeConfig.VersionedPlugins for a plugin process.
@@ -117,17 +129,42 @@ func ServerPlugins(impl Plugin) map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{version.ProtocolVersion: {PluginKey: &GRPCPlugin{Impl: impl}}}
 }
 
+// ServerPluginsByName is ServeConfig.VersionedPlugins for a process that
+// serves several plugins, each under its name.
+func ServerPluginsByName(impls map[string]Plugin) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{version.ProtocolVersion: {PluginKey: &GRPCPlugin{Impls: impls}}}
+}
+
 // ClientPlugins is ClientConfig.VersionedPlugins for kube-aws.
 func ClientPlugins() map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{version.ProtocolVersion: {PluginKey: &GRPCPlugin{}}}
 }
 
-// GRPCServer registers the plugin side of the Plugin service.
+// GRPCServer registers the plugin side of the Plugin service: one service
+// for the process, which routes each call to the plugin it names.
 func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
-	if p.Impl == nil {
+	newServer := func(impl Plugin) *pluginServer {
+		return &pluginServer{impl: impl, broker: broker, hosts: map[uint32]*hostClient{}, calls: map[uint64]context.CancelFunc{}}
+	}
+	r := &router{byName: map[string]*pluginServer{}}
+	switch {
+	case p.Impl != nil && len(p.Impls) > 0:
+		return errors.New("protocol.GRPCPlugin served with both Impl and Impls")
+	case p.Impl != nil:
+		r.only = newServer(p.Impl)
+	case len(p.Impls) > 0:
+		for name, impl := range p.Impls {
+			if impl == nil {
+				return fmt.Errorf("protocol.GRPCPlugin: plugin %q has no implementation", name)
+			}
+			r.byName[name] = newServer(impl)
+			r.names = append(r.names, name)
+		}
+		slices.Sort(r.names)
+	default:
 		return errors.New("protocol.GRPCPlugin served without an Impl")
 	}
-	pb.RegisterPluginServer(s, &pluginServer{impl: p.Impl, broker: broker, hosts: map[uint32]*hostClient{}, calls: map[uint64]context.CancelFunc{}})
+	pb.RegisterPluginServer(s, r)
 	return nil
 }
 
@@ -136,8 +173,11 @@ func (p *GRPCPlugin) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, 
 	return &pluginClient{client: pb.NewPluginClient(conn), broker: broker, done: ctx.Done()}, nil
 }
 
-// Dispense returns the Plugin of a started go-plugin client.
-func Dispense(c *plugin.Client) (Plugin, error) {
+// Dispense returns the plugin named name of a started go-plugin client.
+// Every call it makes carries the name (PluginNameHeader), so that a
+// process serving several plugins reaches the right one; dispense once per
+// plugin of the process.
+func Dispense(c *plugin.Client, name string) (Plugin, error) {
 	rpc, err := c.Client()
 	if err != nil {
 		return nil, err
@@ -146,10 +186,11 @@ func Dispense(c *plugin.Client) (Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := raw.(Plugin)
+	p, ok := raw.(*pluginClient)
 	if !ok {
-		return nil, fmt.Errorf("dispensed %T, not a protocol.Plugin", raw)
+		return nil, fmt.Errorf("dispensed %T, not a kube-aws plugin client", raw)
 	}
+	p.name = name
 	return p, nil
 }
 
@@ -158,6 +199,8 @@ func Dispense(c *plugin.Client) (Plugin, error) {
 type pluginClient struct {
 	client pb.PluginClient
 	broker *plugin.GRPCBroker
+	// name is sent with every call (PluginNameHeader).
+	name string
 	// done is closed when the plugin process has exited.
 	done <-chan struct{}
 
@@ -167,8 +210,16 @@ type pluginClient struct {
 	serving sync.WaitGroup // background Accepts of the Host service
 }
 
+// named adds the plugin's name to a call's context.
+func (c *pluginClient) named(ctx context.Context) context.Context {
+	if c.name == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, PluginNameHeader, c.name)
+}
+
 func (c *pluginClient) GetInfo(ctx context.Context, protocolVersion int, hostVersion string) (stage.PluginInfo, error) {
-	info, err := c.client.GetInfo(ctx, &pb.GetInfoRequest{ProtocolVersion: int32(protocolVersion), HostVersion: hostVersion})
+	info, err := c.client.GetInfo(c.named(ctx), &pb.GetInfoRequest{ProtocolVersion: int32(protocolVersion), HostVersion: hostVersion})
 	if err != nil {
 		return stage.PluginInfo{}, err
 	}
@@ -176,7 +227,7 @@ func (c *pluginClient) GetInfo(ctx context.Context, protocolVersion int, hostVer
 }
 
 func (c *pluginClient) NotifyRegistration(ctx context.Context, reg stage.Registration) error {
-	_, err := c.client.NotifyRegistrationStatus(ctx, &pb.RegistrationStatus{Accepted: reg.Accepted, Reason: reg.Reason})
+	_, err := c.client.NotifyRegistrationStatus(c.named(ctx), &pb.RegistrationStatus{Accepted: reg.Accepted, Reason: reg.Reason})
 	return err
 }
 
@@ -240,7 +291,7 @@ func Cancel(ctx context.Context, p Plugin) error {
 	if !ok {
 		return fmt.Errorf("cannot cancel a %T", p)
 	}
-	_, err := c.client.Cancel(ctx, &pb.CancelRequest{})
+	_, err := c.client.Cancel(c.named(ctx), &pb.CancelRequest{})
 	return err
 }
 
@@ -262,7 +313,7 @@ func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host,
 	req := InputToPB(in, c.serveHost(host))
 	// Cancelling the call's context when we return releases the stream even
 	// if we stop reading right after the result.
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(c.named(ctx))
 	defer cancel()
 	var (
 		stream grpc.ServerStreamingClient[pb.StageEvent]
@@ -359,11 +410,95 @@ func (s *hostServer) SecretPut(_ context.Context, e *pb.StoreEntry) (*pb.SecretR
 
 // ---- plugin side ----
 
+// router is the Plugin service of a plugin process: it hands each call to
+// the plugin the call names, or to the process's only plugin.
+type router struct {
+	pb.UnimplementedPluginServer
+	only   *pluginServer
+	byName map[string]*pluginServer
+	names  []string // sorted, for errors
+}
+
+func (r *router) target(ctx context.Context) (*pluginServer, error) {
+	if r.only != nil {
+		return r.only, nil
+	}
+	var name string
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(PluginNameHeader); len(v) > 0 {
+			name = v[0]
+		}
+	}
+	if s, ok := r.byName[name]; ok {
+		return s, nil
+	}
+	if name == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "this executable serves several plugins (%s); the call does not name one (kube-aws sends %q)", strings.Join(r.names, ", "), PluginNameHeader)
+	}
+	return nil, status.Errorf(codes.NotFound, "this executable serves the plugins %s, not %q", strings.Join(r.names, ", "), name)
+}
+
+func (r *router) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.PluginInfo, error) {
+	s, err := r.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.GetInfo(ctx, req)
+}
+
+func (r *router) Cancel(ctx context.Context, req *pb.CancelRequest) (*pb.Ack, error) {
+	s, err := r.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Cancel(ctx, req)
+}
+
+func (r *router) NotifyRegistrationStatus(ctx context.Context, st *pb.RegistrationStatus) (*pb.Ack, error) {
+	s, err := r.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.NotifyRegistrationStatus(ctx, st)
+}
+
+func (r *router) stream(name stage.Name, req *pb.StageRequest, stream grpc.ServerStreamingServer[pb.StageEvent]) error {
+	s, err := r.target(stream.Context())
+	if err != nil {
+		return err
+	}
+	return s.run(name, req, stream)
+}
+
+func (r *router) Initialise(req *pb.StageRequest, stream pb.Plugin_InitialiseServer) error {
+	return r.stream(stage.Initialise, req, stream)
+}
+
+func (r *router) Render(req *pb.StageRequest, stream pb.Plugin_RenderServer) error {
+	return r.stream(stage.Render, req, stream)
+}
+
+func (r *router) Deploy(req *pb.StageRequest, stream pb.Plugin_DeployServer) error {
+	return r.stream(stage.Deploy, req, stream)
+}
+
+func (r *router) Validate(req *pb.StageRequest, stream pb.Plugin_ValidateServer) error {
+	return r.stream(stage.Validate, req, stream)
+}
+
+func (r *router) Diff(req *pb.StageRequest, stream pb.Plugin_DiffServer) error {
+	return r.stream(stage.Diff, req, stream)
+}
+
+func (r *router) Destroy(req *pb.StageRequest, stream pb.Plugin_DestroyServer) error {
+	return r.stream(stage.Destroy, req, stream)
+}
+
 // ErrStageOver is returned by emit once the stage has returned.
 var ErrStageOver = errors.New("the stage has already returned; events can no longer be sent")
 
+// pluginServer serves one plugin of the process.
 type pluginServer struct {
-	pb.UnimplementedPluginServer
 	impl   Plugin
 	broker *plugin.GRPCBroker
 
@@ -395,30 +530,6 @@ func (s *pluginServer) Cancel(context.Context, *pb.CancelRequest) (*pb.Ack, erro
 
 func (s *pluginServer) NotifyRegistrationStatus(ctx context.Context, st *pb.RegistrationStatus) (*pb.Ack, error) {
 	return &pb.Ack{}, s.impl.NotifyRegistration(ctx, stage.Registration{Accepted: st.GetAccepted(), Reason: st.GetReason()})
-}
-
-func (s *pluginServer) Initialise(req *pb.StageRequest, stream pb.Plugin_InitialiseServer) error {
-	return s.run(stage.Initialise, req, stream)
-}
-
-func (s *pluginServer) Render(req *pb.StageRequest, stream pb.Plugin_RenderServer) error {
-	return s.run(stage.Render, req, stream)
-}
-
-func (s *pluginServer) Deploy(req *pb.StageRequest, stream pb.Plugin_DeployServer) error {
-	return s.run(stage.Deploy, req, stream)
-}
-
-func (s *pluginServer) Validate(req *pb.StageRequest, stream pb.Plugin_ValidateServer) error {
-	return s.run(stage.Validate, req, stream)
-}
-
-func (s *pluginServer) Diff(req *pb.StageRequest, stream pb.Plugin_DiffServer) error {
-	return s.run(stage.Diff, req, stream)
-}
-
-func (s *pluginServer) Destroy(req *pb.StageRequest, stream pb.Plugin_DestroyServer) error {
-	return s.run(stage.Destroy, req, stream)
 }
 
 // hostFor returns the (lazily dialled) client of the Host service with the

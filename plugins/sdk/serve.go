@@ -45,6 +45,52 @@ func Serve(p Plugin) {
 	})
 }
 
+// ServeAll runs several plugins from one process until kube-aws ends it, as
+// Serve runs one. kube-aws calls each by its name, the Name its Info
+// returns, which must be set and unique. One process costs one start-up
+// instead of one per plugin: kube-aws's built-ins are served this way,
+// from one executable that each built-in's file in the built-in folder
+// links to, and kube-aws starts one process for all the built-in (and all
+// the contrib) plugins whose files are that same executable. A plugin in
+// a user plugin folder always gets a process of its own.
+func ServeAll(ps ...Plugin) {
+	impls, err := byName(ps)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sdk.ServeAll:", err)
+		os.Exit(1)
+	}
+	go exitWhenOrphaned(os.Getppid(), parentPollInterval)
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  protocol.Handshake,
+		VersionedPlugins: protocol.ServerPluginsByName(impls),
+		GRPCServer:       protocol.NewGRPCServer,
+		Logger:           logger(),
+	})
+}
+
+// byName keys the plugins by their names, refusing a nil plugin, an empty
+// name and a name given twice.
+func byName(ps []Plugin) (map[string]protocol.Plugin, error) {
+	if len(ps) == 0 {
+		return nil, errors.New("no plugins to serve")
+	}
+	out := make(map[string]protocol.Plugin, len(ps))
+	for i, p := range ps {
+		if p == nil {
+			return nil, fmt.Errorf("plugin %d is nil", i)
+		}
+		name := p.Info().Name
+		if name == "" {
+			return nil, fmt.Errorf("plugin %d (%T) has no Name in its Info; a process serving several plugins is called by their names", i, p)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("two plugins are named %q", name)
+		}
+		out[name] = &server{p: p}
+	}
+	return out, nil
+}
+
 // logger keeps go-plugin quiet: its default logs JSON at trace level to
 // stderr, which kube-aws would have to parse for every plugin on every run.
 // KUBE_AWS_DEBUG turns it back on for troubleshooting.

@@ -92,3 +92,37 @@ func TestRequestHost(t *testing.T) {
 	// A request without a host (a unit test) logs nowhere, without panicking.
 	(&Request{Input: &stage.Input{}}).Log("info", "ignored")
 }
+
+type namedPlugin string
+
+func (n namedPlugin) Info() stage.PluginInfo { return stage.PluginInfo{Name: string(n)} }
+
+// ServeAll calls each plugin by its name, so every plugin needs one of its
+// own.
+func TestServeAllNames(t *testing.T) {
+	tests := []struct {
+		name    string
+		plugins []Plugin
+		errHas  string
+	}{
+		{"two", []Plugin{namedPlugin("a"), namedPlugin("b")}, ""},
+		{"none", nil, "no plugins to serve"},
+		{"nil", []Plugin{namedPlugin("a"), nil}, "plugin 1 is nil"},
+		{"unnamed", []Plugin{namedPlugin("")}, "has no Name in its Info"},
+		{"twice", []Plugin{namedPlugin("a"), namedPlugin("a")}, `two plugins are named "a"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := byName(tt.plugins)
+			if tt.errHas == "" {
+				if err != nil || len(got) != len(tt.plugins) {
+					t.Fatalf("%v %v", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+				t.Errorf("want an error containing %q, got %v", tt.errHas, err)
+			}
+		})
+	}
+}

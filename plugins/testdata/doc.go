@@ -2,5 +2,6 @@
 // and plugins/plugintest build and launch: fault-injecting plugins (panic,
 // hang, stdoutgarbage, badproto, fatal, warnonly), the trivial plugin the
 // benchmarks use, echo (every SDK feature), and bare, a plugin written
-// against go-plugin directly that gives the benchmarks their floor.
+// against go-plugin directly that gives the benchmarks their floor; several
+// serves three plugins from one process, as the built-ins are served.
 package testdata
