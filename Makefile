@@ -18,8 +18,11 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPCIO_TOOLS_VERSION       := 1.76.0
 
-# builtin/internal holds code the built-ins share; it is not a plugin.
-BUILTIN_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard builtin/*/main.go))
+# Each built-in is a package, builtin/<name>/plugin.go; one executable,
+# cmd/kube-aws-builtins, serves them all from one process, and each name in
+# the built-in folder links to it (docs/design.md). builtin/internal holds
+# code the built-ins share; it is not a plugin.
+BUILTIN_PLUGINS := $(patsubst builtin/%/plugin.go,%,$(wildcard builtin/*/plugin.go))
 CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.go))
 
 FUZZTIME ?= 10s
@@ -50,7 +53,9 @@ build:
 	@mkdir -p $(PLUGIN_BIN)/builtin $(PLUGIN_BIN)/contrib $(PLUGIN_BIN)/libexec
 	$(GOBUILD) -o $(BIN)/ ./cmd/kube-aws
 	$(GOBUILD) -o $(PLUGIN_BIN)/libexec/ ./cmd/kube-aws-oci
-	$(GOBUILD) -o $(PLUGIN_BIN)/builtin/ $(addprefix ./,$(BUILTIN_PLUGIN_PKGS))
+	$(GOBUILD) -o $(PLUGIN_BIN)/libexec/ ./cmd/kube-aws-builtins
+	rm -f $(PLUGIN_BIN)/builtin/*
+	$(foreach n,$(BUILTIN_PLUGINS),ln -s ../libexec/kube-aws-builtins $(PLUGIN_BIN)/builtin/$(n) &&) true
 	$(GOBUILD) -o $(PLUGIN_BIN)/contrib/ $(addprefix ./,$(CONTRIB_PLUGIN_PKGS))
 	$(foreach a,$(NODE_ARCHS),GOOS=linux GOARCH=$(a) $(GOBUILD) -o $(PLUGIN_BIN)/libexec/kube-aws-node-linux-$(a) ./cmd/kube-aws-node &&) true
 

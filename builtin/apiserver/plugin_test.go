@@ -1,4 +1,4 @@
-package main
+package apiserver
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -19,7 +20,7 @@ const clusterJSON = `{"clusterName":"demo","kubernetesVersion":"1.34.4","etcd":{
 // registration, initialise (defaults plus the user's flags from values),
 // render (checks on what initialise produced).
 func TestPluginBinary(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "apiserver")
 	in := &stage.Input{
 		Config: json.RawMessage(clusterJSON),
 		Values: map[string]stage.PluginValues{"apiserver": {Values: json.RawMessage(`{"flags":{"v":"2"}}`)}},
@@ -49,7 +50,7 @@ func TestPluginBinary(t *testing.T) {
 }
 
 func TestPluginBinaryChecksMergedFlags(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "apiserver")
 	set := &construct.Set{APIServer: construct.APIServer{Flags: []construct.Flag{
 		{Name: "etcd-servers", Value: "https://etcd0:2379"},
 		{Name: "insecure-port", Value: "0"},

@@ -1,4 +1,4 @@
-package main
+package cloudformation
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 // byte for byte the golden file: nothing may be lost or reordered on the
 // wire, and the binary must register with the stages it implements.
 func TestBinaryThroughProtocol(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "cloudformation")
 	cfg, c := loadFixture(t, "minimal")
 	values, diags := config.EffectiveValues(c, "testdata")
 	if diags.HasFatal() {

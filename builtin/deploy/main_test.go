@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
@@ -82,7 +83,7 @@ func TestPluginDeploysAndValidates(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY=" + awstest.SecretAccessKey,
 		"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 	}}
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "deploy")
 	out, err := plugintest.RunWith(t, bin, opts, in, stage.Deploy, stage.Validate)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.Output)

@@ -1,4 +1,4 @@
-package main
+package etcd
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -31,7 +32,7 @@ func run(t *testing.T, bin string, count int, values string) *stage.Result {
 // etcd stack's members, the role's units and plans, and the warning a
 // single member gets.
 func TestPluginBinary(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "etcd")
 	res := run(t, bin, 3, `{"dataVolumeSize": 50}`)
 	if len(res.Diagnostics) != 0 || res.Constructs == nil {
 		t.Fatalf("initialise: %+v", res)

@@ -1,4 +1,4 @@
-package main
+package flannel
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -15,7 +16,7 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 // TestPluginBinary runs the built plugin over the protocol: it provides the
 // cni capability and contributes its release with a chart on disk.
 func TestPluginBinary(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "flannel")
 	in := &stage.Input{WorkDir: t.TempDir(), Config: json.RawMessage(`{"clusterName":"demo","kubernetesVersion":"1.34.4",
 		"kubernetes":{"podCIDR":"10.2.0.0/16","serviceCIDR":"10.3.0.0/24","clusterDomain":"cluster.local"}}`)}
 	out := plugintest.Run(t, bin, in, stage.Initialise)

@@ -1,4 +1,4 @@
-package main
+package helm
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 // contributing plugin, release and template. The plugin has no initialise:
 // what installs the releases is the controllers' add-ons plan.
 func TestPluginBinary(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "helm")
 	abs := func(name string) string {
 		p, err := filepath.Abs(filepath.Join("testdata", "charts", name))
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package iam
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -16,7 +17,7 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 // initialise's statements flow into render as kube-aws passes them on, and
 // iam.json must equal the golden file byte for byte.
 func TestBinaryThroughProtocol(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "iam")
 	cfg, _ := loadFixture(t, "minimal")
 	out := plugintest.Run(t, bin, &stage.Input{Config: cfg})
 	res := out.Results[stage.Render]

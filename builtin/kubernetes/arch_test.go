@@ -1,4 +1,4 @@
-package main
+package kubernetes
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/node"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -25,7 +26,7 @@ func TestAnArchitectureWithoutArtifactsIsFatal(t *testing.T) {
 	if err := os.MkdirAll(builtin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyExecutable(t, plugintest.Build(t, "."), filepath.Join(builtin, "kubernetes"))
+	copyExecutable(t, builtintest.Path(t, "kubernetes"), filepath.Join(builtin, "kubernetes"))
 	kubeAWS := plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws")
 
 	cluster := filepath.Join(root, "cluster")

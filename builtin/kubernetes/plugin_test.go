@@ -1,4 +1,4 @@
-package main
+package kubernetes
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -32,7 +33,7 @@ const clusterJSON = `{"clusterName":"demo","region":"us-east-1","kubernetesVersi
 
 func initialise(t *testing.T, config string) *stage.Result {
 	t.Helper()
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "kubernetes")
 	out := plugintest.Run(t, bin, &stage.Input{Config: json.RawMessage(config), WorkDir: t.TempDir()}, stage.Initialise)
 	return out.Results[stage.Initialise]
 }

@@ -1,4 +1,4 @@
-package main
+package pki
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
@@ -43,7 +44,7 @@ func run(t *testing.T, bin, creds string, stages ...stage.Name) *plugintest.Outc
 // them in the credentials folder, the second reuses them and contributes
 // byte for byte the same; nothing contributed holds a key.
 func TestPluginBinary(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "pki")
 	creds := t.TempDir()
 	first := run(t, bin, creds, stage.Initialise, stage.Validate)
 	ini := first.Results[stage.Initialise]
@@ -94,7 +95,7 @@ func TestPluginBinary(t *testing.T) {
 // credentials folder that is not a CA: a fatal naming the file, from the
 // pki plugin, and nothing replaced.
 func TestPluginBinaryOperatorCA(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "pki")
 	creds := t.TempDir()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "not-a-ca"},

@@ -1,4 +1,4 @@
-package main
+package userdata
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -15,7 +16,7 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 // TestPluginBinary renders through the built plugin and kube-aws's host code,
 // so the files and diagnostics survive the protocol intact.
 func TestPluginBinary(t *testing.T) {
-	bin := plugintest.Build(t, ".")
+	bin := builtintest.Path(t, "userdata")
 	cluster := `{"clusterName":"demo","kubernetesVersion":"1.31.4","nodePools":[{"name":"a"},{"name":"b"}]}`
 	set := &construct.Set{
 		Units: []construct.Unit{

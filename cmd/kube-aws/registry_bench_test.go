@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
@@ -35,9 +36,7 @@ func BenchmarkRegistryPlugins(b *testing.B) {
 	kubeAWS := filepath.Join(bin, "kube-aws")
 	copyFile(b, plugintest.Build(b, "github.com/kube-aws/kube-aws/cmd/kube-aws"), kubeAWS)
 	installHelper(b, kubeAWS)
-	for _, p := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
-		copyFile(b, plugintest.Build(b, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
-	}
+	builtintest.Install(b, filepath.Join(bin, "kube-aws-plugins"), "apiserver", "cloudformation", "deploy", "helm", "iam", "userdata")
 	// No shipped contrib plugins: both clusters bring their own copies.
 	if err := os.MkdirAll(filepath.Join(bin, "kube-aws-plugins", "contrib"), 0o755); err != nil {
 		b.Fatal(err)

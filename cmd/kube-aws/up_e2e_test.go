@@ -26,6 +26,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/internal/faultproxy"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 	"github.com/kube-aws/kube-aws/stages"
@@ -90,9 +91,7 @@ func newExampleLayout(t *testing.T) *awsLayout {
 	bin := filepath.Join(root, "bin")
 	l := &awsLayout{t: t, kubeAWS: filepath.Join(bin, "kube-aws"), cluster: filepath.Join(root, "cluster")}
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws"), l.kubeAWS)
-	for _, p := range []string{"apiserver", "cloudformation", "deploy", "etcd", "flannel", "helm", "iam", "kubernetes", "pki", "userdata"} {
-		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+p), filepath.Join(bin, "kube-aws-plugins", "builtin", p))
-	}
+	builtintest.Install(t, filepath.Join(bin, "kube-aws-plugins"), "apiserver", "cloudformation", "deploy", "etcd", "flannel", "helm", "iam", "kubernetes", "pki", "userdata")
 	// Deploy uploads kube-aws-node for the machines' architecture (the
 	// example's instance types are this machine's, amd64 on CI).
 	copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/cmd/kube-aws-node"),

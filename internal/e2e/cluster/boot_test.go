@@ -19,6 +19,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/internal/machines"
 )
 
@@ -64,7 +65,7 @@ func TestKubeAWSNodeBoots(t *testing.T) {
 	cluster := filepath.Join(dir, "cluster")
 	for _, b := range []struct{ out, pkg string }{
 		{filepath.Join(bin, "kube-aws"), "./cmd/kube-aws"},
-		{filepath.Join(bin, "kube-aws-plugins", "builtin") + "/", "./builtin/apiserver ./builtin/cloudformation ./builtin/deploy ./builtin/helm ./builtin/iam ./builtin/userdata"},
+		{filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-builtins"), "./cmd/kube-aws-builtins"},
 		{filepath.Join(bin, "kube-aws-plugins", "libexec", "kube-aws-node-linux-amd64"), "./cmd/kube-aws-node"},
 		{filepath.Join(cluster, "plugins", "proof", "proof"), "./internal/e2e/cluster/testdata/proof"},
 	} {
@@ -77,6 +78,7 @@ func TestKubeAWSNodeBoots(t *testing.T) {
 			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
+	builtintest.Link(t, filepath.Join(bin, "kube-aws-plugins"), "apiserver", "cloudformation", "deploy", "helm", "iam", "userdata")
 	if err := os.WriteFile(filepath.Join(cluster, "cluster.yaml"), []byte(bootCluster), 0o644); err != nil {
 		t.Fatal(err)
 	}

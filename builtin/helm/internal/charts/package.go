@@ -46,7 +46,7 @@ func normalise(tgz []byte) ([]byte, error) {
 		return nil, err
 	}
 	var out bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-// Command deploy is the built-in plugin that puts a rendered cluster on AWS.
+// Package deploy is the built-in plugin that puts a rendered cluster on AWS.
 // In deploy it uploads assets and sensitive values to S3 and creates or
 // updates the stacks as a dependency graph; in validate it checks the stacks,
 // their outputs, their auto scaling groups and every machine's boot status;
@@ -12,7 +12,7 @@
 // --profile, --region, --endpoint-url, --timeout, --yes and --force-unlock
 // flags), and plugins.deploy.values tune it (parallelism, pollInterval,
 // timeout, bootGrace) in every stage and operation alike.
-package main
+package deploy
 
 import (
 	"context"
@@ -30,7 +30,8 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() { sdk.Serve(sdk.Typed[values](plugin{})) }
+// Plugin is the deploy plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[values](plugin{}) }
 
 // valuesSchema is the JSON Schema of plugins.deploy.values in cluster.yaml.
 const valuesSchema = `{
@@ -220,8 +221,8 @@ func (plugin) Validate(ctx context.Context, in *sdk.Input[values]) (*stage.Resul
 }
 
 // nodeAgentDir is where make build puts kube-aws-node for each
-// architecture, beside the built-in plugins:
-// bin/kube-aws-plugins/{builtin/deploy,libexec/kube-aws-node-linux-<arch>}.
+// architecture, beside the built-ins' executable:
+// bin/kube-aws-plugins/libexec/{kube-aws-builtins,kube-aws-node-linux-<arch>}.
 func nodeAgentDir() string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -230,5 +231,5 @@ func nodeAgentDir() string {
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
-	return filepath.Join(filepath.Dir(filepath.Dir(exe)), "libexec")
+	return filepath.Dir(exe)
 }

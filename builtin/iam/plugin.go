@@ -1,28 +1,25 @@
-// Command iam is the built-in plugin that owns the cluster's IAM: its
+// Package iam is the built-in plugin that owns the cluster's IAM: its
 // initialise contributes the statements kube-aws's own machines need, and
 // its render writes stacks/iam.json with a role, inline policy and instance
 // profile per role (controller, etcd, each node pool) merging every plugin's
 // statements. It renders the iam stack late (Info().LateStacks): other
 // plugins' additions and patches to the stack reach it in render, and it
 // folds them in with core/merge.Late. The logic lives in internal/policy.
-package main
+package iam
 
 import (
 	"context"
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/iam/internal/policy"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(served)
-}
+// Plugin is the iam plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return served }
 
 var served = sdk.Typed[sdk.NoValues](plugin{})
 

@@ -1,4 +1,4 @@
-// Command etcd is the built-in kube-aws plugin that runs the cluster's etcd:
+// Package etcd is the built-in kube-aws plugin that runs the cluster's etcd:
 // in initialise it contributes each member's data volume and auto scaling
 // group and the members' private zone to the etcd stack, the etcd role's
 // systemd units (etcd itself, a periodic snapshot to S3) and its
@@ -6,23 +6,20 @@
 // goal: a healthy member), and the IAM statements those steps need. The
 // certificates come from the pki plugin. The logic lives in
 // internal/members.
-package main
+package etcd
 
 import (
 	"context"
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/etcd/internal/members"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[members.Values](plugin{}))
-}
+// Plugin is the etcd plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[members.Values](plugin{}) }
 
 type plugin struct{}
 

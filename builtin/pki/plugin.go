@@ -1,4 +1,4 @@
-// Command pki is the built-in kube-aws plugin that owns the cluster's PKI:
+// Package pki is the built-in kube-aws plugin that owns the cluster's PKI:
 // the cluster, etcd and front-proxy CAs and the service-account key, made
 // once and kept by kube-aws as generated secrets (credentials/pki/ beside
 // cluster.yaml; everywhere else a marker), the operator's admin certificate
@@ -6,14 +6,13 @@
 // for each role the CA files it holds and the certificates plan whose
 // leaves its machines issue themselves (kubeadm's layout, core/names). The
 // logic lives in internal/pki and internal/authority.
-package main
+package pki
 
 import (
 	"context"
 	"encoding/json"
 	"time"
 
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/pki/internal/pki"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
@@ -22,10 +21,8 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
-}
+// Plugin is the pki plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[sdk.NoValues](plugin{}) }
 
 type plugin struct{}
 

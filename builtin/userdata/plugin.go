@@ -1,25 +1,22 @@
-// Command userdata is the built-in kube-aws plugin that renders the cloud-init
+// Package userdata is the built-in kube-aws plugin that renders the cloud-init
 // userdata of every machine: userdata/controller.yaml, userdata/etcd.yaml and
 // userdata/nodepool-<name>.yaml, from the units, drop-ins, files, kubelet
 // flags, labels, taints, API server flags and manifests every plugin
 // contributed. It implements only render: it owns no constructs of its own.
 // The logic is in internal/cloudconfig.
-package main
+package userdata
 
 import (
 	"context"
 
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/userdata/internal/cloudconfig"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
-}
+// Plugin is the userdata plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[sdk.NoValues](plugin{}) }
 
 type plugin struct{}
 

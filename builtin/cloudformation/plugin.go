@@ -1,26 +1,23 @@
-// Command cloudformation is the built-in plugin that owns the cluster's
+// Package cloudformation is the built-in plugin that owns the cluster's
 // CloudFormation: in initialise it contributes the base stacks (network,
 // etcd, control-plane, one nodepool-<name> per node pool) as constructs, and
 // in render it writes every merged Stack construct that no plugin renders
 // late to stacks/<name>.json. The logic lives in internal/stacks; this file
 // only adapts it to the plugin SDK.
-package main
+package cloudformation
 
 import (
 	"context"
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/cloudformation/internal/stacks"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(served)
-}
+// Plugin is the cloudformation plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return served }
 
 var served = sdk.Typed[stacks.Values](plugin{})
 

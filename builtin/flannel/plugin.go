@@ -1,26 +1,23 @@
-// Command flannel is the built-in kube-aws plugin that gives the cluster its
+// Package flannel is the built-in kube-aws plugin that gives the cluster its
 // pod network: flannel with the vxlan backend, as a Helm release installed
 // after the kubernetes plugin's kube-proxy (flanneld reaches the API server
 // through the kubernetes Service), and its image as an artifact of every
 // node. It provides the "cni" capability: a cluster that runs another CNI
 // (aws-vpc-cni, say) disables it with plugins.flannel.enabled: false. The
 // logic is in internal/cni.
-package main
+package flannel
 
 import (
 	"context"
 
 	"github.com/kube-aws/kube-aws/builtin/flannel/internal/cni"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
-}
+// Plugin is the flannel plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[sdk.NoValues](plugin{}) }
 
 type plugin struct{}
 

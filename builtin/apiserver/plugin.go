@@ -1,28 +1,25 @@
-// Command apiserver is the built-in kube-aws plugin that owns the kube API
+// Package apiserver is the built-in kube-aws plugin that owns the kube API
 // server's flags and volumes. In initialise it contributes the defaults for
 // the cluster's Kubernetes version (plus the user's extra flags); in render it
 // checks the flags every plugin contributed, merged: an unknown or removed
 // flag is fatal, a deprecated one a warning naming its replacement. The
 // static pod manifest itself is built by builtin/internal/podspec and placed
 // in the controller userdata by the userdata plugin.
-package main
+package apiserver
 
 import (
 	"context"
 	"encoding/json"
 
 	"github.com/kube-aws/kube-aws/builtin/apiserver/internal/flags"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[flags.Values](plugin{}))
-}
+// Plugin is the apiserver plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[flags.Values](plugin{}) }
 
 type plugin struct{}
 

@@ -1,27 +1,24 @@
-// Command helm is the built-in kube-aws plugin for Helm releases. In render it
+// Package helm is the built-in kube-aws plugin for Helm releases. In render it
 // loads every release's chart with Helm's own library (a folder or .tgz a
 // plugin ships, or a repository reference recorded for the node), renders it
 // with the release's values so a broken template fails the render, and writes
 // charts/<release>-<version>.tgz and the release list charts/releases.json,
 // which the controllers' add-ons plan installs in plugin order (kube-aws-node
 // addons). The logic is in internal/charts.
-package main
+package helm
 
 import (
 	"context"
 
 	"github.com/kube-aws/kube-aws/builtin/helm/internal/charts"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
-}
+// Plugin is the helm plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[sdk.NoValues](plugin{}) }
 
 type plugin struct{}
 

@@ -1,4 +1,4 @@
-// Command kubernetes is the built-in kube-aws plugin that makes the machines
+// Package kubernetes is the built-in kube-aws plugin that makes the machines
 // Kubernetes nodes: containerd's configuration and the kubelet (unit,
 // configuration, flags) on controllers and workers, the static pods of
 // kube-controller-manager and kube-scheduler, the nodes' goal and the
@@ -6,23 +6,20 @@
 // releases (kube-proxy, CoreDNS, the AWS cloud controller manager). The
 // Kubernetes version must be one whose binaries and images it pins; any other
 // is fatal at initialise. The logic is in internal/.
-package main
+package kubernetes
 
 import (
 	"context"
 	"errors"
 
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/cluster"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
 
-func main() {
-	shortlived.Tune()
-	sdk.Serve(sdk.Typed[sdk.NoValues](plugin{}))
-}
+// Plugin is the kubernetes plugin as kube-aws serves it (cmd/kube-aws-builtins).
+func Plugin() sdk.Plugin { return sdk.Typed[sdk.NoValues](plugin{}) }
 
 type plugin struct{}
 
