@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -46,7 +47,7 @@ func TestRenderWithEveryContribPlugin(t *testing.T) {
 	// has no initialise).
 	contribs := r.builtins(t)
 	for _, n := range []string{"apiserver"} {
-		bin := plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+n)
+		bin := builtintest.Path(t, n)
 		res := plugintest.Run(t, bin, r.in, stage.Initialise).Results[stage.Initialise]
 		contribs = append(contribs, merge.Contribution{Plugin: n, Set: res.Constructs})
 	}
@@ -73,7 +74,7 @@ func TestRenderWithEveryContribPlugin(t *testing.T) {
 
 	files := map[string]string{}
 	for _, n := range []string{"cloudformation", "iam", "userdata", "helm"} {
-		bin := plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+n)
+		bin := builtintest.Path(t, n)
 		res := plugintest.Run(t, bin, &in, stage.Render).Results[stage.Render]
 		if res.Diagnostics.HasFatal() {
 			t.Fatalf("%s render: %v", n, res.Diagnostics)
@@ -162,7 +163,7 @@ func TestRenderWithEveryContribPlugin(t *testing.T) {
 		broken.HelmReleases[i].Chart.Path = chart
 	}
 	in.Constructs = &broken
-	res := plugintest.Run(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/helm"), &in, stage.Render).Results[stage.Render]
+	res := plugintest.Run(t, builtintest.Path(t, "helm"), &in, stage.Render).Results[stage.Render]
 	// About dex's chart, reported by helm (issue 14, point 5).
 	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Plugin != "dex" || res.Diagnostics[0].ReportedBy != "helm" ||
 		!strings.HasPrefix(res.Diagnostics[0].Message, `plugin "dex": release "dex"`) || res.Diagnostics[0].File != "dex/templates/broken.yaml" {

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
@@ -208,7 +209,7 @@ func (r *run) builtins(t *testing.T) []merge.Contribution {
 	t.Helper()
 	var out []merge.Contribution
 	for _, n := range []string{"cloudformation", "iam"} {
-		bin := plugintest.Build(t, "github.com/kube-aws/kube-aws/builtin/"+n)
+		bin := builtintest.Path(t, n)
 		res := plugintest.Run(t, bin, r.in, stage.Initialise).Results[stage.Initialise]
 		if res.Diagnostics.HasFatal() {
 			t.Fatalf("built-in %s initialise: %v", n, res.Diagnostics)
