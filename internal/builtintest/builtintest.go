@@ -6,11 +6,11 @@
 package builtintest
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
@@ -44,10 +44,8 @@ func Install(t testing.TB, pluginDir string, names ...string) {
 	// A link, not a symbolic one: deploy finds kube-aws-node beside its
 	// own executable, which a symbolic link would resolve to the build's
 	// folder.
-	if err := os.Link(bin, exe); err != nil {
-		if err := copyFile(bin, exe); err != nil {
-			t.Fatalf("builtintest: %v", err)
-		}
+	if err := fileutil.LinkOrCopy(bin, exe); err != nil {
+		t.Fatalf("builtintest: %v", err)
 	}
 	Link(t, pluginDir, names...)
 }
@@ -65,21 +63,4 @@ func Link(t testing.TB, pluginDir string, names ...string) {
 			t.Fatalf("builtintest: %v", err)
 		}
 	}
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -97,3 +97,25 @@ func WalkPluginFiles(dir string, fn func(path, rel string, d fs.DirEntry) error)
 		return fn(path, filepath.ToSlash(rel), d)
 	})
 }
+
+// LinkOrCopy hard-links src to dst (usually one file system: no second copy
+// of a large binary) or, where it cannot, copies it, executable.
+func LinkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kube-aws/kube-aws/internal/fileutil"
 )
 
 // Options say what to build and where.
@@ -282,7 +284,7 @@ func (r *run) place(a Artifact, leaf string) error {
 		}
 	} else {
 		for i, b := range a.binaries {
-			if err := linkOrCopy(r.binaries[b], filepath.Join(tmp, a.Files[i])); err != nil {
+			if err := fileutil.LinkOrCopy(r.binaries[b], filepath.Join(tmp, a.Files[i])); err != nil {
 				return fmt.Errorf("artifact %s: %w", a.Name, err)
 			}
 		}
@@ -291,28 +293,6 @@ func (r *run) place(a Artifact, leaf string) error {
 		return err
 	}
 	return os.Rename(tmp, leaf)
-}
-
-// linkOrCopy hard-links src to dst (the folder and the state usually share a
-// file system: no second copy of every binary) or copies it.
-func linkOrCopy(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // DirEnv names the environment variable that overrides DefaultDir.
