@@ -2,7 +2,7 @@
 // every Helm release the plugins contributed, with Helm's own library, into
 // charts/releases.json (a nodeplan.ReleaseList), which the controllers'
 // add-ons plan installs (kube-aws-node addons). It is kept out of
-// package main so it is tested without the SDK's server.
+// the plugin's adapter package so it is tested without the SDK's server.
 //
 // Only helm.sh/helm/v3/pkg/chart/loader, pkg/chartutil and pkg/engine are
 // imported: pkg/action would link client-go's whole discovery and REST
@@ -18,8 +18,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"helm.sh/helm/v3/pkg/chart"
@@ -49,7 +51,9 @@ const (
 // Render loads every release's chart, renders it with its values to catch
 // template errors now rather than on a controller at 3 a.m., and writes the
 // packaged charts and charts/releases.json. Releases keep their merged order,
-// which is plugin order and so install order.
+// which is plugin order and so install order. Each release's chart is loaded,
+// packaged and checked on its own goroutine: they share nothing, and the
+// charts are most of the render stage's longest call.
 func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, diag.List, error) {
 	var diags diag.List
 	caps, err := capabilities(c.KubernetesVersion)
@@ -62,100 +66,31 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 		names[r.Name]++
 	}
 
+	done := make([]released, len(releases))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, r := range releases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			done[i] = release(c, r, names[r.Name] > 1, caps)
+		}()
+	}
+	wg.Wait()
+
 	var files []stage.File
 	list := nodeplan.ReleaseList{Releases: make([]nodeplan.Release, 0, len(releases))}
-	for _, r := range releases {
-		where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
-		// What is wrong with a release is the plugin's that contributed it.
-		fatal := func(format string, args ...any) {
-			diags = append(diags, diag.Fatalf("%s: %s", describe(r), fmt.Sprintf(format, args...)).At(where).About(r.Plugin))
+	for _, d := range done {
+		if d.err != nil {
+			return nil, diags, d.err
 		}
-		if err := chartutil.ValidateReleaseName(r.Name); err != nil {
-			fatal("%v", err)
-			continue
+		diags = append(diags, d.diags...)
+		files = append(files, d.files...)
+		if d.entry != nil {
+			list.Releases = append(list.Releases, *d.entry)
 		}
-		if !dns1123Label.MatchString(r.Namespace) {
-			fatal("namespace must be a DNS-1123 label (lower case letters, digits and '-', at most 63)")
-			continue
-		}
-		values := map[string]any{}
-		if len(r.Values) > 0 && string(r.Values) != "null" {
-			if err := json.Unmarshal(r.Values, &values); err != nil {
-				fatal("values must be a JSON object: %v", err)
-				continue
-			}
-		}
-		rawValues, err := json.Marshal(values)
-		if err != nil {
-			return nil, diags, err
-		}
-		if len(r.Values) > 0 && string(r.Values) != "null" {
-			rawValues = append(json.RawMessage(nil), r.Values...) // as given: order and markers intact
-		}
-		entry := nodeplan.Release{Name: r.Name, Namespace: r.Namespace, Plugin: r.Plugin, Values: rawValues}
-
-		switch {
-		case r.Chart.Path != "" && !filepath.IsAbs(r.Chart.Path):
-			// Relative to what? The helm plugin runs in its own folder, not
-			// the contributing plugin's: the path must say where it is.
-			fatal("chart path %s is relative; a plugin sends the absolute path of the chart it ships", r.Chart.Path)
-			continue
-		case r.Chart.Path != "":
-			ch, err := loader.Load(r.Chart.Path)
-			if err != nil {
-				fatal("loading chart %s: %v", r.Chart.Path, err)
-				continue
-			}
-			if r.Chart.Version != "" && r.Chart.Version != ch.Metadata.Version {
-				fatal("chart %s is version %s, the release asks for %s", r.Chart.Path, ch.Metadata.Version, r.Chart.Version)
-				continue
-			}
-			if r.Chart.Name != "" && r.Chart.Name != ch.Name() {
-				fatal("chart %s is named %s, the release asks for %s", r.Chart.Path, ch.Name(), r.Chart.Name)
-				continue
-			}
-			// Package before rendering: processing dependencies prunes the
-			// disabled subcharts from the loaded chart, but the node must
-			// get the chart whole, as helm package would make it.
-			tgz, err := Package(ch)
-			if err != nil {
-				fatal("packaging chart %s: %v", r.Chart.Path, err)
-				continue
-			}
-			if ds := check(c, ch, r, values, caps); len(ds) > 0 {
-				for _, d := range ds {
-					if d.Path == "" {
-						d = d.At(where)
-					}
-					diags = append(diags, d.About(r.Plugin))
-				}
-				continue
-			}
-			file := fmt.Sprintf("%s-%s.tgz", r.Name, ch.Metadata.Version)
-			if names[r.Name] > 1 {
-				// The same release name in two namespaces needs two files.
-				file = fmt.Sprintf("%s-%s-%s.tgz", r.Name, r.Namespace, ch.Metadata.Version)
-			}
-			files = append(files, stage.File{Path: OutDir + "/" + file, Content: tgz, Mode: "0644"})
-			// Deploy uploads every rendered file to assets/<sha256>.
-			sum := sha256.Sum256(tgz)
-			entry.ChartSHA256 = hex.EncodeToString(sum[:])
-			entry.ChartKey = nodeplan.AssetKey(entry.ChartSHA256)
-		case r.Chart.Repository != "":
-			if r.Chart.Name == "" {
-				fatal("a chart from repository %s needs chart.name", r.Chart.Repository)
-				continue
-			}
-			if r.Chart.Version == "" {
-				diags = append(diags, diag.Warningf("%s: chart %s from %s has no version; each boot installs whatever is newest",
-					describe(r), r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version").About(r.Plugin))
-			}
-			entry.Repository, entry.Chart, entry.Version = r.Chart.Repository, r.Chart.Name, r.Chart.Version
-		default:
-			fatal("the chart needs a path (a folder or .tgz the plugin ships) or a repository")
-			continue
-		}
-		list.Releases = append(list.Releases, entry)
 	}
 	if len(list.Releases) == 0 {
 		return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
@@ -171,6 +106,105 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 	}
 	files = append(files, stage.File{Path: ReleasesFile, Content: append(out, '\n'), Mode: "0644"})
 	return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
+}
+
+// released is what one release gives: its packaged chart, its entry in the
+// release list (nil when it is refused), and its diagnostics.
+type released struct {
+	files []stage.File
+	entry *nodeplan.Release
+	diags diag.List
+	err   error
+}
+
+// release checks one release and packages its chart. nameTwice says that
+// another release has its name (in another namespace), so its file needs the
+// namespace in its name.
+func release(c *config.Cluster, r construct.HelmRelease, nameTwice bool, caps *chartutil.Capabilities) (out released) {
+	where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
+	// What is wrong with a release is the plugin's that contributed it.
+	fatal := func(format string, args ...any) released {
+		out.diags = append(out.diags, diag.Fatalf("%s: %s", describe(r), fmt.Sprintf(format, args...)).At(where).About(r.Plugin))
+		return out
+	}
+	if err := chartutil.ValidateReleaseName(r.Name); err != nil {
+		return fatal("%v", err)
+	}
+	if !dns1123Label.MatchString(r.Namespace) {
+		return fatal("namespace must be a DNS-1123 label (lower case letters, digits and '-', at most 63)")
+	}
+	values := map[string]any{}
+	if len(r.Values) > 0 && string(r.Values) != "null" {
+		if err := json.Unmarshal(r.Values, &values); err != nil {
+			return fatal("values must be a JSON object: %v", err)
+		}
+	}
+	rawValues, err := json.Marshal(values)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	if len(r.Values) > 0 && string(r.Values) != "null" {
+		rawValues = append(json.RawMessage(nil), r.Values...) // as given: order and markers intact
+	}
+	entry := nodeplan.Release{Name: r.Name, Namespace: r.Namespace, Plugin: r.Plugin, Values: rawValues}
+
+	switch {
+	case r.Chart.Path != "" && !filepath.IsAbs(r.Chart.Path):
+		// Relative to what? The helm plugin runs in its own folder, not
+		// the contributing plugin's: the path must say where it is.
+		return fatal("chart path %s is relative; a plugin sends the absolute path of the chart it ships", r.Chart.Path)
+	case r.Chart.Path != "":
+		ch, err := loader.Load(r.Chart.Path)
+		if err != nil {
+			return fatal("loading chart %s: %v", r.Chart.Path, err)
+		}
+		if r.Chart.Version != "" && r.Chart.Version != ch.Metadata.Version {
+			return fatal("chart %s is version %s, the release asks for %s", r.Chart.Path, ch.Metadata.Version, r.Chart.Version)
+		}
+		if r.Chart.Name != "" && r.Chart.Name != ch.Name() {
+			return fatal("chart %s is named %s, the release asks for %s", r.Chart.Path, ch.Name(), r.Chart.Name)
+		}
+		// Package before rendering: processing dependencies prunes the
+		// disabled subcharts from the loaded chart, but the node must
+		// get the chart whole, as helm package would make it.
+		tgz, err := Package(ch)
+		if err != nil {
+			return fatal("packaging chart %s: %v", r.Chart.Path, err)
+		}
+		if ds := check(c, ch, r, values, caps); len(ds) > 0 {
+			for _, d := range ds {
+				if d.Path == "" {
+					d = d.At(where)
+				}
+				out.diags = append(out.diags, d.About(r.Plugin))
+			}
+			return out
+		}
+		file := fmt.Sprintf("%s-%s.tgz", r.Name, ch.Metadata.Version)
+		if nameTwice {
+			// The same release name in two namespaces needs two files.
+			file = fmt.Sprintf("%s-%s-%s.tgz", r.Name, r.Namespace, ch.Metadata.Version)
+		}
+		out.files = append(out.files, stage.File{Path: OutDir + "/" + file, Content: tgz, Mode: "0644"})
+		// Deploy uploads every rendered file to assets/<sha256>.
+		sum := sha256.Sum256(tgz)
+		entry.ChartSHA256 = hex.EncodeToString(sum[:])
+		entry.ChartKey = nodeplan.AssetKey(entry.ChartSHA256)
+	case r.Chart.Repository != "":
+		if r.Chart.Name == "" {
+			return fatal("a chart from repository %s needs chart.name", r.Chart.Repository)
+		}
+		if r.Chart.Version == "" {
+			out.diags = append(out.diags, diag.Warningf("%s: chart %s from %s has no version; each boot installs whatever is newest",
+				describe(r), r.Chart.Name, r.Chart.Repository).At(where).WithHint("pin chart.version").About(r.Plugin))
+		}
+		entry.Repository, entry.Chart, entry.Version = r.Chart.Repository, r.Chart.Name, r.Chart.Version
+	default:
+		return fatal("the chart needs a path (a folder or .tgz the plugin ships) or a repository")
+	}
+	out.entry = &entry
+	return out
 }
 
 // describe names a release for diagnostics, starting with the plugin that

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -419,5 +420,53 @@ func TestRenderReportsEveryBrokenManifest(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "many/templates/a.yaml:5 many/templates/b.yaml:2" {
 		t.Errorf("diagnostics at %v:\n%v", got, diags)
+	}
+}
+
+// Charts are checked concurrently, but the release list, the files and the
+// diagnostics keep the releases' order (install order), run after run.
+func TestManyReleasesKeepTheirOrder(t *testing.T) {
+	var releases []construct.HelmRelease
+	var want []string
+	for i := range 12 {
+		name := fmt.Sprintf("r%02d", i)
+		r := construct.HelmRelease{Name: name, Namespace: "apps", Chart: construct.Chart{Path: testChart(t, "hello")},
+			Values: json.RawMessage(`{"greeting":"hi"}`)}
+		if i%4 == 3 {
+			r.Namespace = "Not_A_Label" // refused: no entry, one diagnostic
+		} else {
+			want = append(want, name)
+		}
+		releases = append(releases, r)
+	}
+	var first []byte
+	for run := range 3 {
+		files, diags := render(t, releases...)
+		var list nodeplan.ReleaseList
+		if err := json.Unmarshal(byPath(files)[ReleasesFile], &list); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range list.Releases {
+			got = append(got, r.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("run %d: releases %v, want %v", run, got, want)
+		}
+		if len(diags) != 3 || !strings.Contains(diags[0].Message, `"r03"`) || !strings.Contains(diags[2].Message, `"r11"`) {
+			t.Fatalf("run %d: diagnostics out of order: %v", run, diags)
+		}
+		var paths []string
+		for _, f := range files {
+			paths = append(paths, f.Path)
+		}
+		if paths[0] != "charts/r00-0.1.0.tgz" || paths[len(paths)-1] != ReleasesFile {
+			t.Errorf("run %d: files %v", run, paths)
+		}
+		if run == 0 {
+			first = byPath(files)[ReleasesFile]
+		} else if !bytes.Equal(first, byPath(files)[ReleasesFile]) {
+			t.Errorf("run %d: %s differs from the first run's", run, ReleasesFile)
+		}
 	}
 }
