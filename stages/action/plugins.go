@@ -52,17 +52,23 @@ func ListPlugins(ctx context.Context, opts stages.Options) ([]PluginSummary, err
 		enabled[c.Name] = i
 	}
 	out := make([]PluginSummary, len(p.All))
+	asked := summariseBuiltins(ctx, p, enabled, out)
 	var wg sync.WaitGroup
 	for i, c := range p.All {
+		if asked[i] {
+			continue
+		}
 		wg.Add(1)
 		go func(i int, c host.Candidate) {
 			defer wg.Done()
 			_, on := enabled[c.Name]
 			out[i] = summarise(ctx, p, c, on)
-			out[i].ValuesSchema = nil // describe shows it; a listing stays short
 		}(i, c)
 	}
 	wg.Wait()
+	for i := range out {
+		out[i].ValuesSchema = nil // describe shows it; a listing stays short
+	}
 	if ctx.Err() != nil {
 		return nil, stages.ErrInterrupted
 	}
@@ -120,6 +126,44 @@ func DescribePlugin(ctx context.Context, opts stages.Options, name string) (*Plu
 	return nil, stages.ConfigError("no plugin named %q; available: %s", name, strings.Join(names, ", "))
 }
 
+// summariseBuiltins asks every startable built-in at once, so that the
+// built-ins that share one executable start one process, not one each; it
+// fills their entries of out and reports which it filled. When the launch
+// fails it fills none, and each is then started alone, so that the listing
+// says which one is broken.
+func summariseBuiltins(ctx context.Context, p *stages.Plan, enabled map[string]int, out []PluginSummary) []bool {
+	asked := make([]bool, len(p.All))
+	var at []int
+	var cands []host.Candidate
+	for i, c := range p.All {
+		if c.Source == host.SourceBuiltin && c.Problem == "" {
+			at, cands = append(at, i), append(cands, c)
+		}
+	}
+	if len(cands) < 2 {
+		return asked
+	}
+	opts, err := p.LaunchOptions()
+	if err != nil {
+		return asked
+	}
+	started, err := p.Deps.Launch(ctx, cands, opts)
+	defer func() {
+		for _, pl := range started {
+			pl.Kill()
+		}
+	}()
+	if err != nil || len(started) != len(cands) {
+		return asked
+	}
+	for k, i := range at {
+		_, on := enabled[cands[k].Name]
+		out[i] = summaryOf(cands[k], on, started[k])
+		asked[i] = true
+	}
+	return asked
+}
+
 // summarise starts one plugin, reads its info and kills it.
 func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bool) PluginSummary {
 	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
@@ -149,9 +193,15 @@ func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bo
 		s.Error = fmt.Sprintf("plugin host started %d plugins for %s", len(started), c.Name)
 		return s
 	}
-	info := started[0].Info()
+	return summaryOf(c, enabled, started[0])
+}
+
+// summaryOf describes a started plugin.
+func summaryOf(c host.Candidate, enabled bool, pl stages.Plugin) PluginSummary {
+	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
+	info := pl.Info()
 	s.Version, s.Description, s.Capabilities = info.Version, info.Description, info.Capabilities
-	s.ProtocolVersion = started[0].ProtocolVersion()
+	s.ProtocolVersion = pl.ProtocolVersion()
 	s.ValuesSchema = info.ValuesSchema
 	if info.Stages != nil {
 		s.Stages = info.Stages
