@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-command figures for render and the plugin platform, all measured in
 # ONE hyperfine run so that ratios between them are fair on a noisy machine:
-#   builtins   kube-aws render of cluster.yaml.example (every built-in plugin as a subprocess)
+#   builtins   kube-aws render of cluster.yaml.example (the built-ins in their one subprocess)
 #   contrib    the same with every contrib plugin enabled as well
 #   pools10    cluster.yaml.example with 10 node pools
 #   pools100   cluster.yaml.example with 100 node pools (target: under 10x pools10)
