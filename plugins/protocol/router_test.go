@@ -46,8 +46,10 @@ func TestRouting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginKey: tt.served})
-			defer server.Stop()
+			// The server first: closing the client asks the server to stop
+			// itself, which would race with a Stop of our own.
 			defer client.Close()
+			defer server.Stop()
 			raw, err := client.Dispense(PluginKey)
 			if err != nil {
 				t.Fatal(err)
