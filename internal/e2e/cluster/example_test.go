@@ -660,6 +660,7 @@ func (e *example) checkNodes(ctx context.Context, t *testing.T, cs *kubernetes.C
 		switch role {
 		case "controller":
 			expectLabels(t, n, map[string]string{"node.kube-aws.io/role": "controller"})
+			expectTaints(t, n, []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}})
 		case "nodepool-general":
 			expectLabels(t, n, map[string]string{"node.kubernetes.io/pool": "general"})
 		case "nodepool-spot":

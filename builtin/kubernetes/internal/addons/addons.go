@@ -32,7 +32,14 @@ const (
 	ControllerLabelValue = "controller"
 )
 
-// Contribute adds the releases (and the controllers' node label) to set;
+// ControllerTaint keeps workloads off the controllers, as kubeadm's
+// control-plane nodes: their CPU and memory are the API server's and etcd
+// clients'. The add-ons that belong there (the cloud controller manager,
+// kube-proxy, the CNI) tolerate it; CoreDNS tolerates it too, so it can run
+// before any worker has joined.
+const ControllerTaint = "node-role.kubernetes.io/control-plane"
+
+// Contribute adds the releases (and the controllers' node label and taint) to set;
 // apiServer is the API server's URL for kube-proxy. workDir is where cluster.yaml is: the charts are extracted under its
 // .kube-aws/cache for the helm plugin to read.
 func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiServer, plugin, workDir string) (diag.List, error) {
@@ -77,5 +84,7 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiSe
 	}
 	set.NodeLabels = append(set.NodeLabels, construct.NodeLabel{Target: construct.Target{Role: construct.Controller},
 		Key: ControllerLabel, Value: ControllerLabelValue})
+	set.NodeTaints = append(set.NodeTaints, construct.NodeTaint{Target: construct.Target{Role: construct.Controller},
+		Key: ControllerTaint, Effect: "NoSchedule"})
 	return nil, nil
 }

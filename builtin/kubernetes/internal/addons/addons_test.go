@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/klog/v2"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 
@@ -137,5 +138,44 @@ func TestChartsAreStable(t *testing.T) {
 	jb, _ := json.Marshal(b)
 	if !bytes.Equal(ja, jb) {
 		t.Errorf("two runs differ:\n%s\n%s", ja, jb)
+	}
+}
+
+// The controllers are tainted as kubeadm's control-plane nodes are, and the
+// add-ons that must run there tolerate the taint.
+func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
+	r, _ := versions.For("1.34.4")
+	var set construct.Set
+	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+		t.Fatal(d, err)
+	}
+	want := construct.NodeTaint{Target: construct.Target{Role: construct.Controller}, Key: ControllerTaint, Effect: "NoSchedule"}
+	if len(set.NodeTaints) != 1 || set.NodeTaints[0] != want {
+		t.Fatalf("taints %+v, want %+v", set.NodeTaints, want)
+	}
+	taint := corev1.Taint{Key: ControllerTaint, Effect: corev1.TaintEffectNoSchedule}
+	objs := render(t)
+	for _, w := range []struct{ release, object string }{
+		{"aws-cloud-controller-manager", "DaemonSet/aws-cloud-controller-manager"},
+		{"kube-proxy", "DaemonSet/kube-proxy"},
+		{"coredns", "Deployment/coredns"},
+	} {
+		var spec corev1.PodSpec
+		if strings.HasPrefix(w.object, "DaemonSet/") {
+			var ds appsv1.DaemonSet
+			objs[w.release].Decode(t, w.object, &ds)
+			spec = ds.Spec.Template.Spec
+		} else {
+			var d appsv1.Deployment
+			objs[w.release].Decode(t, w.object, &d)
+			spec = d.Spec.Template.Spec
+		}
+		tolerated := false
+		for _, tol := range spec.Tolerations {
+			tolerated = tolerated || tol.ToleratesTaint(klog.Background(), &taint, false)
+		}
+		if !tolerated {
+			t.Errorf("%s does not tolerate %s:NoSchedule (tolerations %+v)", w.object, ControllerTaint, spec.Tolerations)
+		}
 	}
 }
