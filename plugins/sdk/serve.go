@@ -50,9 +50,9 @@ func Serve(p Plugin) {
 // returns, which must be set and unique. One process costs one start-up
 // instead of one per plugin: kube-aws's built-ins are served this way,
 // from one executable that each built-in's file in the built-in folder
-// links to, and kube-aws starts one process for all the built-in (and all
-// the contrib) plugins whose files are that same executable. A plugin in
-// a user plugin folder always gets a process of its own.
+// links to, and kube-aws starts one process for all the built-ins whose
+// files are that same executable. Contrib and user plugins always get a
+// process each.
 func ServeAll(ps ...Plugin) {
 	impls, err := byName(ps)
 	if err != nil {

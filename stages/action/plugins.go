@@ -52,7 +52,7 @@ func ListPlugins(ctx context.Context, opts stages.Options) ([]PluginSummary, err
 		enabled[c.Name] = i
 	}
 	out := make([]PluginSummary, len(p.All))
-	asked := summariseBuiltins(ctx, p, enabled, out)
+	asked := summariseTogether(ctx, p, enabled, out)
 	var wg sync.WaitGroup
 	for i, c := range p.All {
 		if asked[i] {
@@ -126,25 +126,22 @@ func DescribePlugin(ctx context.Context, opts stages.Options, name string) (*Plu
 	return nil, stages.ConfigError("no plugin named %q; available: %s", name, strings.Join(names, ", "))
 }
 
-// summariseBuiltins asks every startable built-in at once, so that the
-// built-ins that share one executable start one process, not one each; it
-// fills their entries of out and reports which it filled. When the launch
-// fails it fills none, and each is then started alone, so that the listing
-// says which one is broken.
-func summariseBuiltins(ctx context.Context, p *stages.Plan, enabled map[string]int, out []PluginSummary) []bool {
+// summariseTogether asks every startable plugin in one launch, so that the
+// host starts each process once (the built-ins share one) rather than once
+// per plugin; it fills their entries of out and reports which it filled.
+// When the launch fails it fills none, and each is then started alone, so
+// that the listing says which one is broken and why.
+func summariseTogether(ctx context.Context, p *stages.Plan, enabled map[string]int, out []PluginSummary) []bool {
 	asked := make([]bool, len(p.All))
 	var at []int
 	var cands []host.Candidate
 	for i, c := range p.All {
-		if c.Source == host.SourceBuiltin && c.Problem == "" {
+		if c.Problem == "" {
 			at, cands = append(at, i), append(cands, c)
 		}
 	}
-	if len(cands) < 2 {
-		return asked
-	}
 	opts, err := p.LaunchOptions()
-	if err != nil {
+	if len(cands) == 0 || err != nil {
 		return asked
 	}
 	started, err := p.Deps.Launch(ctx, cands, opts)
