@@ -96,8 +96,7 @@ type Plugin struct {
 	// ProtocolVersion is the protocol version negotiated with the plugin.
 	ProtocolVersion int
 
-	opts     Options
-	proc     *process
+	proc     *process // its options are the plugin's
 	rpc      protocol.Plugin
 	store    *Store
 	services *services
@@ -288,7 +287,7 @@ func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []
 		SyncStdout:       synced,
 	})
 	for i, c := range cands {
-		p := &Plugin{Candidate: c, opts: opts, proc: pr}
+		p := &Plugin{Candidate: c, proc: pr}
 		if opts.StoreDir != "" {
 			p.store = NewStore(filepath.Join(opts.StoreDir, c.Name+".json"))
 		} else {
@@ -464,7 +463,7 @@ func (p *Plugin) Register(ctx context.Context, reg stage.Registration) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.proc.opts.StartTimeout)
 	defer cancel()
 	if err := p.rpc.NotifyRegistration(ctx, reg); err != nil {
 		return fmt.Errorf("plugin %s (%s): sending the registration result: %s", p.Name, p.Path, status.Convert(err).Message())
@@ -538,7 +537,7 @@ func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Ev
 	if p.Info.ReachesAWS {
 		base = context.WithoutCancel(ctx)
 	}
-	sctx, cancel := context.WithTimeout(base, p.opts.StageTimeout)
+	sctx, cancel := context.WithTimeout(base, p.proc.opts.StageTimeout)
 	defer cancel()
 	if p.Info.ReachesAWS {
 		returned := make(chan struct{})
@@ -583,19 +582,19 @@ func (p *Plugin) cancelOnInterrupt(ctx context.Context, returned <-chan struct{}
 		return
 	case <-ctx.Done():
 	}
-	actx, done := context.WithTimeout(context.Background(), p.opts.StartTimeout)
+	actx, done := context.WithTimeout(context.Background(), p.proc.opts.StartTimeout)
 	err := protocol.Cancel(actx, p.rpc)
 	done()
 	if err != nil {
 		cut()
 		return
 	}
-	t := time.NewTimer(p.opts.CancelGrace)
+	t := time.NewTimer(p.proc.opts.CancelGrace)
 	defer t.Stop()
 	select {
 	case <-returned:
 	case <-t.C:
-		p.proc.sink.line(fmt.Sprintf("plugin %s did not stop within %s of being interrupted; killed", p.Name, p.opts.CancelGrace))
+		p.proc.sink.line(fmt.Sprintf("plugin %s did not stop within %s of being interrupted; killed", p.Name, p.proc.opts.CancelGrace))
 		cut()
 	}
 }
@@ -616,9 +615,9 @@ func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err err
 		}
 		se.Message = fmt.Sprintf("plugin %s was stopped in stage %s: %v; killed", p.Name, st, cause)
 	case expired(sctx):
-		p.killProcess(fmt.Errorf("plugin %s was killed after it did not finish stage %s within %s", p.Name, st, p.opts.StageTimeout))
+		p.killProcess(fmt.Errorf("plugin %s was killed after it did not finish stage %s within %s", p.Name, st, p.proc.opts.StageTimeout))
 		se.Killed = true
-		se.Message = fmt.Sprintf("plugin %s did not finish stage %s within %s; killed", p.Name, st, p.opts.StageTimeout)
+		se.Message = fmt.Sprintf("plugin %s did not finish stage %s within %s; killed", p.Name, st, p.proc.opts.StageTimeout)
 		se.Hint = "report the hang to the plugin's author, or raise the stage timeout if it is merely slow"
 	case p.crashed(err):
 		// Kill waits until go-plugin has drained the plugin's stderr, so the
