@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
 	"time"
 
 	"github.com/kube-aws/kube-aws/internal/leafcert"
@@ -137,34 +136,20 @@ type Problem struct {
 func (p *Problem) Error() string { return p.Err.Error() }
 func (p *Problem) Unwrap() error { return p.Err }
 
-// Leaf is a leaf certificate to issue.
-type Leaf struct {
-	CommonName    string
-	Organizations []string
-	// Usages are extended key usages (server auth, client auth).
-	Usages      []x509.ExtKeyUsage
-	DNSNames    []string
-	IPAddresses []net.IP
-	// Validity is LeafValidity when zero; never past the CA's expiry.
-	Validity time.Duration
-}
+// Leaf is a leaf certificate to issue: its subject, usages and names. Issue
+// sets its expiry and key type.
+type Leaf = leafcert.Leaf
 
 // Issue signs a new leaf with a new ECDSA P-256 key and returns both as PEM.
 func (ca *CA) Issue(l Leaf, now time.Time) (certPEM, keyPEM []byte, err error) {
 	if err := ca.Current(now); err != nil {
 		return nil, nil, err
 	}
-	v := l.Validity
-	if v == 0 {
-		v = LeafValidity
+	l.NotAfter, l.RSA = now.Add(LeafValidity), false
+	if l.NotAfter.After(ca.Cert.NotAfter) {
+		l.NotAfter = ca.Cert.NotAfter
 	}
-	notAfter := now.Add(v)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
-	leaf := l.leaf()
-	leaf.NotAfter = notAfter
-	return leafcert.Issue(ca.Cert, ca.Key, leaf, now)
+	return leafcert.Issue(ca.Cert, ca.Key, l, now)
 }
 
 // Keep says whether a leaf issued earlier can stay: it parses, this CA
@@ -180,11 +165,7 @@ func (ca *CA) Keep(certPEM, keyPEM []byte, l Leaf, now time.Time) (bool, string)
 	if err != nil {
 		return false, "key: " + err.Error()
 	}
-	return leafcert.Keep(c, key, ca.Cert, l.leaf(), now)
-}
-
-func (l Leaf) leaf() leafcert.Leaf {
-	return leafcert.Leaf{CommonName: l.CommonName, Organizations: l.Organizations, Usages: l.Usages, DNSNames: l.DNSNames, IPAddresses: l.IPAddresses}
+	return leafcert.Keep(c, key, ca.Cert, l, now)
 }
 
 // NewServiceAccountKey makes the key pair the API server signs
