@@ -311,6 +311,9 @@ func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []
 		return make([]*Plugin, len(cands)), errs
 	}
 	if _, err := pr.client.Start(); err != nil {
+		// Killing waits until go-plugin has drained the process's stderr,
+		// which usually says why it failed: the error quotes it after.
+		pr.kill()
 		return fail(0, pr.startError(cands, err, want))
 	}
 	pr.mu.Lock()
@@ -333,6 +336,7 @@ func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []
 	ictx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
+	failed := make([]bool, len(out)) // GetInfo answered with an error
 	for i, p := range out {
 		wg.Add(1)
 		go func() {
@@ -344,13 +348,20 @@ func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []
 			case expired(ictx) && ctx.Err() == nil:
 				errs[i] = fmt.Errorf("plugin %s (%s) did not answer GetInfo within %s; killed", p.Name, p.Path, opts.StartTimeout)
 			default:
-				errs[i] = fmt.Errorf("plugin %s (%s) failed to describe itself (GetInfo): %s%s", p.Name, p.Path, status.Convert(err).Message(), pr.stderrNote())
+				errs[i] = fmt.Errorf("plugin %s (%s) failed to describe itself (GetInfo): %s", p.Name, p.Path, status.Convert(err).Message())
+				failed[i] = true
 			}
 		}()
 	}
 	wg.Wait()
 	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		// As above: the stderr is quoted once the process is gone.
 		pr.kill()
+		for i, f := range failed {
+			if f {
+				errs[i] = fmt.Errorf("%w%s", errs[i], pr.stderrNote())
+			}
+		}
 		return make([]*Plugin, len(cands)), errs
 	}
 	return out, errs
