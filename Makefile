@@ -70,15 +70,15 @@ lint:
 	$(GO) vet ./...
 
 # The OCI registry and cosign CLI that plugin distribution is tested against,
-# built from the Go module proxy at the versions internal/registrytest pins
+# built from the Go module proxy at the versions test/registrytest pins
 # (once per machine: the first cosign build takes minutes).
 test-tools:
-	$(GO) test -count=1 -timeout 30m -run '^TestTools$$' ./internal/registrytest
+	$(GO) test -count=1 -timeout 30m -run '^TestTools$$' ./test/registrytest
 
 # The whole suite: what CI runs.
 test: venv build lint test-tools
 	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -timeout 20m ./...
-	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/... ./builtin/deploy/... ./builtin/helm/... ./internal/...
+	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/... ./builtin/deploy/... ./builtin/helm/... ./node/... ./test/... ./release/...
 	$(MAKE) fuzz
 
 fuzz:
@@ -86,11 +86,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME) ./core/merge
 	$(GO) test -run '^$$' -fuzz '^FuzzFocusOperations$$' -fuzztime $(FUZZTIME) ./core/merge
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./core/nodeplan
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/nodeagent/cloudinit
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/nodeagent/envfile
-	$(GO) test -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) ./internal/nodeagent/substitute
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./node/cloudinit
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./node/envfile
+	$(GO) test -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) ./node/substitute
 
-# Local machines (internal/machines) need root and these Debian packages:
+# Local machines (test/machines) need root and these Debian packages:
 # systemd-nspawn (systemd-container), mmdebstrap for the machines' root
 # filesystem, nsenter and losetup (util-linux), ip (iproute2). The test
 # binary is exec'ed by the recipe's shell, so make's SIGTERM (and Ctrl-C)
@@ -105,7 +105,7 @@ e2e-cluster: venv build artifacts
 	@if [ "$$(id -u)" != 0 ]; then echo "make e2e-cluster: local machines need root (mounts, network namespaces, cgroups, loop devices): run it as root" >&2; exit 2; fi
 	@missing=$$(for p in $(E2E_CLUSTER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
-	$(GO) test -c -tags e2ecluster -o $(BIN)/e2e-cluster.test ./internal/e2e/cluster
+	$(GO) test -c -tags e2ecluster -o $(BIN)/e2e-cluster.test ./test/e2e/cluster
 	exec env KUBE_AWS_VENV=$(abspath $(VENV)) $(ARTIFACTS_ENV) $(BIN)/e2e-cluster.test -test.v -test.count=1 -test.timeout $(E2E_CLUSTER_TIMEOUT) -test.run '$(RUN)'
 
 demo: venv build
@@ -149,7 +149,7 @@ artifacts-deps:
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends mmdebstrap gcc libc6-dev; }
 
 artifacts: artifacts-deps
-	$(ARTIFACTS_ENV) $(GO) run ./internal/e2e/artifacts/cmd/build-artifacts -arch $(ARTIFACTS_ARCH)
+	$(ARTIFACTS_ENV) $(GO) run ./cmd/kube-aws-artifacts -arch $(ARTIFACTS_ARCH)
 
 artifacts-test: artifacts
-	$(ARTIFACTS_ENV) $(GO) test -count=1 -tags artifacts ./internal/e2e/artifacts
+	$(ARTIFACTS_ENV) $(GO) test -count=1 -tags artifacts ./release/artifacts

@@ -10,7 +10,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // resolveArtifacts checks that every architecture a target's machines run

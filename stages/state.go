@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // StateVersion is the version of the state file format.

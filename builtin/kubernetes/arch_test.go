@@ -11,8 +11,8 @@ import (
 
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/node"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
-	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/builtintest"
 )
 
 // TestAnArchitectureWithoutArtifactsIsFatal runs kube-aws itself with this

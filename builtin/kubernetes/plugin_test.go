@@ -18,8 +18,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/builtintest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the plugin's constructs")

@@ -18,7 +18,7 @@ func TestOtherBinariesStayLean(t *testing.T) {
 	// Prefixes; a trailing "$" asks for the package itself only (the helm
 	// plugin already uses client-go's scheme, not its clientset).
 	forbidden := []string{
-		"github.com/kube-aws/kube-aws/internal/nodeagent",
+		"github.com/kube-aws/kube-aws/node",
 		"helm.sh/helm/v3/pkg/action",
 		"k8s.io/client-go/kubernetes$",
 		"go.etcd.io/etcd/client",

@@ -2,7 +2,7 @@
 // runs: the launch template's bootstrap execs `kube-aws-node boot`, which
 // applies the role's userdata, whose runcmd calls the other steps. Each
 // step reads its plan from /etc/kube-aws/ (core/nodeplan). This file only
-// wires flags to internal/nodeagent; docs/node-agent.md describes it all.
+// wires flags to node; docs/node-agent.md describes it all.
 package main
 
 import (
@@ -14,22 +14,22 @@ import (
 	"time"
 
 	"github.com/kube-aws/kube-aws/core/version"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/addons"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/apiwait"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/artifacts"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/boot"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/certs"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/command"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/csrapprove"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/dns"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/etcdsnap"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/goal"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/images"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/kube"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/retry"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/secrets"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/volumes"
+	"github.com/kube-aws/kube-aws/node/addons"
+	"github.com/kube-aws/kube-aws/node/agent"
+	"github.com/kube-aws/kube-aws/node/apiwait"
+	"github.com/kube-aws/kube-aws/node/artifacts"
+	"github.com/kube-aws/kube-aws/node/boot"
+	"github.com/kube-aws/kube-aws/node/certs"
+	"github.com/kube-aws/kube-aws/node/command"
+	"github.com/kube-aws/kube-aws/node/csrapprove"
+	"github.com/kube-aws/kube-aws/node/dns"
+	"github.com/kube-aws/kube-aws/node/etcdsnap"
+	"github.com/kube-aws/kube-aws/node/goal"
+	"github.com/kube-aws/kube-aws/node/images"
+	"github.com/kube-aws/kube-aws/node/kube"
+	"github.com/kube-aws/kube-aws/node/retry"
+	"github.com/kube-aws/kube-aws/node/secrets"
+	"github.com/kube-aws/kube-aws/node/volumes"
 )
 
 type step struct {

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/agenttest"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/awsenv"
+	"github.com/kube-aws/kube-aws/node/agent"
+	"github.com/kube-aws/kube-aws/node/awsenv"
+	"github.com/kube-aws/kube-aws/test/agenttest"
 )
 
 var motoURL, binary string

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // Every bad input of plugin distribution through the kube-aws binary

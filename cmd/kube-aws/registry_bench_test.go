@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/builtintest"
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/builtintest"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // contribPlugins are the six contrib plugins, the plugins of the

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/internal/awstest"
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/awstest"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // These tests run kube-aws against a real OCI registry (the CNCF

@@ -25,11 +25,11 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/awstest"
-	"github.com/kube-aws/kube-aws/internal/builtintest"
-	"github.com/kube-aws/kube-aws/internal/faultproxy"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 	"github.com/kube-aws/kube-aws/stages"
+	"github.com/kube-aws/kube-aws/test/awstest"
+	"github.com/kube-aws/kube-aws/test/builtintest"
+	"github.com/kube-aws/kube-aws/test/faultproxy"
 )
 
 // These tests run the real kube-aws and built-in plugin

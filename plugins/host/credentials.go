@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/kube-aws/kube-aws/core/config"
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // Credentials keeps the secrets plugins generate (CA keys, tokens): the

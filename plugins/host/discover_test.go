@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 func writeExe(t *testing.T, path string, mode os.FileMode) {

@@ -25,8 +25,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
-	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/plugins/protocol"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // LockfileName is the name of the lock file beside cluster.yaml.

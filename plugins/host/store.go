@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // Store is a plugin's persistent key-value store (the delegated storage a

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // The trivial test plugin takes its name from its executable, so one build

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // A plugin pushed with its side files comes back byte for byte, with its

@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // Package is a plugin on disk, ready to push: for every platform, its

@@ -16,8 +16,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // LayerMismatchError is a layer whose bytes do not match its digest: the

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/oci/cosign"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // Signatures made by the cosign CLI with `cosign sign --key`, in both of

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 	"github.com/kube-aws/kube-aws/stages"
 )
 

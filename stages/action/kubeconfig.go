@@ -14,7 +14,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 	"github.com/kube-aws/kube-aws/stages"
 )
 

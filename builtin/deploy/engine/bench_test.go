@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/awstest"
-	"github.com/kube-aws/kube-aws/internal/faultproxy"
+	"github.com/kube-aws/kube-aws/test/awstest"
+	"github.com/kube-aws/kube-aws/test/faultproxy"
 )
 
 // Benchmarks run the engine with its default polling and parallelism, as

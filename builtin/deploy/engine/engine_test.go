@@ -25,7 +25,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/faultproxy"
+	"github.com/kube-aws/kube-aws/test/faultproxy"
 )
 
 type cloudformationStack = types.Stack

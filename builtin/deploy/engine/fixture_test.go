@@ -24,8 +24,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/awstest"
-	"github.com/kube-aws/kube-aws/internal/faultproxy"
+	"github.com/kube-aws/kube-aws/test/awstest"
+	"github.com/kube-aws/kube-aws/test/faultproxy"
 )
 
 // motoURL is one moto for the whole package: starting it takes about half a

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/core/names"
-	"github.com/kube-aws/kube-aws/internal/awstest"
+	"github.com/kube-aws/kube-aws/test/awstest"
 )
 
 var apiFact = Fact{Name: "apiLoadBalancerDNS", Parameter: "APILoadBalancerDNS"}

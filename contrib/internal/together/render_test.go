@@ -9,8 +9,8 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/builtintest"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/builtintest"
 )
 
 // venvTool finds a tool of the Python virtual environment: $KUBE_AWS_VENV

@@ -15,8 +15,8 @@ import (
 	"github.com/kube-aws/kube-aws/contrib/internal/contribtest"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/awstest"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
+	"github.com/kube-aws/kube-aws/test/awstest"
 )
 
 // TestDeployAndValidateAgainstMoto deploys the bastion stack the plugin

@@ -17,8 +17,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/kubeversion"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/internal/chartcache"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
+	"github.com/kube-aws/kube-aws/plugins/sdk/chartcache"
 )
 
 func main() { sdk.Serve(sdk.Typed[Values](plugin{})) }

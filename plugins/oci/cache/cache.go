@@ -23,7 +23,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kube-aws/kube-aws/internal/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
 
 // EnvDir overrides the cache's root folder.

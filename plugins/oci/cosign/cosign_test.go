@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/oci/cosign"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 // A private key, or a file that is no key, is refused with what to give

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/registrytest"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/oci"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
 	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }

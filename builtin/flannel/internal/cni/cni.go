@@ -17,7 +17,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
-	"github.com/kube-aws/kube-aws/internal/chartcache"
+	"github.com/kube-aws/kube-aws/plugins/sdk/chartcache"
 )
 
 //go:embed all:charts

@@ -15,7 +15,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
-	"github.com/kube-aws/kube-aws/internal/chartcache"
+	"github.com/kube-aws/kube-aws/plugins/sdk/chartcache"
 )
 
 //go:embed all:charts

@@ -22,7 +22,7 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/kube-aws/kube-aws/internal/leafcert"
+	"github.com/kube-aws/kube-aws/plugins/sdk/leafcert"
 )
 
 // Validities kube-aws gives what it makes.

@@ -12,8 +12,8 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/agent"
-	"github.com/kube-aws/kube-aws/internal/nodeagent/certs"
+	"github.com/kube-aws/kube-aws/node/agent"
+	"github.com/kube-aws/kube-aws/node/certs"
 )
 
 // machine lays out a role's files under a fresh root as a machine has them

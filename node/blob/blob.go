@@ -1,0 +1,206 @@
+// Package blob fetches what a machine needs from the cluster's bucket or
+// an upstream URL and checks its sha256 before anything uses a byte of it;
+// verified files are kept in a cache by digest, so a second run fetches
+// nothing. It also stores objects (the status).
+package blob
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"github.com/kube-aws/kube-aws/node/retry"
+	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
+)
+
+// Store reads and writes one bucket, and downloads from upstream URLs.
+type Store struct {
+	S3     *s3.Client
+	Bucket string
+	// HTTP fetches upstream URLs (proxies from the environment).
+	HTTP *http.Client
+	// CacheDir keeps verified downloads, one file per sha256.
+	CacheDir string
+}
+
+// Source is one object to fetch: a full S3 Key or a URL, with its sha256.
+type Source struct {
+	Key    string
+	URL    string
+	SHA256 string
+}
+
+func (s Source) String() string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return "s3://<bucket>/" + s.Key
+}
+
+// Get reads an object of at most limit bytes. A missing object is a
+// permanent error: retrying will not make it appear.
+func (st *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
+	out, err := st.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, st.s3Error("reading", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading s3://%s/%s: %w", st.Bucket, key, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, retry.Permanent(fmt.Errorf("s3://%s/%s is larger than %d bytes", st.Bucket, key, limit))
+	}
+	return b, nil
+}
+
+// GetVerified reads a content-addressed object and checks its sha256.
+func (st *Store) GetVerified(ctx context.Context, key, sum string, limit int64) ([]byte, error) {
+	b, err := st.Get(ctx, key, limit)
+	if err != nil {
+		return nil, err
+	}
+	if got := nodeplan.SHA256Hex(b); got != sum {
+		return nil, mismatch("s3://"+st.Bucket+"/"+key, got, sum)
+	}
+	return b, nil
+}
+
+// Put stores an object.
+func (st *Store) Put(ctx context.Context, key string, body []byte, contentType string) error {
+	_, err := st.S3.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(st.Bucket), Key: aws.String(key), Body: bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String(contentType),
+	})
+	if err != nil {
+		return st.s3Error("writing", key, err)
+	}
+	return nil
+}
+
+// Fetch returns the path of a verified copy of src in the cache,
+// downloading it when it is not there yet. A copy whose sha256 is wrong is
+// never kept.
+func (st *Store) Fetch(ctx context.Context, src Source) (string, error) {
+	if !nodeplan.IsSHA256(src.SHA256) {
+		return "", retry.Permanent(fmt.Errorf("%s: %q is not a sha256", src, src.SHA256))
+	}
+	dest := filepath.Join(st.CacheDir, src.SHA256)
+	if HasSum(dest, src.SHA256) {
+		return dest, nil
+	}
+	if err := os.MkdirAll(st.CacheDir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(st.CacheDir, ".download-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	h := sha256.New()
+	w := io.MultiWriter(tmp, h)
+	if src.URL != "" {
+		err = st.download(ctx, src.URL, w)
+	} else {
+		err = st.copyObject(ctx, src.Key, w)
+	}
+	if err != nil {
+		return "", err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != src.SHA256 {
+		where := src.URL
+		if where == "" {
+			where = "s3://" + st.Bucket + "/" + src.Key
+		}
+		return "", mismatch(where, got, src.SHA256)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return "", err
+	}
+	return dest, nil
+}
+
+func (st *Store) copyObject(ctx context.Context, key string, w io.Writer) error {
+	out, err := st.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return st.s3Error("downloading", key, err)
+	}
+	defer out.Body.Close()
+	if _, err := io.Copy(w, out.Body); err != nil {
+		return fmt.Errorf("downloading s3://%s/%s: %w", st.Bucket, key, err)
+	}
+	return nil
+}
+
+func (st *Store) download(ctx context.Context, url string, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return retry.Permanent(err)
+	}
+	client := st.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("downloading %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("downloading %s: HTTP %s", url, resp.Status)
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusGone {
+			return retry.Permanent(err)
+		}
+		return err
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("downloading %s: %w", url, err)
+	}
+	return nil
+}
+
+// s3Error says what failed; a missing object or bucket is permanent.
+func (st *Store) s3Error(verb, key string, err error) error {
+	e := fmt.Errorf("%s s3://%s/%s: %w", verb, st.Bucket, key, err)
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "NoSuchKey", "NotFound", "NoSuchBucket":
+			return retry.Permanent(e)
+		}
+	}
+	return e
+}
+
+func mismatch(where, got, want string) error {
+	return retry.Permanent(fmt.Errorf("%s has sha256 %s, the plan says %s: it is not what kube-aws rendered and is not used (a corrupted or replaced object; deploy again)", where, got, want))
+}
+
+// HasSum reports whether the file at p exists with sha256 sum.
+func HasSum(p, sum string) bool {
+	got, err := fileutil.SHA256(p)
+	return err == nil && got == sum
+}
+
+// IsNotFound reports whether err is a missing S3 object.
+func IsNotFound(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound")
+}
