@@ -38,7 +38,7 @@ help:
 	@echo "make build  build bin/kube-aws, every built-in and contrib plugin and kube-aws-node (linux/amd64, arm64) under bin/kube-aws-plugins/"
 	@echo "make bench  Go benchmarks and whole-command timings (see docs/benchmarks.md)"
 	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
-	@echo "make lint   gofmt and go vet"
+	@echo "make lint   gofmt, go vet, and no tracked binary or file over 1 MiB"
 
 # Static binaries (CGO_ENABLED=0): no dynamic linker at start-up, about 2 ms
 # less CPU per plugin launch. One go build per folder links its binaries in
@@ -68,6 +68,7 @@ $(VENV)/.installed: requirements-dev.txt
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	./scripts/check-tracked.sh
 
 # The OCI registry and cosign CLI that plugin distribution is tested against,
 # built from the Go module proxy at the versions test/registrytest pins
