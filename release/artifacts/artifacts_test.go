@@ -380,7 +380,7 @@ func TestBuildPause(t *testing.T) {
 func TestBuildNoticesSourceChanges(t *testing.T) {
 	src := sourceRoot(t)
 	copyRoot := t.TempDir()
-	builder := filepath.Join("internal", "e2e", "artifacts")
+	builder := filepath.Join("release", "artifacts")
 	for _, rel := range []string{
 		filepath.Join(builder, "modules", "pause", "go.mod"),
 		filepath.Join(builder, "modules", "pause", "main.go"),
@@ -472,7 +472,7 @@ func TestBuildErrors(t *testing.T) {
 func TestGoBuildFailureNamesModule(t *testing.T) {
 	src := sourceRoot(t)
 	copyRoot := t.TempDir()
-	builder := filepath.Join("internal", "e2e", "artifacts")
+	builder := filepath.Join("release", "artifacts")
 	copyFile(t, filepath.Join(src, builder, "modules", "kubernetes", "go.mod"), filepath.Join(copyRoot, builder, "modules", "kubernetes", "go.mod"))
 	copyFile(t, filepath.Join(src, builder, "modules", "pause", "go.mod"), filepath.Join(copyRoot, builder, "modules", "pause", "go.mod"))
 	os.WriteFile(filepath.Join(copyRoot, builder, "modules", "pause", "main.go"), []byte("package main\nfunc main() { undefined() }\n"), 0o644)

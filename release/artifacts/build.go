@@ -162,7 +162,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	if opts.DebianSources == "" {
 		opts.DebianSources = defaultDebianSources
 	}
-	builderDir := filepath.Join(opts.Source, "internal", "e2e", "artifacts")
+	builderDir := filepath.Join(opts.Source, "release", "artifacts")
 	modulesDir := filepath.Join(builderDir, "modules")
 	if _, err := os.Stat(filepath.Join(modulesDir, "kubernetes", "go.mod")); err != nil {
 		return nil, fmt.Errorf("source %q is not a kube-aws checkout (no %s): give the repository root", opts.Source, filepath.Join(modulesDir, "kubernetes", "go.mod"))
