@@ -20,6 +20,43 @@ type Status struct {
 	Seconds float64 `json:"seconds"`
 	// Time is when the status was written, RFC 3339 in UTC.
 	Time string `json:"time"`
+	// UserData is the key of the userdata the machine booted from
+	// (roles/<role>/userdata/<sha256>): what it runs, which kube-aws
+	// compares with what it rendered since.
+	UserData string `json:"userData,omitempty"`
+	// Goal says what the machine found when it reached its role's goal
+	// (PhaseReady): the gates of a roll read it.
+	Goal *GoalReport `json:"goal,omitempty"`
+}
+
+// GoalReport is what a machine found at its goal.
+type GoalReport struct {
+	// Node is the machine's Kubernetes node, Ready.
+	Node string `json:"node,omitempty"`
+	// APIReady says that the machine's own API server and the API through
+	// the load balancer both answered /readyz ok (controllers).
+	APIReady bool `json:"apiReady,omitempty"`
+	// Etcd is the member's view of its cluster (etcd members).
+	Etcd *EtcdReport `json:"etcd,omitempty"`
+}
+
+// EtcdReport is an etcd member's view of its cluster at its goal.
+type EtcdReport struct {
+	// Name and ID are the member's (hexadecimal ID): a replaced member
+	// keeps both, for the member is its volume.
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	// Leader is the leader's ID; empty when the cluster has none.
+	Leader string `json:"leader,omitempty"`
+	// Members and Healthy count the cluster's members and those that
+	// answered a health check.
+	Members int `json:"members"`
+	Healthy int `json:"healthy"`
+}
+
+// Whole says that every member is healthy and there is a leader.
+func (r *EtcdReport) Whole() bool {
+	return r != nil && r.Members > 0 && r.Healthy == r.Members && r.Leader != ""
 }
 
 // Phase is where a machine is.
