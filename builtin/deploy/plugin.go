@@ -79,6 +79,8 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 		Timeout:         aws.Timeout,
 		Parallelism:     v.Parallelism,
 		ConfirmRecreate: aws.Yes,
+		DrainTimeout:    c.Drain.TimeoutDuration(),
+		DrainForce:      c.Drain.Force,
 		// The lock names the kube-aws process that started this plugin.
 		Who: engine.Who(os.Getppid()),
 		Reporter: engine.ReporterFunc(func(ev engine.Event) {

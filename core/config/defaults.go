@@ -11,6 +11,7 @@ const (
 	DefaultRootVolumeSize    = 30 // GiB
 	DefaultNodePoolMinSize   = 1
 	DefaultNodePoolMaxSize   = 3
+	DefaultDrainTimeout      = "5m"
 )
 
 // ApplyDefaults fills every value cluster.yaml left out. A value that was
@@ -26,6 +27,9 @@ func ApplyDefaults(c *Cluster) {
 		c.KubernetesVersion = DefaultKubernetesVersion
 	}
 	kubernetesDefaults(&c.Kubernetes)
+	if c.Drain.Timeout == "" {
+		c.Drain.Timeout = DefaultDrainTimeout
+	}
 	if c.Network.VPCID == "" && c.Network.VPCCIDR == "" {
 		c.Network.VPCCIDR = DefaultVPCCIDR
 	}

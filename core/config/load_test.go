@@ -204,6 +204,18 @@ func TestBadInput(t *testing.T) {
 		{"sizes out of order", replace("    maxSize: 4", "    maxSize: 4\n    desiredCapacity: 9"), []want{
 			{path: "nodePools[0].desiredCapacity", line: 17, msg: "needs minSize <= desiredCapacity <= maxSize, got 1 <= 9 <= 4"},
 		}},
+		{"a roll that could replace nothing", replace("    maxSize: 4", "    maxSize: 4\n    rollingUpdate: {maxSurge: 0, maxUnavailable: 0}"), []want{
+			{path: "nodePools[0].rollingUpdate", line: 17, msg: "maxSurge and maxUnavailable are both 0", hint: "allow a new machine first (maxSurge: 1)"},
+		}},
+		{"maxUnavailable above the pool's size", replace("    maxSize: 4", "    maxSize: 4\n    rollingUpdate: {maxUnavailable: 5}"), []want{
+			{path: "nodePools[0].rollingUpdate.maxUnavailable", line: 17, msg: "maxUnavailable 5 is above the pool's maxSize 4"},
+		}},
+		{"negative maxSurge", replace("    maxSize: 4", "    maxSize: 4\n    rollingUpdate: {maxSurge: -1}"), []want{
+			{path: "nodePools[0].rollingUpdate.maxSurge", line: 17, msg: "maxSurge is negative"},
+		}},
+		{"a drain timeout of 0", replace("clusterName: demo", "clusterName: demo\ndrain: {timeout: 0s}"), []want{
+			{path: "drain.timeout", line: 2, msg: `drain.timeout "0s" is not a positive duration`, hint: "use a positive duration such as 5m"},
+		}},
 		{"invalid taint effect", replace("effect: NoSchedule", "effect: NoSchedul"), []want{
 			{path: "nodePools[1].taints[0].effect", line: 26, col: 17, msg: `taint effect "NoSchedul" is not valid`, hint: "did you mean NoSchedule?"},
 		}},

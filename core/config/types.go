@@ -1,6 +1,9 @@
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Cluster is cluster.yaml. JSON tags are the YAML keys: Parse walks the YAML
 // node tree (sigs.k8s.io/yaml/goyaml.v3) alongside these types, checks every
@@ -24,6 +27,8 @@ type Cluster struct {
 	Etcd        MachineSet  `json:"etcd"`
 	APIEndpoint APIEndpoint `json:"apiEndpoint"`
 	NodePools   []NodePool  `json:"nodePools"`
+	// Drain says how a node is drained before its machine goes.
+	Drain Drain `json:"drain,omitempty"`
 	// S3URI is where assets and templates are uploaded: s3://bucket/prefix.
 	S3URI string `json:"s3URI"`
 	// KMSKeyARN encrypts sensitive values for upload; decrypted on the node.
@@ -124,6 +129,65 @@ type NodePool struct {
 	// Plugins overrides plugin settings for this pool: values are merged
 	// over the cluster-level values (JSON merge patch).
 	Plugins map[string]PluginConfig `json:"plugins,omitempty"`
+	// RollingUpdate says how many machines a roll of this pool adds and
+	// takes away at once; nil means the defaults (RollingUpdate.WithDefaults).
+	RollingUpdate *RollingUpdate `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdate bounds a roll of a node pool: kube-aws replaces the pool's
+// out-of-date machines in waves of at most MaxSurge new machines above the
+// desired capacity (where maxSize leaves room) and MaxUnavailable old ones
+// drained and out of service.
+type RollingUpdate struct {
+	MaxSurge       *int `json:"maxSurge,omitempty"`
+	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
+}
+
+// Defaults of RollingUpdate: one new machine at a time, none of the old
+// ones taken away before its stand-in is Ready. A pool whose maxSize leaves
+// no room for a new machine, and that does not set maxUnavailable, is
+// replaced one unavailable machine at a time.
+const (
+	DefaultMaxSurge       = 1
+	DefaultMaxUnavailable = 0
+)
+
+// WithDefaults is r with every unset field at its default; r may be nil.
+func (r *RollingUpdate) WithDefaults() RollingUpdate {
+	out := RollingUpdate{}
+	if r != nil {
+		out = *r
+	}
+	if out.MaxSurge == nil {
+		n := DefaultMaxSurge
+		out.MaxSurge = &n
+	}
+	if out.MaxUnavailable == nil {
+		n := DefaultMaxUnavailable
+		out.MaxUnavailable = &n
+	}
+	return out
+}
+
+// Drain is how every node is drained before its machine goes, whoever
+// ends it (a roll, a scale-in, a spot interruption): cordoned, then its pods
+// evicted through the Eviction API within Timeout.
+type Drain struct {
+	// Timeout is a Go duration (5m); DefaultDrainTimeout when empty.
+	Timeout string `json:"timeout,omitempty"`
+	// Force deletes the pods a PodDisruptionBudget still protects when
+	// Timeout expires, instead of stopping the roll at that node.
+	Force bool `json:"force,omitempty"`
+}
+
+// TimeoutDuration is Timeout parsed; DefaultDrainTimeout when it does not
+// parse (validation refuses that).
+func (d Drain) TimeoutDuration() time.Duration {
+	t, err := time.ParseDuration(d.Timeout)
+	if err != nil || t <= 0 {
+		t, _ = time.ParseDuration(DefaultDrainTimeout)
+	}
+	return t
 }
 
 // Spot makes a node pool use spot instances.

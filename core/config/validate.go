@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
@@ -135,6 +136,12 @@ func (v *validator) cluster() {
 	if c.KubernetesVersion != "" && !versionRe.MatchString(c.KubernetesVersion) {
 		v.fatal("kubernetesVersion", fmt.Sprintf("write the full version without a leading v, e.g. kubernetesVersion: %q", DefaultKubernetesVersion),
 			"kubernetesVersion %q is not a MAJOR.MINOR.PATCH version", c.KubernetesVersion)
+	}
+	if c.Drain.Timeout != "" {
+		if d, err := time.ParseDuration(c.Drain.Timeout); err != nil || d <= 0 {
+			v.fatal("drain.timeout", "use a positive duration such as 5m or 90s: a node needs time to move its pods",
+				"drain.timeout %q is not a positive duration", c.Drain.Timeout)
+		}
 	}
 	if c.AMI != "" && !amiRe.MatchString(c.AMI) {
 		v.fatal("amiId", "use an image id such as ami-0123456789abcdef0, or leave amiId out for the region's default", "amiId %q is not an AMI id", c.AMI)
@@ -382,6 +389,30 @@ func (v *validator) apiEndpoint(subnets []Subnet) {
 	}
 }
 
+// rollingUpdate checks a pool's roll bounds: a roll must be able to move,
+// and cannot take away more machines than the pool has.
+func (v *validator) rollingUpdate(p string, np NodePool) {
+	if np.RollingUpdate == nil {
+		return
+	}
+	ru := np.RollingUpdate.WithDefaults()
+	surge, unavailable := *ru.MaxSurge, *ru.MaxUnavailable
+	if surge < 0 {
+		v.fatal(p+".maxSurge", "use 0 or more", "%s.maxSurge is negative (%d)", p, surge)
+	}
+	if unavailable < 0 {
+		v.fatal(p+".maxUnavailable", "use 0 or more", "%s.maxUnavailable is negative (%d)", p, unavailable)
+	}
+	if surge == 0 && unavailable == 0 {
+		v.fatal(p, "allow a new machine first (maxSurge: 1) or an old one out of service (maxUnavailable: 1)",
+			"%s.maxSurge and maxUnavailable are both 0: a roll could replace no machine", p)
+	}
+	if unavailable > np.MaxSize && np.MaxSize > 0 {
+		v.fatal(p+".maxUnavailable", fmt.Sprintf("use at most the pool's maxSize (%d)", np.MaxSize),
+			"%s.maxUnavailable %d is above the pool's maxSize %d", p, unavailable, np.MaxSize)
+	}
+}
+
 func (v *validator) nodePools(subnets []Subnet) {
 	c := v.c
 	if len(c.NodePools) == 0 {
@@ -428,6 +459,7 @@ func (v *validator) nodePools(subnets []Subnet) {
 				"%s needs minSize <= desiredCapacity <= maxSize, got %d <= %d <= %d", p, np.MinSize, np.DesiredCapacity, np.MaxSize)
 		}
 		v.subnetRefs(p+".subnets", np.Subnets, subnets)
+		v.rollingUpdate(p+".rollingUpdate", np)
 		if np.Spot != nil && np.Spot.MaxPrice != "" {
 			if f, err := strconv.ParseFloat(np.Spot.MaxPrice, 64); !priceRe.MatchString(np.Spot.MaxPrice) || err != nil || f <= 0 {
 				v.fatal(p+".spot.maxPrice", "use a price in USD per instance hour, e.g. maxPrice: \"0.05\", or leave it out to pay up to the on-demand price",

@@ -27,6 +27,8 @@ type Result struct {
 	Created   []string `json:"created,omitempty"`
 	Updated   []string `json:"updated,omitempty"`
 	Unchanged []string `json:"unchanged,omitempty"`
+	// Replaced counts the machines the roll replaced, per role.
+	Replaced map[string]int `json:"replaced,omitempty"`
 }
 
 // Cluster output names Deploy lifts from the control-plane stack's outputs.
@@ -140,6 +142,16 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 	liftOutputs(res.Deploy.Outputs, outputs)
 	if err != nil {
 		return res, fmt.Errorf("deploying cluster %s: %w", p.cluster, err)
+	}
+	// The stacks changed launch templates in place; the machines that run
+	// an older one are replaced now, drained and gated (package roll).
+	sum, err := e.rollCluster(ctx, p)
+	if sum.Replaced > 0 {
+		res.Replaced = sum.ByRole
+		res.Changed = true
+	}
+	if err != nil {
+		return res, fmt.Errorf("rolling cluster %s: %w", p.cluster, err)
 	}
 	return res, nil
 }

@@ -47,6 +47,8 @@ const (
 	DefaultMaxAttempts  = 10
 	DefaultMaxBackoff   = 20 * time.Second
 	DefaultBootGrace    = 10 * time.Minute
+	DefaultDrainTimeout = 5 * time.Minute
+	DefaultRollPoll     = 2 * time.Second
 )
 
 // MaxInlineTemplate is the largest template CloudFormation accepts inline
@@ -94,6 +96,14 @@ type Options struct {
 	// to reach its role's goal (status phase ready) before Validate reports
 	// it as fatal; a younger machine not there yet is a warning.
 	BootGrace time.Duration
+	// DrainTimeout bounds each node's drain in a roll; DrainForce deletes
+	// the pods a PodDisruptionBudget still protects when it expires,
+	// instead of stopping the roll.
+	DrainTimeout time.Duration
+	DrainForce   bool
+	// RollPoll is how often a roll reads what it waits for (a machine's
+	// status, a drain's, a group's instances).
+	RollPoll time.Duration
 	// Now is the clock Validate measures machines' ages with; nil means
 	// time.Now (tests move it forward rather than wait).
 	Now func() time.Time
@@ -151,6 +161,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.BootGrace <= 0 {
 		opts.BootGrace = DefaultBootGrace
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.RollPoll <= 0 {
+		opts.RollPoll = DefaultRollPoll
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

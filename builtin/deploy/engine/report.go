@@ -20,6 +20,9 @@ const (
 	EventUpload EventKind = "upload"
 	// EventLock is the deploy lock taken or released.
 	EventLock EventKind = "lock"
+	// EventMachine is one step of a roll about one machine (Instance) or
+	// one machine stack's group.
+	EventMachine EventKind = "machine"
 )
 
 // Event is one line of progress. A CLI prints String() line by line when it
@@ -35,6 +38,11 @@ type Event struct {
 	ResourceType string
 	Status       string
 	Reason       string
+	// For EventMachine: the instance, its address, and the roll's phase
+	// (package roll's Phase: draining, ready...).
+	Instance string
+	Address  string
+	Phase    string
 	// Message is a human sentence for the other kinds.
 	Message string
 }
@@ -53,6 +61,14 @@ func (e Event) String() string {
 		if e.Reason != "" {
 			fmt.Fprintf(&b, ": %s", e.Reason)
 		}
+	case EventMachine:
+		// "machine <instance> <phase>: <message>": the CLI's live view
+		// keeps a row per machine from it.
+		who := e.Instance
+		if who == "" {
+			who = "-"
+		}
+		fmt.Fprintf(&b, " machine %s %s: %s", who, e.Phase, e.Message)
 	default:
 		b.WriteString(" ")
 		b.WriteString(e.Message)

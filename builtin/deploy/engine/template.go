@@ -34,7 +34,8 @@ func hasDefault(p templateParam) bool {
 }
 
 type templateResource struct {
-	Type string `json:"Type"`
+	Type       string          `json:"Type"`
+	Properties json.RawMessage `json:"Properties"`
 }
 
 func parseTemplate(body []byte) (*template, error) {
