@@ -207,6 +207,11 @@ func StackTags(cluster, stack string) map[string]string {
 	return map[string]string{TagCluster: cluster, TagStack: stack}
 }
 
+// DrainLifecycleHook is the termination lifecycle hook of every group of
+// Kubernetes nodes (controllers, node pools): Auto Scaling holds a leaving
+// instance until the controllers' drainer has drained its node.
+const DrainLifecycleHook = "kube-aws-drain"
+
 // KubernetesClusterTag is the tag Kubernetes' AWS cloud provider finds the
 // cluster's resources by (value "owned").
 func KubernetesClusterTag(cluster string) string { return "kubernetes.io/cluster/" + cluster }

@@ -130,7 +130,9 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 	lbTags := tagList(c.ClusterName, c.ClusterName+"-api")
 	m := machines{
 		role: construct.Controller, name: "controller", instanceType: c.Controller.InstanceType,
-		rootVolume: c.Controller.RootVolumeSize, min: c.Controller.Count, max: c.Controller.Count, desired: c.Controller.Count,
+		// Room for one more: a roll adds the new controller before the old
+		// one goes.
+		rootVolume: c.Controller.RootVolumeSize, min: c.Controller.Count, max: c.Controller.Count + 1, desired: c.Controller.Count,
 		subnets: sn, sgOutput: names.OutputControllerSecurityGroup,
 	}
 	zoneAttr := "CanonicalHostedZoneID"

@@ -6,7 +6,6 @@ import (
 
 	"github.com/awslabs/goformation/v4/cloudformation/autoscaling"
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
-	"github.com/awslabs/goformation/v4/cloudformation/policies"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/bootstrap"
 	"github.com/kube-aws/kube-aws/builtin/internal/cfn"
@@ -148,30 +147,33 @@ func machineGroup(s *stack, c *config.Cluster, m machines, name string) {
 		TargetGroupARNs:               m.targetGroups,
 		LoadBalancerNames:             m.loadBalancers,
 		Tags:                          asgTags,
-		AWSCloudFormationUpdatePolicy: rollingUpdate(m),
+		// No UpdatePolicy: a new launch template version replaces no
+		// machine here; kube-aws's roll replaces them afterwards, drained
+		// and gated (docs/design.md, "Changing a running cluster").
+		LifecycleHookSpecificationList: drainHook(c),
 	})
 	s.output(names.OutputAutoScalingGroupName, cfn.Ref(names.AutoScalingGroup), "Auto scaling group of the "+m.name+" machines")
 }
 
-// rollingUpdate replaces machines one at a time when their launch template
-// changes (without it a new template only reaches machines started later),
-// keeping the desired count in service when the group may grow past it.
-// Scaling processes pause meanwhile, so the autoscaler does not fight it.
-func rollingUpdate(m machines) *policies.UpdatePolicy {
-	inService := m.desired
-	if inService >= m.max {
-		inService = m.max - 1
-	}
-	if inService < 0 {
-		inService = 0
-	}
-	return &policies.UpdatePolicy{AutoScalingRollingUpdate: &policies.AutoScalingRollingUpdate{
-		MaxBatchSize:          1,
-		MinInstancesInService: float64(inService),
-		PauseTime:             "PT1M",
-		SuspendProcesses:      []string{"AlarmNotification", "AZRebalance", "HealthCheck", "ReplaceUnhealthy", "ScheduledActions"},
+// drainHook is the termination lifecycle hook of a group whose machines
+// are Kubernetes nodes: whoever ends an instance (a scale-in, a spot
+// interruption, a replaced unhealthy instance, kube-aws's roll), Auto
+// Scaling holds it in Terminating:Wait until the controllers' drainer has
+// drained its node and completed the action. The drainer heartbeats while
+// it drains; the timeout is a margin above the drain's own, after which the
+// instance goes anyway (CONTINUE), for a hook can only delay a termination.
+func drainHook(c *config.Cluster) []autoscaling.AutoScalingGroup_LifecycleHookSpecification {
+	return []autoscaling.AutoScalingGroup_LifecycleHookSpecification{{
+		LifecycleHookName:   names.DrainLifecycleHook,
+		LifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING",
+		HeartbeatTimeout:    int(c.Drain.TimeoutDuration().Seconds()) + drainHookMargin,
+		DefaultResult:       "CONTINUE",
 	}}
 }
+
+// drainHookMargin is the seconds a termination hook waits beyond the drain
+// timeout: the drainer's own reads and writes around the drain.
+const drainHookMargin = 120
 
 // subnetParams declares one parameter per subnet, wired to the network
 // stack's output of that subnet, and returns Refs to them in order.

@@ -88,12 +88,10 @@ func Stack(c *config.Cluster, ms []Member, volumeSize int) construct.Stack {
 				{Key: names.KubernetesClusterTag(c.ClusterName), Value: "owned", PropagateAtLaunch: true},
 				{Key: names.TagEtcdMember, Value: m.Name, PropagateAtLaunch: true},
 			},
-			// The old machine goes first: it must let go of the volume
-			// the new one attaches.
-			AWSCloudFormationUpdatePolicy: &policies.UpdatePolicy{AutoScalingRollingUpdate: &policies.AutoScalingRollingUpdate{
-				MaxBatchSize: 1, MinInstancesInService: 0, PauseTime: "PT1M",
-				SuspendProcesses: []string{"AlarmNotification", "AZRebalance", "HealthCheck", "ReplaceUnhealthy", "ScheduledActions"},
-			}},
+			// No UpdatePolicy: kube-aws's roll replaces a member whose
+			// launch template changed, the old machine first (it must let
+			// go of the volume the new one attaches), one member at a time,
+			// each back and healthy before the next (docs/etcd.md).
 			AWSCloudFormationDependsOn: deps,
 		})
 		previous = MemberGroup(i)
