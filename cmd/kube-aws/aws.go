@@ -53,9 +53,19 @@ func (g *globals) ask() func(action.Question) (bool, error) {
 	}
 }
 
-// progress picks the progress view: live on a terminal, line by line
-// otherwise (docs/cli.md, "Progress"). done ends a live view.
+// progress picks the progress view: --progress, else live on a terminal
+// and line by line otherwise (docs/cli.md, "Progress"). done ends a live
+// view.
 func progress(g *globals) (stages.Reporter, func()) {
+	switch g.progress {
+	case "json":
+		return &jsonReporter{W: g.stderr}, func() {}
+	case "text":
+		return &textReporter{W: g.stderr, Verbose: g.verbose}, func() {}
+	case "live":
+		r := &liveReporter{W: g.stderr, Verbose: g.verbose}
+		return r, r.Done
+	}
 	if g.json() || !terminal() || !isTerminalWriter(g.stderr) {
 		return &textReporter{W: g.stderr, Verbose: g.verbose}, func() {}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -89,6 +90,16 @@ func (r *liveReporter) Event(plugin string, st stage.Name, ev stage.Event) {
 		r.inited = true
 	}
 	if ev.Kind == stage.EventLog {
+		if m, ok := parseMachineEvent(ev.Message); ok && m.Instance != "" {
+			// A machine of a roll gets a row of its own under its stack.
+			key := m.Stack + " " + m.Instance
+			if _, seen := r.rows[key]; !seen {
+				r.order = append(r.order, key)
+			}
+			r.rows[key] = m.Phase + ": " + m.Message
+			r.redraw()
+			return
+		}
 		if stack, row, ok := parseStackEvent(ev.Message); ok {
 			if _, seen := r.rows[stack]; !seen {
 				r.order = append(r.order, stack)
@@ -121,8 +132,12 @@ func (r *liveReporter) clear() {
 
 func (r *liveReporter) redraw() {
 	r.clear()
+	width := 24
 	for _, s := range r.order {
-		fmt.Fprintf(r.W, "\x1b[2K  %-24s %s\n", s, r.rows[s])
+		width = max(width, len(s))
+	}
+	for _, s := range r.order {
+		fmt.Fprintf(r.W, "\x1b[2K  %-*s %s\n", width, s, r.rows[s])
 	}
 	r.drawn = len(r.order)
 }
@@ -176,4 +191,75 @@ func isStatus(s string) bool {
 		}
 	}
 	return true
+}
+
+// machineEvent is one step of a roll as the deploy engine reports it
+// ("15:04:05 <stack> machine <instance> <phase>: <message>"; instance "-"
+// for the whole group).
+type machineEvent struct {
+	Time     string `json:"time"`
+	Stack    string `json:"stack"`
+	Instance string `json:"instance,omitempty"`
+	Phase    string `json:"phase"`
+	Message  string `json:"message"`
+}
+
+// parseMachineEvent recognises a roll's line about a machine.
+func parseMachineEvent(line string) (machineEvent, bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 || !isClock(f[0]) || f[2] != "machine" || !strings.HasSuffix(f[4], ":") {
+		return machineEvent{}, false
+	}
+	m := machineEvent{Time: f[0], Stack: f[1], Instance: f[3], Phase: strings.TrimSuffix(f[4], ":")}
+	if m.Instance == "-" {
+		m.Instance = ""
+	}
+	if i := strings.Index(line, f[4]); i >= 0 {
+		m.Message = strings.TrimSpace(line[i+len(f[4]):])
+	}
+	return m, true
+}
+
+// jsonReporter is --progress json: every event as one JSON object per
+// line on stderr, for a CI system or a dashboard to follow a long up. A
+// roll's machine steps and stack events carry their fields.
+type jsonReporter struct {
+	W  io.Writer
+	mu sync.Mutex
+}
+
+type jsonEvent struct {
+	Plugin  string        `json:"plugin"`
+	Stage   string        `json:"stage"`
+	Kind    string        `json:"kind"`
+	Level   string        `json:"level,omitempty"`
+	Message string        `json:"message,omitempty"`
+	Current int64         `json:"current,omitempty"`
+	Total   int64         `json:"total,omitempty"`
+	Machine *machineEvent `json:"machine,omitempty"`
+	Stack   string        `json:"stack,omitempty"`
+	Status  string        `json:"status,omitempty"`
+}
+
+// Event writes the event as a line of JSON. Diagnostics are not events
+// here: they are in the run's result (--output json) and on stderr once.
+func (r *jsonReporter) Event(plugin string, st stage.Name, ev stage.Event) {
+	if ev.Kind != stage.EventLog && ev.Kind != stage.EventProgress {
+		return
+	}
+	out := jsonEvent{Plugin: plugin, Stage: string(st), Kind: string(ev.Kind), Level: ev.Level, Message: ev.Message, Current: ev.Current, Total: ev.Total}
+	if ev.Kind == stage.EventLog {
+		if m, ok := parseMachineEvent(ev.Message); ok {
+			out.Kind, out.Machine = "machine", &m
+		} else if stack, row, ok := parseStackEvent(ev.Message); ok {
+			out.Kind, out.Stack, out.Status = "stack", stack, row
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.W.Write(append(b, '\n'))
 }

@@ -144,3 +144,64 @@ func TestTextReporter(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMachineEvent(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want machineEvent
+		ok   bool
+	}{
+		{"09:40:02 nodepool-general machine i-0abc draining: node ip-10-0-1-5: 2 pods left default/web-1 default/web-2",
+			machineEvent{Time: "09:40:02", Stack: "nodepool-general", Instance: "i-0abc", Phase: "draining", Message: "node ip-10-0-1-5: 2 pods left default/web-1 default/web-2"}, true},
+		{"09:40:00 nodepool-general machine - out-of-date: 2 of 2 machines out of date",
+			machineEvent{Time: "09:40:00", Stack: "nodepool-general", Phase: "out-of-date", Message: "2 of 2 machines out of date"}, true},
+		{"09:32:40 nodepool-spot    creating demo-nodepool-spot", machineEvent{}, false},
+		{"09:32:41 etcd             CREATE_FAILED                AWS::CloudFormation::Stack               demo-etcd: failed", machineEvent{}, false},
+	} {
+		got, ok := parseMachineEvent(c.line)
+		if ok != c.ok || got != c.want {
+			t.Errorf("parseMachineEvent(%q) = %+v, %v; want %+v, %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// A roll shows a row per machine under the stacks' rows; --progress json
+// gives each step as an object with its fields.
+func TestProgressOfARoll(t *testing.T) {
+	lines := []string{
+		"09:40:00 control-plane    updated demo-control-plane (UPDATE_COMPLETE)",
+		"09:40:01 nodepool-general machine i-0new launching: launched from launch template version 2",
+		"09:40:02 nodepool-general machine i-0old draining: drain requested (timeout 5m0s)",
+		"09:40:20 nodepool-general machine i-0new ready: ready 18.0 s after its machine started",
+		"09:40:25 nodepool-general machine i-0old gone: gone",
+	}
+	var buf bytes.Buffer
+	r := &liveReporter{W: &buf}
+	for _, l := range lines {
+		r.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info", Message: l})
+	}
+	r.Done()
+	want := []string{
+		"  control-plane            updated demo-control-plane (UPDATE_COMPLETE)",
+		"  nodepool-general i-0new  ready: ready 18.0 s after its machine started",
+		"  nodepool-general i-0old  gone: gone",
+	}
+	if screen := render(buf.String()); !reflect.DeepEqual(screen, want) {
+		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(screen, "\n"), strings.Join(want, "\n"))
+	}
+	buf.Reset()
+	j := &jsonReporter{W: &buf}
+	for _, l := range lines {
+		j.Event("deploy", stage.Deploy, stage.Event{Kind: stage.EventLog, Level: "info", Message: l})
+	}
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(got) != len(lines) {
+		t.Fatalf("%d JSON lines for %d events:\n%s", len(got), len(lines), buf.String())
+	}
+	if want := `{"plugin":"deploy","stage":"deploy","kind":"machine","level":"info","message":"09:40:02 nodepool-general machine i-0old draining: drain requested (timeout 5m0s)","machine":{"time":"09:40:02","stack":"nodepool-general","instance":"i-0old","phase":"draining","message":"drain requested (timeout 5m0s)"}}`; got[2] != want {
+		t.Errorf("JSON event:\n%s\nwant:\n%s", got[2], want)
+	}
+	if !strings.Contains(got[0], `"kind":"stack","stack":"control-plane"`) && !strings.Contains(got[0], `"stack":"control-plane"`) {
+		t.Errorf("stack event: %s", got[0])
+	}
+}

@@ -23,6 +23,7 @@ type globals struct {
 	startTimeout     time.Duration
 	stageTimeout     time.Duration
 	verbose          bool
+	progress         string
 
 	stdout, stderr io.Writer
 	// ran is set once a command's own code runs: an error before that is
@@ -116,6 +117,11 @@ configuration error, 3 diff --exit-code found changes, 130 interrupted
 			if g.output != "text" && g.output != "json" {
 				return fmt.Errorf("--output must be text or json, not %q", g.output)
 			}
+			switch g.progress {
+			case "auto", "live", "text", "json":
+			default:
+				return fmt.Errorf("--progress must be auto, live, text or json, not %q", g.progress)
+			}
 			return nil
 		},
 	}
@@ -128,6 +134,7 @@ configuration error, 3 diff --exit-code found changes, 130 interrupted
 	f.DurationVar(&g.startTimeout, "start-timeout", 10*time.Second, "how long a plugin may take to start and describe itself")
 	f.DurationVar(&g.stageTimeout, "stage-timeout", 10*time.Minute, "how long a plugin may take for one stage")
 	f.BoolVarP(&g.verbose, "verbose", "v", false, "show plugins' debug logs and progress")
+	f.StringVar(&g.progress, "progress", "auto", "how progress is shown on stderr: live (a row per stack and machine), text (a line per event), json (a JSON object per event), or auto (live on a terminal, else text)")
 
 	root.AddCommand(
 		newInit(g),
