@@ -270,7 +270,8 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 	if err != nil {
 		return nil, diags, fmt.Errorf("userdata for %s: %w", m, err)
 	}
-	return append([]byte("#cloud-config\n"), out...), diags, nil
+	head := "#cloud-config\n" + summary(c, set, m).Comment()
+	return append([]byte(head), out...), diags, nil
 }
 
 // DropInPath is where a unit's drop-in goes; ".conf" is added when missing

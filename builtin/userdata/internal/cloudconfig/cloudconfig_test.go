@@ -382,7 +382,7 @@ func TestEmptyConstructs(t *testing.T) {
 	if len(diags) != 0 || len(files) != 2 {
 		t.Fatalf("files %d, diags %v", len(files), diags)
 	}
-	if string(files[1].Content) != "#cloud-config\n{}\n" {
+	if string(files[1].Content) != "#cloud-config\n# kube-aws kubernetesVersion=1.31.0\n{}\n" {
 		t.Errorf("etcd userdata with nothing to do = %q", files[1].Content)
 	}
 }
@@ -533,5 +533,36 @@ func TestArtifactsPlanAndRunCmd(t *testing.T) {
 	want := "kube-aws-node secrets|kube-aws-node artifacts|systemctl daemon-reload|systemctl enable app.service|systemctl start --no-block app.service|kube-aws-node wait"
 	if got := strings.Join(run, "|"); got != want {
 		t.Errorf("runcmd %s\nwant    %s", got, want)
+	}
+}
+
+// The userdata says, per plugin, a digest of what that plugin puts on the
+// machine, so that kube-aws can name the plugins whose part changed.
+func TestSummaryNamesEachPluginsPart(t *testing.T) {
+	c := &config.Cluster{KubernetesVersion: "1.34.4", NodePools: []config.NodePool{{Name: "a"}, {Name: "b"}}}
+	set := func(unit string) *construct.Set {
+		return &construct.Set{
+			Files: []construct.File{{Target: construct.Target{Role: construct.Worker}, Path: "/etc/x", Content: "x", Plugin: "base"}},
+			Units: []construct.Unit{{Target: construct.Target{Role: construct.Worker, NodePool: "a"}, Name: "audit.service", Content: unit, Plugin: "audit"}},
+		}
+	}
+	before, _ := render(t, c, set("[Service]\nExecStart=/bin/true\n"))
+	after, _ := render(t, c, set("[Service]\nExecStart=/bin/false\n"))
+	byPath := func(fs []stage.File) map[string]nodeplan.Summary {
+		out := map[string]nodeplan.Summary{}
+		for _, f := range fs {
+			out[f.Path] = nodeplan.ParseSummary(f.Content)
+		}
+		return out
+	}
+	b, a := byPath(before), byPath(after)
+	if got := a["userdata/nodepool-a.yaml"].Changes(b["userdata/nodepool-a.yaml"]); len(got) != 1 || got[0] != "plugin audit changed" {
+		t.Errorf("pool a: %v", got)
+	}
+	if got := a["userdata/nodepool-b.yaml"].Changes(b["userdata/nodepool-b.yaml"]); len(got) != 0 {
+		t.Errorf("pool b, which the unit does not reach: %v", got)
+	}
+	if _, ok := a["userdata/nodepool-b.yaml"].Plugins["base"]; !ok || a["userdata/nodepool-b.yaml"].KubernetesVersion != "1.34.4" {
+		t.Errorf("pool b summary %+v", a["userdata/nodepool-b.yaml"])
 	}
 }
