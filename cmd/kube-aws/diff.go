@@ -26,8 +26,13 @@ type and whether it would be replaced. Nothing is executed: every change set dif
 made is deleted again. A stack that does not exist yet is listed with every
 resource its template would add.
 
-With --exit-code, diff exits 3 when anything would change (0 when nothing would),
-so a pipeline can tell "up to date" from "needs an up".`,
+It then lists, per role, the machines up would replace (drained, one at a time
+or as nodePools[].rollingUpdate allows) and why: the Kubernetes version, which
+plugins' part of their userdata, the instance type, kube-aws-node. A machine
+already out of date (a roll that stopped, a failed boot) is listed too.
+
+With --exit-code, diff exits 3 when anything would change, machines included
+(0 when nothing would), so a pipeline can tell "up to date" from "needs an up".`,
 		Example: `  kube-aws diff
   kube-aws diff --exit-code || echo "an up would change something"
   kube-aws diff --output json --endpoint-url http://127.0.0.1:5000`,

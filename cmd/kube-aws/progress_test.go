@@ -205,3 +205,22 @@ func TestProgressOfARoll(t *testing.T) {
 		t.Errorf("stack event: %s", got[0])
 	}
 }
+
+func TestDiffTextListsMachines(t *testing.T) {
+	d := &stage.DiffResult{Changed: true,
+		Stacks: []stage.StackDiff{{Stack: "nodepool-spot", StackName: "demo-nodepool-spot", Action: stage.ActionUpdate,
+			Changes: []stage.ResourceChange{{Action: "Modify", LogicalID: "LaunchTemplate", ResourceType: "AWS::EC2::LaunchTemplate"}}}},
+		Machines: []stage.MachineDiff{
+			{Stack: "nodepool-spot", Role: "nodepool-spot", InstanceID: "i-1", Address: "10.0.1.5", Reasons: []string{"kubernetesVersion 1.33.13 -> 1.34.4", "plugin audit changed"}},
+			{Stack: "nodepool-spot", Role: "nodepool-spot", InstanceID: "i-2", Reasons: []string{"launch template version 3 -> 4: instance type t3.medium -> t3.large"}},
+		}}
+	want := `nodepool-spot (demo-nodepool-spot): would update
+    ~ Modify  LaunchTemplate                           AWS::EC2::LaunchTemplate
+nodepool-spot (nodepool-spot): 2 machine(s) would be replaced, drained first
+    ! i-1 (10.0.1.5): kubernetesVersion 1.33.13 -> 1.34.4; plugin audit changed
+    ! i-2: launch template version 3 -> 4: instance type t3.medium -> t3.large
+`
+	if got := diffText(d); got != want {
+		t.Errorf("diffText:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -9,7 +9,8 @@ import (
 
 // diffText renders a diff for a terminal or a CI log: one line per stack,
 // one indented line per resource (+ add, ~ modify, - remove) with its type
-// and whether it is replaced.
+// and whether it is replaced; then, per role, the machines an up would
+// replace and why.
 func diffText(d *stage.DiffResult) string {
 	var b strings.Builder
 	for _, s := range d.Stacks {
@@ -36,6 +37,25 @@ func diffText(d *stage.DiffResult) string {
 	}
 	for _, o := range d.Orphans {
 		fmt.Fprintf(&b, "%s: no longer rendered; kube-aws up leaves it, kube-aws destroy deletes it\n", o)
+	}
+	// The machines an up would replace, per role, in the roll's order.
+	role := ""
+	for _, m := range d.Machines {
+		if m.Role != role {
+			role = m.Role
+			n := 0
+			for _, o := range d.Machines {
+				if o.Role == role {
+					n++
+				}
+			}
+			fmt.Fprintf(&b, "%s (%s): %d machine(s) would be replaced, drained first\n", m.Role, m.Stack, n)
+		}
+		who := m.InstanceID
+		if m.Address != "" {
+			who += " (" + m.Address + ")"
+		}
+		fmt.Fprintf(&b, "    ! %s: %s\n", who, strings.Join(m.Reasons, "; "))
 	}
 	if !d.Changed {
 		b.WriteString("no change\n")

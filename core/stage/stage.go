@@ -151,10 +151,26 @@ const (
 type DiffResult struct {
 	// Stacks in dependency order.
 	Stacks []StackDiff `json:"stacks"`
+	// Machines are the machines an up would replace (their launch
+	// template changes, or they run an older one already), in roll order.
+	Machines []MachineDiff `json:"machines,omitempty"`
 	// Orphans are stacks tagged with the cluster that are no longer
 	// rendered (a removed node pool): up leaves them, destroy deletes them.
 	Orphans []string `json:"orphans,omitempty"`
 	Changed bool     `json:"changed"`
+}
+
+// MachineDiff is one machine an up would replace, and why.
+type MachineDiff struct {
+	// Stack is the rendered stack of its group; Role the machines' role.
+	Stack      string `json:"stack"`
+	Role       string `json:"role"`
+	Group      string `json:"group"`
+	InstanceID string `json:"instanceId"`
+	Address    string `json:"address,omitempty"`
+	// Reasons say what changes for it: "kubernetesVersion 1.33.13 ->
+	// 1.34.4", "plugin dex changed", "instance type t3.medium -> t3.large".
+	Reasons []string `json:"reasons"`
 }
 
 // StackDiff is what would happen to one stack.

@@ -396,6 +396,9 @@ func diffToPB(d *stage.DiffResult) *pb.DiffResult {
 		}),
 		Orphans: strs(d.Orphans),
 		Changed: d.Changed,
+		Machines: convSlice(d.Machines, func(m stage.MachineDiff) *pb.MachineDiff {
+			return &pb.MachineDiff{Stack: m.Stack, Role: m.Role, Group: m.Group, InstanceId: m.InstanceID, Address: m.Address, Reasons: strs(m.Reasons)}
+		}),
 	}
 }
 
@@ -413,6 +416,9 @@ func diffFromPB(d *pb.DiffResult) *stage.DiffResult {
 		}),
 		Orphans: strs(d.GetOrphans()),
 		Changed: d.GetChanged(),
+		Machines: convSlice(d.GetMachines(), func(m *pb.MachineDiff) stage.MachineDiff {
+			return stage.MachineDiff{Stack: m.GetStack(), Role: m.GetRole(), Group: m.GetGroup(), InstanceID: m.GetInstanceId(), Address: m.GetAddress(), Reasons: strs(m.GetReasons())}
+		}),
 	}
 	if out.Stacks == nil {
 		out.Stacks = []stage.StackDiff{} // "stacks" is always in the JSON

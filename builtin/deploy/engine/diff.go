@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/kube-aws/kube-aws/builtin/deploy/engine/roll"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -110,7 +113,82 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*stage.DiffResult, error) 
 		res.Stacks = append(res.Stacks, *d)
 		res.Changed = res.Changed || d.Action != stage.ActionNone
 	}
+	if res.Machines, err = e.diffMachines(ctx, p, diffs, keys, contents); err != nil {
+		return nil, err
+	}
+	res.Changed = res.Changed || len(res.Machines) > 0
 	return res, nil
+}
+
+// diffMachines lists the machines an up would replace: every machine of a
+// group whose launch template the up changes (what for, from the version
+// it runs to the render), and every machine that is out of date already (a
+// roll an earlier up did not finish, a failed boot).
+func (e *Engine) diffMachines(ctx context.Context, p *prepared, diffs map[string]*stage.StackDiff, keys map[string]string, contents map[string][]byte) ([]stage.MachineDiff, error) {
+	specs, err := e.rollSpecs(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	x := newExplainer(e, p)
+	f := &fleet{e: e, p: p}
+	plans, err := roll.Plan(ctx, f, specs, e.rollOptions(x))
+	if err != nil {
+		return nil, err
+	}
+	var out []stage.MachineDiff
+	for _, gp := range plans {
+		s := gp.Spec
+		rendered := x.rendered(s.Stack, keys, contents)
+		current, err := x.version(ctx, gp.State.Template, gp.State.Version)
+		if err != nil {
+			return nil, err
+		}
+		changes := launchTemplateChanges(diffs[s.Stack]) || !current.unknown && !sameLaunch(rendered, current)
+		already := map[string]string{}
+		for _, od := range gp.Outdated {
+			already[od.ID] = od.Reason
+		}
+		for _, in := range gp.State.Instances {
+			if strings.HasPrefix(in.Lifecycle, "Terminat") {
+				continue
+			}
+			md := stage.MachineDiff{Stack: s.Stack, Role: s.Role, Group: s.Group, InstanceID: in.ID, Address: in.Address}
+			if changes {
+				old, err := x.version(ctx, gp.State.Template, in.Version)
+				if err != nil {
+					return nil, err
+				}
+				md.Reasons = rendered.reasons(old)
+			} else if r, ok := already[in.ID]; ok {
+				md.Reasons = []string{r}
+			} else {
+				continue
+			}
+			out = append(out, md)
+		}
+	}
+	return out, nil
+}
+
+// launchTemplateChanges says a stack's change set modifies its launch
+// template.
+func launchTemplateChanges(d *stage.StackDiff) bool {
+	if d == nil {
+		return false
+	}
+	for _, c := range d.Changes {
+		if c.LogicalID == names.LaunchTemplate && c.Action != "Add" {
+			return true
+		}
+	}
+	return false
+}
+
+// sameLaunch says the render launches what a group launches now: the same
+// userdata, kube-aws-node and instance type (what a machine is made of).
+func sameLaunch(rendered, current launchPlan) bool {
+	return !current.unknown && rendered.boot == current.boot &&
+		(rendered.instanceType == "" || rendered.instanceType == current.instanceType)
 }
 
 func templateAdds(t *template) []stage.ResourceChange {

@@ -116,8 +116,11 @@ func (e *Engine) groupsByLogicalID(ctx context.Context, stackName string) (map[s
 }
 
 // rollOptions are the roll's settings from the engine's.
-func (e *Engine) rollOptions() roll.Options {
+func (e *Engine) rollOptions(x *explainer) roll.Options {
 	return roll.Options{
+		Explain: func(ctx context.Context, s roll.Spec, st roll.State, in roll.Instance) (string, error) {
+			return x.explain(ctx, st.Template, in.Version, st.Version)
+		},
 		Drain:     nodeplan.DrainRequest{Timeout: e.opts.DrainTimeout, Force: e.opts.DrainForce},
 		BootGrace: e.opts.BootGrace,
 		Poll:      e.opts.RollPoll,
@@ -140,7 +143,7 @@ func (e *Engine) rollCluster(ctx context.Context, p *prepared) (roll.Summary, er
 	if err != nil {
 		return roll.Summary{}, err
 	}
-	return roll.Run(ctx, &fleet{e: e, p: p}, specs, e.rollOptions())
+	return roll.Run(ctx, &fleet{e: e, p: p}, specs, e.rollOptions(newExplainer(e, p)))
 }
 
 // fleet is roll.Fleet on AWS: Auto Scaling for groups, EC2 for instances
@@ -161,6 +164,7 @@ func (f *fleet) State(ctx context.Context, group string) (roll.State, error) {
 	g := out.AutoScalingGroups[0]
 	st := roll.State{Min: int(aws.ToInt32(g.MinSize)), Max: int(aws.ToInt32(g.MaxSize)), Desired: int(aws.ToInt32(g.DesiredCapacity))}
 	if g.LaunchTemplate != nil {
+		st.Template = aws.ToString(g.LaunchTemplate.LaunchTemplateId)
 		st.Version = aws.ToString(g.LaunchTemplate.Version)
 	}
 	var ids []string

@@ -162,3 +162,30 @@ chmod 0755 "$tmp"
 mv -f "$tmp" %s
 exec %s boot
 `
+
+// Launched is what a launch template's bootstrap, with its parameters
+// filled in (as EC2 keeps a launch template version), says a machine boots:
+// the key of its role's userdata and of kube-aws-node for amd64 and arm64.
+type Launched struct {
+	UserDataKey, NodeAgentAMD64, NodeAgentARM64 string
+}
+
+// ReadLaunched reads a filled-in bootstrap script (the decoded user data
+// of a launch template version); a script that is not the bootstrap gives
+// an empty Launched.
+func ReadLaunched(script string) Launched {
+	var l Launched
+	for _, f := range []struct {
+		marker string
+		dst    *string
+	}{
+		{"KUBE_AWS_USERDATA_KEY='", &l.UserDataKey},
+		{"x86_64) key='", &l.NodeAgentAMD64},
+		{"aarch64) key='", &l.NodeAgentARM64},
+	} {
+		if _, rest, ok := strings.Cut(script, f.marker); ok {
+			*f.dst, _, _ = strings.Cut(rest, "'")
+		}
+	}
+	return l
+}

@@ -164,3 +164,21 @@ func TestScriptBootsKubeAWSNode(t *testing.T) {
 		t.Fatal("kube-aws-node ran from a download whose sha256 differs")
 	}
 }
+
+// What EC2 keeps of a launch template version is the script with its
+// parameters filled in: ReadLaunched finds the keys in it.
+func TestReadLaunched(t *testing.T) {
+	s, err := Script("demo", "nodepool-a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filled := strings.NewReplacer("${AWS::Region}", "us-east-1", "${AssetsBucket}", "b", "${AssetsPrefix}", "p",
+		"${UserDataKey}", "p/roles/nodepool-a/userdata/abc", "${NodeAgentKeyAmd64}", "p/assets/111", "${NodeAgentKeyArm64}", "p/assets/222").Replace(s)
+	want := Launched{UserDataKey: "p/roles/nodepool-a/userdata/abc", NodeAgentAMD64: "p/assets/111", NodeAgentARM64: "p/assets/222"}
+	if got := ReadLaunched(filled); got != want {
+		t.Errorf("ReadLaunched = %+v, want %+v", got, want)
+	}
+	if got := ReadLaunched("#!/bin/sh\necho hello\n"); got != (Launched{}) {
+		t.Errorf("a foreign script: %+v", got)
+	}
+}

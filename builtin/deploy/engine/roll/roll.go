@@ -83,7 +83,9 @@ type Spec struct {
 
 // State is what AWS says of a group now.
 type State struct {
-	// Version is the launch template version the group launches.
+	// Template is the group's launch template (its id); Version the
+	// version of it the group launches.
+	Template          string
 	Version           string
 	Min, Max, Desired int
 	Instances         []Instance
@@ -145,6 +147,10 @@ type Options struct {
 	// RequestID names this roll's drain requests; empty means one made of
 	// the clock.
 	RequestID string
+	// Explain says what differs between the launch template version an
+	// instance runs and its group's (the Kubernetes version, which
+	// plugins' part, the instance type); nil says only the versions.
+	Explain func(ctx context.Context, s Spec, st State, in Instance) (string, error)
 }
 
 func (o *Options) defaults() {
@@ -292,7 +298,17 @@ func outdated(ctx context.Context, f Fleet, s Spec, st State, in Instance, o Opt
 	case (status == nil || status.Phase != nodeplan.PhaseReady) && !in.Launched.IsZero() && o.Now().Sub(in.Launched) > o.BootGrace:
 		return fmt.Sprintf("not ready %s after launch", o.Now().Sub(in.Launched).Round(time.Second)), true, nil
 	case in.Version != st.Version:
-		return fmt.Sprintf("launched from launch template version %s; the group launches version %s", orUnknown(in.Version), st.Version), false, nil
+		why := fmt.Sprintf("launch template version %s -> %s", orUnknown(in.Version), st.Version)
+		if o.Explain != nil {
+			more, err := o.Explain(ctx, s, st, in)
+			if err != nil {
+				return "", false, err
+			}
+			if more != "" {
+				why += ": " + more
+			}
+		}
+		return why, false, nil
 	}
 	return "", false, nil
 }

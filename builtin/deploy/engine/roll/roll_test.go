@@ -460,7 +460,7 @@ func TestPlanSaysWhy(t *testing.T) {
 	for _, p := range plans {
 		for _, od := range p.Outdated {
 			n++
-			if p.Spec.Role != "controller" || !strings.Contains(od.Reason, "version 1; the group launches version 2") {
+			if p.Spec.Role != "controller" || od.Reason != "launch template version 1 -> 2" {
 				t.Errorf("%s %s: %s", p.Spec.Role, od.ID, od.Reason)
 			}
 		}
