@@ -27,6 +27,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/protocol"
 	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 const (
@@ -46,7 +47,7 @@ type Options struct {
 	// StageTimeout bounds each stage call (default 10m).
 	StageTimeout time.Duration
 	// Lock, when set, is checked before any non-built-in plugin starts.
-	Lock *Lockfile
+	Lock *source.Lockfile
 	// Stderr receives the plugins' output, one line at a time prefixed
 	// "[<name>] " (default os.Stderr).
 	Stderr io.Writer
@@ -90,7 +91,7 @@ func (o Options) withDefaults() Options {
 // own, or shared with the other built-in plugins of one executable (see
 // Launch).
 type Plugin struct {
-	Candidate
+	source.Candidate
 	// Info is what the plugin said about itself.
 	Info stage.PluginInfo
 	// ProtocolVersion is the protocol version negotiated with the plugin.
@@ -169,7 +170,7 @@ var live = struct {
 // process: a render starts one process for the built-ins instead of one
 // each, and each started process costs about 10 ms of CPU
 // (docs/benchmarks.md). Every other candidate gets a process of its own.
-func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, error) {
+func Launch(ctx context.Context, cands []source.Candidate, opts Options) ([]*Plugin, error) {
 	opts = opts.withDefaults()
 	out := make([]*Plugin, len(cands))
 	errs := make([]error, len(cands))
@@ -183,7 +184,7 @@ func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, er
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			members := make([]Candidate, len(group))
+			members := make([]source.Candidate, len(group))
 			for i, at := range group {
 				members[i] = cands[at]
 			}
@@ -204,7 +205,7 @@ func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, er
 // byExecutable groups the candidates that share a process: built-ins whose
 // executables are the same file. Each group lists indexes into cands, in
 // order; every other candidate is a group of its own.
-func byExecutable(cands []Candidate) [][]int {
+func byExecutable(cands []source.Candidate) [][]int {
 	var (
 		groups [][]int
 		shared []os.FileInfo // the executable of each group that may take more
@@ -212,7 +213,7 @@ func byExecutable(cands []Candidate) [][]int {
 	)
 	for i, c := range cands {
 		var fi os.FileInfo
-		if c.Source == SourceBuiltin && c.Problem == "" {
+		if c.Source == source.Builtin && c.Problem == "" {
 			fi, _ = os.Stat(c.Path)
 		}
 		if fi != nil {
@@ -238,7 +239,7 @@ func hostLogger() hclog.Logger {
 // launch starts one process for cands (one candidate, or built-ins that
 // share an executable) and returns each plugin or why it failed, in order.
 // A failure to start is reported once, on the first candidate.
-func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []error) {
+func launch(ctx context.Context, cands []source.Candidate, opts Options) ([]*Plugin, []error) {
 	out := make([]*Plugin, len(cands))
 	errs := make([]error, len(cands))
 	c := cands[0]
@@ -368,7 +369,7 @@ func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []
 }
 
 // who names the plugins of one process in an error.
-func who(cands []Candidate) string {
+func who(cands []source.Candidate) string {
 	if len(cands) == 1 {
 		return "plugin " + cands[0].Name
 	}
@@ -379,39 +380,15 @@ func who(cands []Candidate) string {
 	return "built-in plugins " + strings.Join(names, ", ")
 }
 
-// checkLock checks a non-built-in candidate against plugins.lock before it
-// starts, and returns go-plugin's SecureConfig for the executable's hash
-// and that hash.
-func checkLock(c Candidate, opts Options) (*plugin.SecureConfig, string, error) {
-	if opts.Lock == nil || c.Source == SourceBuiltin {
-		return nil, "", nil
-	}
-	e := opts.Lock.Entry(c.Name)
-	if e == nil {
-		return nil, "", notLockedError(c)
-	}
-	// A registry plugin is checked against its build for this platform.
-	e, err := e.forCandidate(c)
-	if err != nil {
+// checkLock checks a candidate against plugins.lock before it starts
+// (plugins/source decides what the lock says), and returns go-plugin's
+// SecureConfig for the executable's hash and that hash.
+func checkLock(c source.Candidate, opts Options) (*plugin.SecureConfig, string, error) {
+	sum, err := opts.Lock.CheckBeforeStart(c)
+	if err != nil || sum == nil {
 		return nil, "", err
 	}
-	// The executable is checked by go-plugin's SecureConfig as it
-	// starts; its source and the files beside it (a script plugin's
-	// code) are checked here, also before anything runs. When they
-	// differ, the executable is hashed here as well, so that every
-	// difference is reported at once.
-	if errs := verifyEntry(c, e, false); len(errs) > 0 {
-		if have, err := fileutil.SHA256(c.Path); err == nil && have != strings.ToLower(e.SHA256) {
-			errs = append([]error{mismatchError(c, e.SHA256, have)}, errs...)
-		}
-		return nil, "", errors.Join(errs...)
-	}
-	want := strings.ToLower(e.SHA256)
-	sum, err := hex.DecodeString(want)
-	if err != nil {
-		return nil, "", fmt.Errorf("plugins.lock has an invalid sha256 for plugin %s: %v; run `kube-aws plugins lock`", c.Name, err)
-	}
-	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, want, nil
+	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, hex.EncodeToString(sum), nil
 }
 
 var (
@@ -421,7 +398,7 @@ var (
 
 // startError turns go-plugin's start-up errors into ones that say which
 // plugin, what went wrong and what to do.
-func (pr *process) startError(cands []Candidate, err error, want string) error {
+func (pr *process) startError(cands []source.Candidate, err error, want string) error {
 	c, w := cands[0], who(cands)
 	msg := err.Error()
 	switch {
@@ -430,7 +407,7 @@ func (pr *process) startError(cands []Candidate, err error, want string) error {
 		if herr != nil {
 			have = "unreadable: " + herr.Error()
 		}
-		return mismatchError(c, want, have)
+		return source.MismatchError(c, want, have)
 	case strings.Contains(msg, "error verifying checksum"):
 		return fmt.Errorf("%s (%s) could not be checked against plugins.lock: %v", w, c.Path, err)
 	case strings.Contains(msg, "incompatible API version with plugin"):
