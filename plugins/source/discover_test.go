@@ -56,7 +56,7 @@ func TestDiscoverLayout(t *testing.T) {
 	}
 }
 
-func TestDefaultSources(t *testing.T) {
+func TestDefaultFolders(t *testing.T) {
 	t.Setenv("KUBE_AWS_BUILTIN_DIR", "/opt/b")
 	t.Setenv("KUBE_AWS_CONTRIB_DIR", "")
 	src := source.DefaultFolders("/c", []string{"/p1", "/p2"})
