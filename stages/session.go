@@ -13,6 +13,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // Session is a plan with its plugins started and registered. Close it on
@@ -370,7 +371,7 @@ func (s *Session) pluginHashes() (map[string]string, error) {
 		var wg sync.WaitGroup
 		for _, c := range s.Plan.Enabled {
 			wg.Add(1)
-			go func(c host.Candidate) {
+			go func(c source.Candidate) {
 				defer wg.Done()
 				h, err := cache.hash(c.Path)
 				mu.Lock()

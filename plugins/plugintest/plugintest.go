@@ -28,6 +28,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 type build struct {
@@ -180,7 +181,7 @@ func RunWith(t testing.TB, binaryPath string, opts host.Options, in *stage.Input
 	if err != nil {
 		return out, err
 	}
-	cand := host.Candidate{Name: filepath.Base(abs), Path: abs, Dir: filepath.Dir(abs), Source: host.SourceUser}
+	cand := source.Candidate{Name: filepath.Base(abs), Path: abs, Dir: filepath.Dir(abs), Source: source.User}
 	ctx := context.Background()
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if dl, ok := d.Deadline(); ok {
@@ -189,7 +190,7 @@ func RunWith(t testing.TB, binaryPath string, opts host.Options, in *stage.Input
 			defer cancel()
 		}
 	}
-	ps, err := host.Launch(ctx, []host.Candidate{cand}, opts)
+	ps, err := host.Launch(ctx, []source.Candidate{cand}, opts)
 	if err != nil {
 		return out, err
 	}

@@ -1,17 +1,4 @@
-// Package ensure makes every plugin that cluster.yaml takes from an OCI
-// registry (plugins.NAME.source) present in the plugin cache and pinned in
-// plugins.lock, and returns them as candidates for the plugin host.
-//
-// It is on the path of every command that runs plugins, so it does its work
-// without the network and without the kube-aws-oci helper whenever it can:
-// a plugin pinned in plugins.lock whose cache entry is intact (by its stamp,
-// plugins/oci/cache) is handed over as it is, and the host checks its
-// sha256 before starting it. Only a plugin that is not pinned yet, not in
-// the cache, changed on disk or not yet verified with the configured key
-// makes it start the helper, once, for all of them. A pinned plugin is
-// always fetched by its digest: a tag that moved is never followed unless
-// the user runs `kube-aws plugins upgrade`.
-package ensure
+package source
 
 import (
 	"context"
@@ -23,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 )
@@ -47,8 +33,8 @@ const (
 	Offline
 )
 
-// Plugin is one plugins.NAME that has a source.
-type Plugin struct {
+// RegistryPlugin is one plugins.NAME that has a source.
+type RegistryPlugin struct {
 	Name string
 	// Source is plugins.NAME.source, oci://....
 	Source string
@@ -56,15 +42,15 @@ type Plugin struct {
 	Key string
 }
 
-// Options configure Ensure.
-type Options struct {
+// EnsureOptions configure Ensure.
+type EnsureOptions struct {
 	Mode Mode
 	// Names limits Install and Upgrade to these plugins (all when empty).
 	Names []string
 	// Lock is plugins.lock as read (nil when there is none).
-	Lock  *host.Lockfile
+	Lock  *Lockfile
 	Cache cache.Cache
-	// Platform defaults to host.HostPlatform().
+	// Platform defaults to HostPlatform().
 	Platform string
 	// ProtocolVersions are the plugin protocol versions kube-aws speaks.
 	ProtocolVersions []int
@@ -122,32 +108,46 @@ func (p Problem) Error() string { return p.Err.Error() }
 // Outcome is what Ensure found and did.
 type Outcome struct {
 	// Candidates are the registry plugins ready to start, by name.
-	Candidates []host.Candidate
+	Candidates []Candidate
 	// Lock is plugins.lock with new, moved or re-verified pins; nil when
 	// nothing changed and it need not be written.
-	Lock     *host.Lockfile
+	Lock     *Lockfile
 	Changes  []Change
 	Problems []Problem
 	// HelperRan says the kube-aws-oci helper was started.
 	HelperRan bool
 }
 
-// Ensure makes the plugins available (see the package comment). Problems
-// with single plugins are in the outcome; an error means nothing could be
-// done at all (the helper could not be started, say).
-func Ensure(ctx context.Context, plugins []Plugin, opts Options) (*Outcome, error) {
+// Ensure makes every plugin that cluster.yaml takes from an OCI registry
+// (plugins.NAME.source) present in the plugin cache and pinned in
+// plugins.lock, and returns them as candidates.
+//
+// It is on the path of every command that runs plugins, so it does its work
+// without the network and without the kube-aws-oci helper whenever it can:
+// a plugin pinned in plugins.lock whose cache entry is intact (by its stamp,
+// plugins/oci/cache) is handed over as it is, and the host checks its
+// sha256 before starting it. Only a plugin that is not pinned yet, not in
+// the cache, changed on disk or not yet verified with the configured key
+// makes it start the helper, once, for all of them. A pinned plugin is
+// always fetched by its digest: a tag that moved is never followed unless
+// the user runs `kube-aws plugins upgrade`.
+//
+// Problems with single plugins are in the outcome; an error means nothing
+// could be done at all (the helper could not be started, say). Resolve
+// calls it (through ResolveOptions.Ensure); only its tests call it alone.
+func Ensure(ctx context.Context, plugins []RegistryPlugin, opts EnsureOptions) (*Outcome, error) {
 	if opts.Platform == "" {
-		opts.Platform = host.HostPlatform()
+		opts.Platform = HostPlatform()
 	}
 	if opts.Helper == nil {
 		opts.Helper = helper.Run
 	}
 	lock := opts.Lock
 	if lock == nil {
-		lock = &host.Lockfile{Version: 2}
+		lock = &Lockfile{Version: 2}
 	}
 	out := &Outcome{}
-	byName := map[string]Plugin{}
+	byName := map[string]RegistryPlugin{}
 	for _, p := range plugins {
 		byName[p.Name] = p
 	}
@@ -163,7 +163,7 @@ func Ensure(ctx context.Context, plugins []Plugin, opts Options) (*Outcome, erro
 	why := map[string]string{}
 	for _, p := range sortedPlugins(plugins) {
 		e := lock.Entry(p.Name)
-		pinned := e != nil && e.Source == host.SourceOCI
+		pinned := e != nil && e.Source == OCI
 		fp, err := keyFingerprint(p)
 		if err != nil {
 			out.Problems = append(out.Problems, Problem{Name: p.Name, Field: "verify", Err: err})
@@ -239,26 +239,26 @@ func Ensure(ctx context.Context, plugins []Plugin, opts Options) (*Outcome, erro
 
 // pinnedPlugin decides about a plugin plugins.lock pins to a digest: hand
 // over its cache entry, or ask the helper to fetch it by that digest.
-func pinnedPlugin(p Plugin, e *host.LockEntry, fp string, opts Options, selected bool) (*helper.InstallRequest, host.Candidate, *Problem) {
+func pinnedPlugin(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions, selected bool) (*helper.InstallRequest, Candidate, *Problem) {
 	req := &helper.InstallRequest{Name: p.Name, Source: p.Source, Pinned: e.Digest, KeyFile: p.Key}
 	pl, ok := e.Platforms[opts.Platform]
 	if !ok {
-		return nil, host.Candidate{}, &Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
+		return nil, Candidate{}, &Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
 			"plugins.lock pins plugin %s to %s (%s), which has no build for %s, only for %s: ask its author to push one, then run `kube-aws plugins upgrade %s`",
 			p.Name, p.Source, e.Digest, opts.Platform, strings.Join(e.PlatformNames(), ", "), p.Name)}
 	}
 	unverified := fp != "" && fp != e.Key
 	dir, err := opts.Cache.EntryDir(pl.Manifest)
 	if err != nil {
-		return nil, host.Candidate{}, &Problem{Name: p.Name, Field: "source", Err: err}
+		return nil, Candidate{}, &Problem{Name: p.Name, Field: "source", Err: err}
 	}
 	if opts.Mode == Offline {
 		switch {
 		case unverified:
-			return nil, host.Candidate{}, &Problem{Name: p.Name, Field: "verify", Err: fmt.Errorf(
+			return nil, Candidate{}, &Problem{Name: p.Name, Field: "verify", Err: fmt.Errorf(
 				"plugin %s has not been checked with the key %s (plugins.lock records another key, or none): run `kube-aws plugins install`", p.Name, p.Key)}
 		case !exists(dir):
-			return nil, host.Candidate{}, &Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
+			return nil, Candidate{}, &Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
 				"plugin %s %s is not in the plugin cache (%s): run `kube-aws plugins install`", p.Name, (&Pin{e.Version, e.Digest}).String(), opts.Cache.Root)}
 		}
 		// A changed entry is for the host's hash check to report.
@@ -266,10 +266,10 @@ func pinnedPlugin(p Plugin, e *host.LockEntry, fp string, opts Options, selected
 	}
 	if opts.Mode == Install && selected {
 		req.CheckTag = true
-		return req, host.Candidate{}, nil
+		return req, Candidate{}, nil
 	}
 	if unverified || !opts.Cache.Fresh(pl.Manifest) {
-		return req, host.Candidate{}, nil
+		return req, Candidate{}, nil
 	}
 	return nil, candidate(p.Name, dir), nil
 }
@@ -277,7 +277,7 @@ func pinnedPlugin(p Plugin, e *host.LockEntry, fp string, opts Options, selected
 // whyFetch says why a plugin pinned in plugins.lock had to be fetched from
 // its registry, for a message when that fails: a user who ran `render`
 // with a cached plugin does not expect the registry to matter.
-func whyFetch(p Plugin, e *host.LockEntry, fp string, opts Options) string {
+func whyFetch(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions) string {
 	pl, ok := e.Platforms[opts.Platform]
 	if !ok {
 		return ""
@@ -298,7 +298,7 @@ func whyFetch(p Plugin, e *host.LockEntry, fp string, opts Options) string {
 
 // apply turns the helper's answer for one plugin into a lock entry (nil
 // when the lock keeps its entry), a change to report and a problem.
-func apply(req helper.InstallRequest, r helper.Installed, e *host.LockEntry, platform string) (*Change, *host.LockEntry, *Problem) {
+func apply(req helper.InstallRequest, r helper.Installed, e *LockEntry, platform string) (*Change, *LockEntry, *Problem) {
 	field := r.ErrorField
 	if field == "" {
 		field = "source"
@@ -311,9 +311,9 @@ func apply(req helper.InstallRequest, r helper.Installed, e *host.LockEntry, pla
 	}
 	got := &Pin{Version: r.Version, Digest: r.Digest}
 	c := &Change{Name: r.Name, Source: r.Source, To: got, Downloaded: r.Downloaded, Repaired: r.Repaired, Signed: r.Key != ""}
-	newEntry := host.LockEntry{Name: r.Name, Source: host.SourceOCI, Ref: r.Source, Digest: r.Digest, Version: r.Version, Key: r.Key, Platforms: platforms(r.Platforms)}
+	newEntry := LockEntry{Name: r.Name, Source: OCI, Ref: r.Source, Digest: r.Digest, Version: r.Version, Key: r.Key, Platforms: platforms(r.Platforms)}
 	if req.Pinned == "" {
-		if e != nil && e.Source == host.SourceOCI {
+		if e != nil && e.Source == OCI {
 			c.From = &Pin{Version: e.Version, Digest: e.Digest}
 		}
 		return c, &newEntry, nil
@@ -343,15 +343,15 @@ func apply(req helper.InstallRequest, r helper.Installed, e *host.LockEntry, pla
 	return c, nil, nil
 }
 
-func platforms(in map[string]helper.Platform) map[string]host.PlatformLock {
-	out := make(map[string]host.PlatformLock, len(in))
+func platforms(in map[string]helper.Platform) map[string]PlatformLock {
+	out := make(map[string]PlatformLock, len(in))
 	for k, v := range in {
-		out[k] = host.PlatformLock{Manifest: v.Manifest, SHA256: v.SHA256, Files: v.Files}
+		out[k] = PlatformLock{Manifest: v.Manifest, SHA256: v.SHA256, Files: v.Files}
 	}
 	return out
 }
 
-func samePlatforms(a, b map[string]host.PlatformLock) bool {
+func samePlatforms(a, b map[string]PlatformLock) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -369,11 +369,11 @@ func samePlatforms(a, b map[string]host.PlatformLock) bool {
 	return true
 }
 
-func candidate(name, dir string) host.Candidate {
-	return host.Candidate{Name: name, Path: filepath.Join(dir, name), Dir: dir, Source: host.SourceOCI}
+func candidate(name, dir string) Candidate {
+	return Candidate{Name: name, Path: filepath.Join(dir, name), Dir: dir, Source: OCI}
 }
 
-func keyFingerprint(p Plugin) (string, error) {
+func keyFingerprint(p RegistryPlugin) (string, error) {
 	if p.Key == "" {
 		return "", nil
 	}
@@ -393,8 +393,8 @@ func exists(p string) bool {
 	return err == nil
 }
 
-func sortedPlugins(ps []Plugin) []Plugin {
-	out := append([]Plugin(nil), ps...)
+func sortedPlugins(ps []RegistryPlugin) []RegistryPlugin {
+	out := append([]RegistryPlugin(nil), ps...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

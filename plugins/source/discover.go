@@ -1,4 +1,4 @@
-package host
+package source
 
 import (
 	"errors"
@@ -10,48 +10,21 @@ import (
 	"strings"
 )
 
-// Source says where a plugin was found.
-type Source string
-
-const (
-	// SourceBuiltin plugins ship with kube-aws and are on by default.
-	SourceBuiltin Source = "builtin"
-	// SourceContrib plugins ship with kube-aws and are off until enabled.
-	SourceContrib Source = "contrib"
-	// SourceUser plugins live beside cluster.yaml or in a --plugin-dir.
-	SourceUser Source = "user"
-)
-
-// Sources are the folders Discover looks in. Built-in and contrib folders
+// Folders are the folders Discover looks in. Built-in and contrib folders
 // hold executables named after their plugin directly (builtin/<name>); user
 // folders hold one folder per plugin with an executable of the same name
 // (plugins/<name>/<name>), so a user plugin can ship files beside it.
-type Sources struct {
+type Folders struct {
 	BuiltinDir string
 	ContribDir string
 	UserDirs   []string
 }
 
-// Candidate is a plugin executable found on disk, not yet started.
-type Candidate struct {
-	Name string `json:"name"`
-	// Path is the executable, absolute.
-	Path string `json:"path"`
-	// Dir is the folder holding the executable.
-	Dir    string `json:"dir"`
-	Source Source `json:"source"`
-	// Problem says why the candidate cannot be started (a plugin folder
-	// without its executable, a file that is not executable); "" when it
-	// can. Only an enabled plugin needs an executable, so whether a
-	// problem is an error is for the caller to decide.
-	Problem string `json:"problem,omitempty"`
-}
-
-// DefaultSources returns where kube-aws looks for plugins:
+// DefaultFolders returns where kube-aws looks for plugins:
 // $KUBE_AWS_BUILTIN_DIR and $KUBE_AWS_CONTRIB_DIR, else
 // <dir of the kube-aws executable>/kube-aws-plugins/{builtin,contrib} (where
 // `make build` puts them); and <clusterDir>/plugins plus every plugin dir.
-func DefaultSources(clusterDir string, pluginDirs []string) Sources {
+func DefaultFolders(clusterDir string, pluginDirs []string) Folders {
 	var exeDir string
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
@@ -68,7 +41,7 @@ func DefaultSources(clusterDir string, pluginDirs []string) Sources {
 		}
 		return filepath.Join(exeDir, "kube-aws-plugins", sub)
 	}
-	src := Sources{
+	src := Folders{
 		BuiltinDir: dir("KUBE_AWS_BUILTIN_DIR", "builtin"),
 		ContribDir: dir("KUBE_AWS_CONTRIB_DIR", "contrib"),
 	}
@@ -79,7 +52,7 @@ func DefaultSources(clusterDir string, pluginDirs []string) Sources {
 	return src
 }
 
-// Discover lists the plugins in src, built-ins first, then contrib, then user
+// Discover lists the plugins in the folders, built-ins first, then contrib, then user
 // plugins, each group sorted by name. Missing folders are fine. A plugin that
 // cannot be started (a user plugin folder without its executable, as before
 // its first build; a file that is not executable; a file where a user plugin
@@ -89,12 +62,12 @@ func DefaultSources(clusterDir string, pluginDirs []string) Sources {
 // found twice (naming both paths, because picking one silently would run the
 // wrong code) and folders that cannot be read. On error the candidates that
 // were found are returned too, so a listing can still show them.
-func Discover(src Sources) ([]Candidate, error) {
+func Discover(src Folders) ([]Candidate, error) {
 	var (
 		cands []Candidate
 		errs  []error
 	)
-	flat := func(dir string, source Source) {
+	flat := func(dir string, source Kind) {
 		if dir == "" {
 			return
 		}
@@ -123,8 +96,8 @@ func Discover(src Sources) ([]Candidate, error) {
 			cands = append(cands, c)
 		}
 	}
-	flat(src.BuiltinDir, SourceBuiltin)
-	flat(src.ContribDir, SourceContrib)
+	flat(src.BuiltinDir, Builtin)
+	flat(src.ContribDir, Contrib)
 
 	seenDirs := map[string]bool{}
 	for _, dir := range src.UserDirs {
@@ -149,12 +122,12 @@ func Discover(src Sources) ([]Candidate, error) {
 			}
 			pdir := filepath.Join(dir, e.Name())
 			path := filepath.Join(pdir, e.Name())
-			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: pdir, Source: SourceUser, Problem: userProblem(pdir, path)})
+			cands = append(cands, Candidate{Name: e.Name(), Path: path, Dir: pdir, Source: User, Problem: userProblem(pdir, path)})
 		}
 	}
 
 	// Sort within each source; sources keep their order.
-	rank := map[Source]int{SourceBuiltin: 0, SourceContrib: 1, SourceUser: 2}
+	rank := map[Kind]int{Builtin: 0, Contrib: 1, User: 2}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if rank[cands[i].Source] != rank[cands[j].Source] {
 			return rank[cands[i].Source] < rank[cands[j].Source]

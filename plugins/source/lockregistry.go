@@ -1,4 +1,4 @@
-package host
+package source
 
 import (
 	"encoding/hex"
@@ -9,11 +9,6 @@ import (
 	"sort"
 	"strings"
 )
-
-// SourceOCI plugins come from an OCI registry: cluster.yaml names them with
-// plugins.<name>.source, and they run from kube-aws's plugin cache
-// (plugins/oci/cache) once installed and pinned in plugins.lock.
-const SourceOCI Source = "oci"
 
 // PlatformLock is one platform's build of a registry plugin in plugins.lock.
 // Every platform the artifact has is recorded, so that a lock written on a
@@ -71,10 +66,10 @@ func (e LockEntry) PlatformNames() []string { return slices.Sorted(maps.Keys(e.P
 // registry, its entry's view for this machine's platform (the executable's
 // sha256 and the files'); for any other plugin the entry itself.
 func (e *LockEntry) forCandidate(c Candidate) (*LockEntry, error) {
-	if e.Source != SourceOCI {
+	if e.Source != OCI {
 		return e, nil
 	}
-	if c.Source != SourceOCI {
+	if c.Source != OCI {
 		return nil, fmt.Errorf("plugin %s was locked from a registry (%s) but is now found as a %s plugin (%s); remove one of them, or run `kube-aws plugins lock` if that is intended",
 			c.Name, e.Ref, c.Source, c.Path)
 	}
@@ -83,7 +78,7 @@ func (e *LockEntry) forCandidate(c Candidate) (*LockEntry, error) {
 		return nil, fmt.Errorf("plugins.lock pins plugin %s to %s (%s), which has no build for %s, only for %s",
 			c.Name, e.Ref, e.Digest, HostPlatform(), strings.Join(e.PlatformNames(), ", "))
 	}
-	return &LockEntry{Name: e.Name, Source: SourceOCI, SHA256: p.SHA256, Files: p.Files}, nil
+	return &LockEntry{Name: e.Name, Source: OCI, SHA256: p.SHA256, Files: p.Files}, nil
 }
 
 // Set adds an entry, or replaces the entry of the same name.
@@ -103,11 +98,11 @@ func (l *Lockfile) Set(e LockEntry) {
 // a registry plugin's entry is made when it is installed, from its digest.
 func (l *Lockfile) KeepRegistryEntries(prev *Lockfile, cands []Candidate) error {
 	for _, c := range cands {
-		if c.Source != SourceOCI {
+		if c.Source != OCI {
 			continue
 		}
 		e := prev.Entry(c.Name)
-		if e == nil || e.Source != SourceOCI {
+		if e == nil || e.Source != OCI {
 			return fmt.Errorf("plugin %s is from a registry but plugins.lock has no entry for it: run `kube-aws plugins install`", c.Name)
 		}
 		l.Set(*e)

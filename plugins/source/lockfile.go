@@ -1,4 +1,4 @@
-package host
+package source
 
 import (
 	"encoding/hex"
@@ -56,7 +56,7 @@ type Lockfile struct {
 // LockEntry is one locked plugin.
 type LockEntry struct {
 	Name   string `json:"name"`
-	Source Source `json:"source"`
+	Source Kind   `json:"source"`
 	Path   string `json:"path,omitempty"`
 	// SHA256 is the executable's; empty for a registry plugin, whose
 	// hashes are per platform.
@@ -67,7 +67,7 @@ type LockEntry struct {
 	// script alone would let that code change unnoticed.
 	Files map[string]string `json:"files,omitempty"`
 
-	// A plugin from an OCI registry (source oci, see registry.go) is pinned
+	// A plugin from an OCI registry (source oci, see lockregistry.go) is pinned
 	// by the digest its source resolved to, with every platform's hashes,
 	// instead of SHA256 and Files.
 	Ref       string                  `json:"ref,omitempty"`
@@ -87,7 +87,7 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 	for _, c := range cands {
 		// A registry plugin's entry is made when it is installed
 		// (KeepRegistryEntries carries it over).
-		if c.Source == SourceBuiltin || c.Source == SourceOCI || c.Problem != "" {
+		if c.Source == Builtin || c.Source == OCI || c.Problem != "" {
 			continue
 		}
 		sum, err := fileutil.SHA256(c.Path)
@@ -101,7 +101,7 @@ func LockCandidates(cands []Candidate) (*Lockfile, error) {
 			continue
 		}
 		e := LockEntry{Name: c.Name, Source: c.Source, SHA256: sum, Files: files}
-		if c.Source == SourceUser {
+		if c.Source == User {
 			e.Path = absClean(c.Path)
 		}
 		l.Plugins = append(l.Plugins, e)
@@ -129,7 +129,7 @@ func ReadLockfile(path string) (*Lockfile, error) {
 	}
 	base := filepath.Dir(absClean(path))
 	for i, e := range l.Plugins {
-		if e.Source == SourceOCI {
+		if e.Source == OCI {
 			if err := e.checkRegistry(); err != nil {
 				return nil, fmt.Errorf("%s: %v", path, err)
 			}
@@ -166,7 +166,7 @@ func (l *Lockfile) Write(path string) error {
 	base := filepath.Dir(absClean(path))
 	out := Lockfile{Version: lockfileVersion, Plugins: make([]LockEntry, len(l.Plugins))}
 	for i, e := range l.Plugins {
-		if e.Source != SourceUser {
+		if e.Source != User {
 			e.Path = ""
 		} else if rel, err := filepath.Rel(base, e.Path); err == nil && filepath.IsAbs(e.Path) {
 			e.Path = filepath.ToSlash(rel)
@@ -206,7 +206,7 @@ func (l *Lockfile) Verify(cands []Candidate) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, c := range cands {
-		if c.Source == SourceBuiltin {
+		if c.Source == Builtin {
 			continue
 		}
 		e := l.Entry(c.Name)
@@ -253,10 +253,43 @@ func verifyEntry(c Candidate, e *LockEntry, binary bool) []error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("verifying plugin %s: %w", c.Name, err))
 		case have != strings.ToLower(e.SHA256):
-			errs = append(errs, mismatchError(c, e.SHA256, have))
+			errs = append(errs, MismatchError(c, e.SHA256, have))
 		}
 	}
 	return append(errs, checkFiles(c, e)...)
+}
+
+// CheckBeforeStart checks a candidate against the lock before it starts:
+// its source and the files beside it (a script plugin's code) here, the
+// executable by the sha256 it returns, which the plugin host has
+// go-plugin check as the process starts (SecureConfig). When the source or
+// a file differs, the executable is hashed here as well, so that every
+// difference is reported at once. A built-in plugin, or any plugin when
+// there is no lock (l is nil), is not checked: the sha256 is nil.
+func (l *Lockfile) CheckBeforeStart(c Candidate) ([]byte, error) {
+	if l == nil || c.Source == Builtin {
+		return nil, nil
+	}
+	e := l.Entry(c.Name)
+	if e == nil {
+		return nil, notLockedError(c)
+	}
+	// A registry plugin is checked against its build for this platform.
+	e, err := e.forCandidate(c)
+	if err != nil {
+		return nil, err
+	}
+	if errs := verifyEntry(c, e, false); len(errs) > 0 {
+		if have, err := fileutil.SHA256(c.Path); err == nil && have != strings.ToLower(e.SHA256) {
+			errs = append([]error{MismatchError(c, e.SHA256, have)}, errs...)
+		}
+		return nil, errors.Join(errs...)
+	}
+	sum, err := hex.DecodeString(strings.ToLower(e.SHA256))
+	if err != nil {
+		return nil, fmt.Errorf("plugins.lock has an invalid sha256 for plugin %s: %v; run `kube-aws plugins lock`", c.Name, err)
+	}
+	return sum, nil
 }
 
 func (e LockEntry) describe() string {
@@ -273,7 +306,9 @@ func notLockedError(c Candidate) error {
 	return fmt.Errorf("plugin %s (%s) is not in plugins.lock, so kube-aws will not start it; if you trust it run `kube-aws plugins lock`", c.Name, c.Path)
 }
 
-func mismatchError(c Candidate, want, have string) error {
+// MismatchError is the error for a plugin whose executable's sha256 (have)
+// is not the one plugins.lock records (want).
+func MismatchError(c Candidate, want, have string) error {
 	return fmt.Errorf("plugin %s (%s) does not match plugins.lock (want sha256 %s, have %s); %s", c.Name, c.Path, want, have, remedy(c, "changed it"))
 }
 
@@ -283,7 +318,7 @@ func mismatchError(c Candidate, want, have string) error {
 // nobody should change, and `plugins lock` keeps its pin as it is, so the
 // copy is downloaded again by its pinned digest.
 func remedy(c Candidate, did string) string {
-	if c.Source == SourceOCI {
+	if c.Source == OCI {
 		return "its copy in the plugin cache was changed on disk: run `kube-aws plugins install` to download it again by its pinned digest"
 	}
 	return "if you " + did + " on purpose run `kube-aws plugins lock`"
@@ -293,7 +328,7 @@ func remedy(c Candidate, did string) string {
 // plugin's cache entry; built-in and contrib plugins are single
 // executables in a shared folder.
 func pluginFiles(c Candidate) (map[string]string, error) {
-	if (c.Source != SourceUser && c.Source != SourceOCI) || c.Dir == "" {
+	if (c.Source != User && c.Source != OCI) || c.Dir == "" {
 		return nil, nil
 	}
 	return FolderFiles(c.Dir, c.Path)

@@ -1,4 +1,4 @@
-package host_test
+package source_test
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 func hex64(c string) string { return strings.Repeat(c, 64) }
@@ -30,29 +30,29 @@ func TestRegistryLockEntries(t *testing.T) {
 	exeSum, _ := fileutil.SHA256(exe)
 	libSum, _ := fileutil.SHA256(filepath.Join(entry, "lib", "a.py"))
 	other := "plan9/arm"
-	e := host.LockEntry{
-		Name: "hello", Source: host.SourceOCI, Ref: "oci://127.0.0.1:5000/plugins/hello:0.1.0",
+	e := source.LockEntry{
+		Name: "hello", Source: source.OCI, Ref: "oci://127.0.0.1:5000/plugins/hello:0.1.0",
 		Digest: "sha256:" + hex64("d"), Version: "0.1.0", Key: "sha256:" + hex64("k"),
-		Platforms: map[string]host.PlatformLock{
-			host.HostPlatform(): {Manifest: "sha256:" + hex64("e"), SHA256: exeSum, Files: map[string]string{"lib/a.py": libSum}},
-			other:               {Manifest: "sha256:" + hex64("f"), SHA256: hex64("0")},
+		Platforms: map[string]source.PlatformLock{
+			source.HostPlatform(): {Manifest: "sha256:" + hex64("e"), SHA256: exeSum, Files: map[string]string{"lib/a.py": libSum}},
+			other:                 {Manifest: "sha256:" + hex64("f"), SHA256: hex64("0")},
 		},
 	}
-	lock := &host.Lockfile{Version: 2}
+	lock := &source.Lockfile{Version: 2}
 	lock.Set(e)
-	path := filepath.Join(cluster, host.LockfileName)
+	path := filepath.Join(cluster, source.LockfileName)
 	if err := lock.Write(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := host.ReadLockfile(path)
+	back, err := source.ReadLockfile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(*back.Entry("hello"), e) {
 		t.Fatalf("round trip:\n%+v\n%+v", *back.Entry("hello"), e)
 	}
-	cand := host.Candidate{Name: "hello", Path: exe, Dir: entry, Source: host.SourceOCI}
-	if errs := back.Verify([]host.Candidate{cand}); len(errs) != 0 {
+	cand := source.Candidate{Name: "hello", Path: exe, Dir: entry, Source: source.OCI}
+	if errs := back.Verify([]source.Candidate{cand}); len(errs) != 0 {
 		t.Fatalf("an intact cache entry: %v", errs)
 	}
 	// Python's byte code beside the code is not a change.
@@ -62,14 +62,14 @@ func TestRegistryLockEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(entry, "lib", "__pycache__", "a.pyc"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if errs := back.Verify([]host.Candidate{cand}); len(errs) != 0 {
+	if errs := back.Verify([]source.Candidate{cand}); len(errs) != 0 {
 		t.Fatalf("__pycache__: %v", errs)
 	}
 
 	if err := os.WriteFile(filepath.Join(entry, "lib", "a.py"), []byte("A = 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	errs := back.Verify([]host.Candidate{cand})
+	errs := back.Verify([]source.Candidate{cand})
 	// The remedy for a cached copy is downloading it again: plugins lock
 	// keeps a registry plugin's pin as it is.
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join(entry, "lib", "a.py")+" does not match plugins.lock") ||
@@ -83,7 +83,7 @@ func TestRegistryLockEntries(t *testing.T) {
 	if err := os.Remove(filepath.Join(entry, "lib", "a.py")); err != nil {
 		t.Fatal(err)
 	}
-	errs = back.Verify([]host.Candidate{cand})
+	errs = back.Verify([]source.Candidate{cand})
 	if len(errs) != 2 {
 		t.Fatalf("a changed executable and a removed file: %v", errs)
 	}
@@ -94,30 +94,30 @@ func TestRegistryLockEntries(t *testing.T) {
 	}
 
 	// The same name found elsewhere than in a registry.
-	errs = back.Verify([]host.Candidate{{Name: "hello", Path: "/x/hello", Dir: "/x", Source: host.SourceContrib}})
+	errs = back.Verify([]source.Candidate{{Name: "hello", Path: "/x/hello", Dir: "/x", Source: source.Contrib}})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "was locked from a registry (oci://127.0.0.1:5000/plugins/hello:0.1.0) but is now found as a contrib plugin") {
 		t.Errorf("registry entry, contrib plugin: %v", errs)
 	}
 
 	// A lock without a build for this machine.
 	onlyOther := e
-	onlyOther.Platforms = map[string]host.PlatformLock{other: e.Platforms[other]}
-	l2 := &host.Lockfile{Version: 2}
+	onlyOther.Platforms = map[string]source.PlatformLock{other: e.Platforms[other]}
+	l2 := &source.Lockfile{Version: 2}
 	l2.Set(onlyOther)
-	errs = l2.Verify([]host.Candidate{cand})
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "which has no build for "+host.HostPlatform()+", only for "+other) {
+	errs = l2.Verify([]source.Candidate{cand})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "which has no build for "+source.HostPlatform()+", only for "+other) {
 		t.Errorf("no build here: %v", errs)
 	}
 
 	// plugins lock keeps registry entries, which come from installing.
-	fresh, err := host.LockCandidates([]host.Candidate{cand})
+	fresh, err := source.LockCandidates([]source.Candidate{cand})
 	if err != nil || len(fresh.Plugins) != 0 {
 		t.Fatalf("LockCandidates hashed a registry plugin: %+v %v", fresh, err)
 	}
-	if err := fresh.KeepRegistryEntries(back, []host.Candidate{cand}); err != nil || fresh.Entry("hello").Digest != e.Digest {
+	if err := fresh.KeepRegistryEntries(back, []source.Candidate{cand}); err != nil || fresh.Entry("hello").Digest != e.Digest {
 		t.Errorf("KeepRegistryEntries: %v %+v", err, fresh.Entry("hello"))
 	}
-	if err := fresh.KeepRegistryEntries(&host.Lockfile{}, []host.Candidate{cand}); err == nil || !strings.Contains(err.Error(), "run `kube-aws plugins install`") {
+	if err := fresh.KeepRegistryEntries(&source.Lockfile{}, []source.Candidate{cand}); err == nil || !strings.Contains(err.Error(), "run `kube-aws plugins install`") {
 		t.Errorf("KeepRegistryEntries without an entry: %v", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestRegistryLockEntryValidation(t *testing.T) {
 			if err := os.WriteFile(path, []byte("version: 2\nplugins:\n- name: hello\n  source: oci\n"+tc.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := host.ReadLockfile(path)
+			_, err := source.ReadLockfile(path)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package ensure_test
+package source_test
 
 import (
 	"context"
@@ -8,18 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // BenchmarkWarm is what every command pays for six registry plugins that
 // are pinned and cached: reading plugins.lock and checking six stamps.
 func BenchmarkWarm(b *testing.B) {
 	c := cache.Cache{Root: b.TempDir()}
-	lock := &host.Lockfile{Version: 2}
-	var ps []ensure.Plugin
+	lock := &source.Lockfile{Version: 2}
+	var ps []source.RegistryPlugin
 	for i := 0; i < 6; i++ {
 		name := fmt.Sprintf("p%d", i)
 		manifest := "sha256:" + strings.Repeat(fmt.Sprint(i), 64)
@@ -34,11 +33,11 @@ func BenchmarkWarm(b *testing.B) {
 			b.Fatal(err)
 		}
 		ref := "oci://r.example/p/" + name + ":1"
-		lock.Set(host.LockEntry{Name: name, Source: host.SourceOCI, Ref: ref, Digest: "sha256:" + strings.Repeat("d", 64), Version: "1",
-			Platforms: map[string]host.PlatformLock{host.HostPlatform(): {Manifest: manifest, SHA256: strings.Repeat("a", 64)}}})
-		ps = append(ps, ensure.Plugin{Name: name, Source: ref})
+		lock.Set(source.LockEntry{Name: name, Source: source.OCI, Ref: ref, Digest: "sha256:" + strings.Repeat("d", 64), Version: "1",
+			Platforms: map[string]source.PlatformLock{source.HostPlatform(): {Manifest: manifest, SHA256: strings.Repeat("a", 64)}}})
+		ps = append(ps, source.RegistryPlugin{Name: name, Source: ref})
 	}
-	path := filepath.Join(b.TempDir(), host.LockfileName)
+	path := filepath.Join(b.TempDir(), source.LockfileName)
 	if err := lock.Write(path); err != nil {
 		b.Fatal(err)
 	}
@@ -48,11 +47,11 @@ func BenchmarkWarm(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l, err := host.ReadLockfile(path)
+		l, err := source.ReadLockfile(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := ensure.Ensure(context.Background(), ps, ensure.Options{Lock: l, Cache: c, Helper: noHelper})
+		out, err := source.Ensure(context.Background(), ps, source.EnsureOptions{Lock: l, Cache: c, Helper: noHelper})
 		if err != nil || len(out.Candidates) != 6 {
 			b.Fatalf("%v %+v", err, out)
 		}

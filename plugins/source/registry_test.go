@@ -1,4 +1,4 @@
-package ensure_test
+package source_test
 
 import (
 	"context"
@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/oci"
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
@@ -60,11 +59,11 @@ func (e *env) push(t *testing.T, name, repoAndTag string, files map[string]strin
 }
 
 // run is Ensure with the helper run in this process.
-func (e *env) run(t *testing.T, ps []ensure.Plugin, lock *host.Lockfile, mode ensure.Mode, names ...string) *ensure.Outcome {
+func (e *env) run(t *testing.T, ps []source.RegistryPlugin, lock *source.Lockfile, mode source.Mode, names ...string) *source.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := ensure.Ensure(ctx, ps, ensure.Options{
+	out, err := source.Ensure(ctx, ps, source.EnsureOptions{
 		Mode: mode, Names: names, Lock: lock, Cache: e.cache, ProtocolVersions: []int{1},
 		Helper: func(ctx context.Context, req helper.Request, progress func(string)) (*helper.Result, error) {
 			e.runs++
@@ -77,7 +76,7 @@ func (e *env) run(t *testing.T, ps []ensure.Plugin, lock *host.Lockfile, mode en
 	return out
 }
 
-func problems(o *ensure.Outcome) string {
+func problems(o *source.Outcome) string {
 	var s []string
 	for _, p := range o.Problems {
 		s = append(s, p.Path()+": "+p.Error())
@@ -85,7 +84,7 @@ func problems(o *ensure.Outcome) string {
 	return strings.Join(s, "\n")
 }
 
-func wantProblem(t *testing.T, o *ensure.Outcome, path string, parts ...string) {
+func wantProblem(t *testing.T, o *source.Outcome, path string, parts ...string) {
 	t.Helper()
 	if len(o.Problems) != 1 || o.Problems[0].Path() != path {
 		t.Fatalf("problems:\n%s\nwant one at %s", problems(o), path)
@@ -103,8 +102,8 @@ func wantProblem(t *testing.T, o *ensure.Outcome, path string, parts ...string) 
 func TestPinThenCache(t *testing.T) {
 	e := newEnv(t)
 	pushed := e.push(t, "hello", "plugins/hello:0.0.1", nil)
-	ps := []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:0.0.1")}}
-	first := e.run(t, ps, nil, ensure.Auto)
+	ps := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:0.0.1")}}
+	first := e.run(t, ps, nil, source.Auto)
 	if len(first.Problems) > 0 || first.Lock == nil || len(first.Candidates) != 1 || !first.HelperRan {
 		t.Fatalf("first run: %+v\n%s", first, problems(first))
 	}
@@ -120,13 +119,13 @@ func TestPinThenCache(t *testing.T) {
 	}
 	e.reg.Stop()
 	runs := e.runs
-	warm := e.run(t, ps, first.Lock, ensure.Auto)
+	warm := e.run(t, ps, first.Lock, source.Auto)
 	if warm.HelperRan || e.runs != runs || warm.Lock != nil || len(warm.Candidates) != 1 || warm.Candidates[0] != first.Candidates[0] {
 		t.Errorf("warm run: %+v (%s)", warm, problems(warm))
 	}
 	// A cold cache with the registry down is a clear problem.
 	cold := &env{reg: e.reg, cache: cache.Cache{Root: t.TempDir()}}
-	o := cold.run(t, ps, first.Lock, ensure.Auto)
+	o := cold.run(t, ps, first.Lock, source.Auto)
 	wantProblem(t, o, "plugins.hello.source", "registry "+e.reg.Host+" is unreachable")
 	if len(o.Candidates) != 0 {
 		t.Errorf("candidates %+v", o.Candidates)
@@ -138,13 +137,13 @@ func TestPinThenCache(t *testing.T) {
 func TestPinnedFetchedByDigest(t *testing.T) {
 	e := newEnv(t)
 	e.push(t, "hello", "plugins/hello:stable", nil)
-	ps := []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:stable")}}
-	lock := e.run(t, ps, nil, ensure.Auto).Lock
+	ps := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:stable")}}
+	lock := e.run(t, ps, nil, source.Auto).Lock
 	pinned := lock.Entry("hello").Digest
 	moved := e.push(t, "hello", "plugins/hello:stable", map[string]string{"new": "x"})
 
 	ci := &env{reg: e.reg, cache: cache.Cache{Root: t.TempDir()}}
-	o := ci.run(t, ps, lock, ensure.Auto)
+	o := ci.run(t, ps, lock, source.Auto)
 	if len(o.Problems) > 0 || o.Lock != nil || len(o.Candidates) != 1 {
 		t.Fatalf("%+v %s", o, problems(o))
 	}
@@ -153,18 +152,18 @@ func TestPinnedFetchedByDigest(t *testing.T) {
 	}
 
 	// plugins install notices the moved tag and refuses it.
-	o = ci.run(t, ps, lock, ensure.Install)
+	o = ci.run(t, ps, lock, source.Install)
 	wantProblem(t, o, "plugins.hello.source", "the tag of "+ps[0].Source+" has moved", "plugins.lock pins plugin hello 0.0.1 ("+pinned+")",
 		"now points at 0.0.1 ("+moved.Digest+")", "kube-aws plugins upgrade hello")
 	// plugins upgrade moves the pin.
-	o = ci.run(t, ps, lock, ensure.Upgrade, "hello")
+	o = ci.run(t, ps, lock, source.Upgrade, "hello")
 	if len(o.Problems) > 0 || o.Lock == nil || o.Lock.Entry("hello").Digest != moved.Digest {
 		t.Fatalf("upgrade: %+v %s", o, problems(o))
 	}
 	if c := o.Changes[0]; c.From.Digest != pinned || c.To.Digest != moved.Digest {
 		t.Errorf("upgrade change %+v -> %+v", c.From, c.To)
 	}
-	if o = ci.run(t, ps, o.Lock, ensure.Install); len(o.Problems) > 0 {
+	if o = ci.run(t, ps, o.Lock, source.Install); len(o.Problems) > 0 {
 		t.Errorf("install after upgrade: %s", problems(o))
 	}
 }
@@ -174,10 +173,10 @@ func TestSourceChanged(t *testing.T) {
 	e := newEnv(t)
 	e.push(t, "hello", "plugins/hello:1", nil)
 	e.push(t, "hello", "plugins/hello:2", map[string]string{"x": "y"})
-	lock := e.run(t, []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1")}}, nil, ensure.Auto).Lock
-	o := e.run(t, []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:2")}}, lock, ensure.Auto)
+	lock := e.run(t, []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1")}}, nil, source.Auto).Lock
+	o := e.run(t, []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:2")}}, lock, source.Auto)
 	wantProblem(t, o, "plugins.hello.source", "plugins.hello.source is "+e.reg.Ref("plugins/hello:2")+", but plugins.lock pins plugin hello 0.0.1 (sha256:", "from "+e.reg.Ref("plugins/hello:1")+": run `kube-aws plugins upgrade hello`")
-	o = e.run(t, []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:2")}}, lock, ensure.Upgrade)
+	o = e.run(t, []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:2")}}, lock, source.Upgrade)
 	if len(o.Problems) > 0 || o.Lock.Entry("hello").Ref != e.reg.Ref("plugins/hello:2") {
 		t.Errorf("upgrade to the new source: %s %+v", problems(o), o.Lock.Entry("hello"))
 	}
@@ -194,23 +193,23 @@ func TestKeyChange(t *testing.T) {
 	_, pub2 := cli.GenerateKeyPair(t, k2)
 	pushed := e.push(t, "hello", "plugins/hello:1", nil)
 	cli.Sign(t, priv1, pushed.Repository+"@"+pushed.Digest, registrytest.Bundle)
-	ps := []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1"), Key: pub1}}
-	o := e.run(t, ps, nil, ensure.Auto)
+	ps := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1"), Key: pub1}}
+	o := e.run(t, ps, nil, source.Auto)
 	if len(o.Problems) > 0 || !strings.HasPrefix(o.Lock.Entry("hello").Key, "sha256:") {
 		t.Fatalf("%s %+v", problems(o), o.Lock)
 	}
 	lock := o.Lock
 	runs := e.runs
-	if o := e.run(t, ps, lock, ensure.Auto); e.runs != runs || len(o.Candidates) != 1 {
+	if o := e.run(t, ps, lock, source.Auto); e.runs != runs || len(o.Candidates) != 1 {
 		t.Errorf("a verified pin with the same key ran the helper again: %s", problems(o))
 	}
 	ps[0].Key = pub2
-	o = e.run(t, ps, lock, ensure.Auto)
+	o = e.run(t, ps, lock, source.Auto)
 	wantProblem(t, o, "plugins.hello.verify", "plugin hello from "+ps[0].Source, "is refused", "verifies with the key "+pub2)
-	o = e.run(t, ps, lock, ensure.Offline)
+	o = e.run(t, ps, lock, source.Offline)
 	wantProblem(t, o, "plugins.hello.verify", "has not been checked with the key "+pub2)
 	ps[0].Key = filepath.Join(k2, "missing.pub")
-	o = e.run(t, ps, lock, ensure.Auto)
+	o = e.run(t, ps, lock, source.Auto)
 	wantProblem(t, o, "plugins.hello.verify", "plugins.hello.verify.key: open "+ps[0].Key)
 }
 
@@ -219,17 +218,17 @@ func TestKeyChange(t *testing.T) {
 func TestOfflineAndNames(t *testing.T) {
 	e := newEnv(t)
 	e.push(t, "hello", "plugins/hello:1", nil)
-	ps := []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1")}}
-	o := e.run(t, ps, nil, ensure.Offline)
+	ps := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1")}}
+	o := e.run(t, ps, nil, source.Offline)
 	wantProblem(t, o, "plugins.hello.source", "is not installed: run `kube-aws plugins install`")
 	if e.runs != 0 {
 		t.Error("offline ran the helper")
 	}
-	lock := e.run(t, ps, nil, ensure.Auto).Lock
+	lock := e.run(t, ps, nil, source.Auto).Lock
 	other := &env{reg: e.reg, cache: cache.Cache{Root: t.TempDir()}}
-	o = other.run(t, ps, lock, ensure.Offline)
+	o = other.run(t, ps, lock, source.Offline)
 	wantProblem(t, o, "plugins.hello.source", "is not in the plugin cache")
-	o = e.run(t, ps, lock, ensure.Upgrade, "dex")
+	o = e.run(t, ps, lock, source.Upgrade, "dex")
 	wantProblem(t, o, "plugins.dex.source", "plugin dex has no plugins.dex.source in cluster.yaml")
 }
 
@@ -238,14 +237,14 @@ func TestOfflineAndNames(t *testing.T) {
 func TestTamperedEntryRepaired(t *testing.T) {
 	e := newEnv(t)
 	e.push(t, "hello", "plugins/hello:1", nil)
-	ps := []ensure.Plugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1")}}
-	first := e.run(t, ps, nil, ensure.Auto)
+	ps := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1")}}
+	first := e.run(t, ps, nil, source.Auto)
 	exe := first.Candidates[0].Path
 	good, _ := os.ReadFile(exe)
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho pwned\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	o := e.run(t, ps, first.Lock, ensure.Auto)
+	o := e.run(t, ps, first.Lock, source.Auto)
 	if len(o.Problems) > 0 || len(o.Changes) != 1 || o.Changes[0].Repaired == "" || o.Lock != nil {
 		t.Fatalf("%+v %s", o, problems(o))
 	}
@@ -267,7 +266,7 @@ func TestTamperedEntryRepaired(t *testing.T) {
 		"because its cached copy " + filepath.Dir(exe) + " was changed on disk and is never run so",
 		"because it is not in the plugin cache",
 	} {
-		o = e.run(t, ps, first.Lock, ensure.Auto)
+		o = e.run(t, ps, first.Lock, source.Auto)
 		if len(o.Problems) != 1 || len(o.Candidates) != 0 || !strings.Contains(problems(o), "is unreachable") || !strings.Contains(problems(o), want) {
 			t.Errorf("registry down: %s; want %q", problems(o), want)
 		}
