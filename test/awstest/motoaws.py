@@ -7,7 +7,9 @@ test/awstest starts every test's moto this way (it embeds this file), and so
 do `make demo` and the benchmarks (scripts/lib/moto.sh). Each patch below says
 what AWS does and what moto 5.2.1 did instead. They replace moto functions by
 name, so a moto upgrade must be checked against them: the file refuses to
-start with any other moto version, or when a function it replaces is gone.
+start with any other moto version, or when a function it replaces is gone
+from moto's source (read at start; each module is patched when moto first
+imports it, so a moto that serves only S3 starts as fast as moto_server).
 
 What it plays (docs/e2e-cluster.md, "What of AWS the harness plays"):
 - CloudFormation updates an AWS::AutoScaling::AutoScalingGroup in place (same
@@ -26,6 +28,10 @@ What it plays (docs/e2e-cluster.md, "What of AWS the harness plays"):
   RecordLifecycleActionHeartbeat.
 """
 
+import ast
+import importlib.abc
+import importlib.machinery
+import os
 import re
 import sys
 import threading
@@ -41,59 +47,107 @@ GROUP_TYPE = "AWS::AutoScaling::AutoScalingGroup"
 # whichever comes first, heartbeats or not.
 GLOBAL_TIMEOUT = 48 * 3600
 
+# What the patches replace (or add, or wrap), by module and class. Each
+# module is patched when moto first imports it: the Auto Scaling models pull
+# in EC2's, seconds of start-up that a test of S3 alone need not pay.
+REPLACED = {
+    "moto.autoscaling.models": {
+        "FakeAutoScalingGroup": [
+            "create_from_cloudformation_json",
+            "update_from_cloudformation_json",
+            "replace_autoscaling_group_instances",
+            "set_desired_capacity",
+        ],
+        "InstanceState": ["launch_template"],
+        "AutoScalingBackend": ["terminate_instance", "delete_auto_scaling_group", "update_attached_target_groups"],
+    },
+    "moto.autoscaling.responses": {"AutoScalingResponse": []},
+    "moto.cloudformation.parsing": {"ResourceMap": ["build_resource_diff"]},
+    "moto.moto_server.werkzeug_app": {"DomainDispatcherApplication": ["__call__"]},
+}
+# Actions moto 5.2.1 lacks and this file adds.
+ADDED = {"AutoScalingResponse": ["complete_lifecycle_action", "record_lifecycle_action_heartbeat"]}
+
 
 def _fail(msg):
+    """Stops moto, from any thread (a module may be patched while a request
+    is answered)."""
     sys.stderr.write("motoaws: %s\n" % msg)
-    sys.exit(2)
+    sys.stderr.flush()
+    os._exit(2)
 
 
-try:
-    import moto
-except ImportError as e:
-    _fail("moto is not installed in %s (%s): run `make venv`" % (sys.executable, e))
-if moto.__version__ != MOTO_VERSION:
-    _fail(
-        "moto %s is installed, these patches are for moto %s (requirements-dev.txt): "
-        "check every patch in %s against the new moto before changing the pin"
-        % (moto.__version__, MOTO_VERSION, __file__)
-    )
+def _check_moto():
+    """At start, without importing the modules: the moto version the patches
+    were written for, and every class and function they replace present
+    (and none they add), in moto's source."""
+    try:
+        import moto
+    except ImportError as e:
+        _fail("moto is not installed in %s (%s): run `make venv`" % (sys.executable, e))
+    if moto.__version__ != MOTO_VERSION:
+        _fail(
+            "moto %s is installed, these patches are for moto %s (requirements-dev.txt): "
+            "check every patch in %s against the new moto before changing the pin"
+            % (moto.__version__, MOTO_VERSION, os.path.abspath(__file__))
+        )
+    root = os.path.dirname(os.path.dirname(moto.__file__))
+    for module, classes in REPLACED.items():
+        path = os.path.join(root, *module.split(".")) + ".py"
+        try:
+            with open(path) as f:
+                tree = ast.parse(f.read(), path)
+        except OSError as e:
+            _fail("moto %s has no module %s (%s): the patches of it no longer apply" % (moto.__version__, module, e))
+        found = {n.name: {m.name for m in n.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                 for n in tree.body if isinstance(n, ast.ClassDef)}
+        for cls, names in classes.items():
+            if cls not in found:
+                _fail("moto %s has no class %s in %s: the patches of it no longer apply" % (moto.__version__, cls, module))
+            for name in names:
+                if name not in found[cls]:
+                    _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (moto.__version__, cls, name, __file__))
+            for name in ADDED.get(cls, []):
+                if name in found[cls]:
+                    _fail("moto %s implements %s.%s now: drop this file's version of it" % (moto.__version__, cls, name))
 
-from moto.autoscaling import models as asm  # noqa: E402
-from moto.autoscaling import responses as asr  # noqa: E402
-from moto.autoscaling.exceptions import ValidationError  # noqa: E402
-from moto.cloudformation import parsing as cfp  # noqa: E402
-from moto.core.responses import EmptyResult  # noqa: E402
-from moto.elb.exceptions import LoadBalancerNotFoundError  # noqa: E402
-from moto.elbv2.exceptions import ELBClientError  # noqa: E402
-from moto.moto_server import werkzeug_app  # noqa: E402
-from moto.server import main as moto_main  # noqa: E402
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Runs patch(module) right after moto executes one of the modules it
+    patches, before anything uses it."""
+
+    def __init__(self, patches):
+        self.patches = patches
+
+    def find_spec(self, name, path, target=None):
+        patch = self.patches.get(name)
+        if patch is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
 
 
 def _original(owner, name):
-    """The moto function a patch replaces; a moto without it stops the start."""
+    """The moto function a patch replaces, kept to call or fall back to."""
     fn = owner.__dict__.get(name)
     if fn is None:
-        _fail(
-            "moto %s has no %s.%s: the patch of it in %s no longer applies"
-            % (moto.__version__, owner.__name__, name, __file__)
-        )
+        _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (MOTO_VERSION, owner.__name__, name, __file__))
     return fn
 
 
-Group = asm.FakeAutoScalingGroup
-Backend = asm.AutoScalingBackend
-_moto = {
-    "create_group": _original(Group, "create_from_cloudformation_json").__func__,
-    "update_group": _original(Group, "update_from_cloudformation_json").__func__,
-    "launch": _original(Group, "replace_autoscaling_group_instances"),
-    "set_desired": _original(Group, "set_desired_capacity"),
-    "instance_lt": _original(asm.InstanceState, "launch_template"),
-    "terminate_instance": _original(Backend, "terminate_instance"),
-    "delete_group": _original(Backend, "delete_auto_scaling_group"),
-    "update_target_groups": _original(Backend, "update_attached_target_groups"),
-    "resource_diff": _original(cfp.ResourceMap, "build_resource_diff"),
-    "dispatch": _original(werkzeug_app.DomainDispatcherApplication, "__call__"),
-}
+# moto's modules and names, set as each module is patched.
+asm = cfp = None
+ValidationError = EmptyResult = LoadBalancerNotFoundError = ELBClientError = None
+_moto = {}
 
 # One lock for everything here that changes a group's instances: moto's
 # server answers requests on several threads.
@@ -179,10 +233,11 @@ def _int(v):
     return None if v is None else int(v)
 
 
-def _put_hook_specs(backend, group, props, prune):
+def _put_hook_specs(backend, group, props):
     """LifecycleHookSpecificationList: the group's hooks as CloudFormation
-    sets them (moto ignored the property). On an update, hooks the list no
-    longer names are deleted."""
+    sets them (moto ignored the property). On an update, the hooks the
+    template's previous list named and the new one does not are deleted; a
+    hook put through the API is the template's business only if it names it."""
     specs = props.get("LifecycleHookSpecificationList") or []
     names = set()
     for s in specs:
@@ -194,10 +249,9 @@ def _put_hook_specs(backend, group, props, prune):
             timeout=_int(s.get("HeartbeatTimeout")),
             result=s.get("DefaultResult"),
         )
-    if prune:
-        for h in backend.describe_lifecycle_hooks(group.name):
-            if h.name not in names:
-                backend.delete_lifecycle_hook(group.name, h.name)
+    for name in getattr(group, "template_hooks", set()) - names:
+        backend.delete_lifecycle_hook(group.name, name)
+    group.template_hooks = names
 
 
 def _set_balancers(backend, group, lb_names, tg_arns):
@@ -217,7 +271,7 @@ def _set_balancers(backend, group, lb_names, tg_arns):
 def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
     group = _moto["create_group"](cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
     backend = asm.autoscaling_backends[account_id][region_name]
-    _put_hook_specs(backend, group, cloudformation_json["Properties"], prune=False)
+    _put_hook_specs(backend, group, cloudformation_json["Properties"])
     return group
 
 
@@ -233,7 +287,7 @@ def update_from_cloudformation_json(cls, original_resource, new_resource_name, c
         return _moto["update_group"](cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name)
     backend = asm.autoscaling_backends[account_id][region_name]
     with _lock:
-        _put_hook_specs(backend, group, props, prune=True)
+        _put_hook_specs(backend, group, props)
         group.tags = props.get("Tags", [])
         group.termination_policies = props.get("TerminationPolicies") or ["Default"]
         _set_balancers(backend, group, props.get("LoadBalancerNames", []), props.get("TargetGroupARNs", []))
@@ -572,23 +626,73 @@ def dispatch(self, environ, start_response):
     return _moto["dispatch"](self, environ, start_response)
 
 
-def apply():
-    cfp.ResourceMap.build_resource_diff = build_resource_diff
-    Group.create_from_cloudformation_json = create_from_cloudformation_json
-    Group.update_from_cloudformation_json = update_from_cloudformation_json
-    Group.replace_autoscaling_group_instances = replace_autoscaling_group_instances
-    Group.set_desired_capacity = set_desired_capacity
-    asm.InstanceState.launch_template = instance_launch_template
-    Backend.terminate_instance = terminate_instance
-    Backend.delete_auto_scaling_group = delete_auto_scaling_group
-    Backend.update_attached_target_groups = update_attached_target_groups
+def _patch_autoscaling_models(module):
+    global asm, ValidationError, LoadBalancerNotFoundError, ELBClientError
+    asm = module
+    from moto.autoscaling.exceptions import ValidationError
+    from moto.elb.exceptions import LoadBalancerNotFoundError
+    from moto.elbv2.exceptions import ELBClientError
+
+    group, backend, state = module.FakeAutoScalingGroup, module.AutoScalingBackend, module.InstanceState
+    _moto.update(
+        create_group=_original(group, "create_from_cloudformation_json").__func__,
+        update_group=_original(group, "update_from_cloudformation_json").__func__,
+        set_desired=_original(group, "set_desired_capacity"),
+        instance_lt=_original(state, "launch_template"),
+        delete_group=_original(backend, "delete_auto_scaling_group"),
+    )
+    for owner, name in ((group, "replace_autoscaling_group_instances"), (backend, "terminate_instance"), (backend, "update_attached_target_groups")):
+        _original(owner, name)
+    group.create_from_cloudformation_json = create_from_cloudformation_json
+    group.update_from_cloudformation_json = update_from_cloudformation_json
+    group.replace_autoscaling_group_instances = replace_autoscaling_group_instances
+    group.set_desired_capacity = set_desired_capacity
+    state.launch_template = instance_launch_template
+    backend.terminate_instance = terminate_instance
+    backend.delete_auto_scaling_group = delete_auto_scaling_group
+    backend.update_attached_target_groups = update_attached_target_groups
+
+
+def _patch_autoscaling_responses(module):
+    global EmptyResult
+    from moto.core.responses import EmptyResult
+
     for name, fn in (("complete_lifecycle_action", complete_lifecycle_action), ("record_lifecycle_action_heartbeat", record_lifecycle_action_heartbeat)):
-        if hasattr(asr.AutoScalingResponse, name):
-            _fail("moto %s implements %s now: drop this file's version of it" % (moto.__version__, name))
-        setattr(asr.AutoScalingResponse, name, fn)
-    werkzeug_app.DomainDispatcherApplication.__call__ = dispatch
+        if hasattr(module.AutoScalingResponse, name):
+            _fail("moto %s implements %s now: drop this file's version of it" % (MOTO_VERSION, name))
+        setattr(module.AutoScalingResponse, name, fn)
+
+
+def _patch_cloudformation_parsing(module):
+    global cfp
+    cfp = module
+    _moto["resource_diff"] = _original(module.ResourceMap, "build_resource_diff")
+    module.ResourceMap.build_resource_diff = build_resource_diff
+
+
+def _patch_werkzeug_app(module):
+    _moto["dispatch"] = _original(module.DomainDispatcherApplication, "__call__")
+    module.DomainDispatcherApplication.__call__ = dispatch
+
+
+PATCHES = {
+    "moto.autoscaling.models": _patch_autoscaling_models,
+    "moto.autoscaling.responses": _patch_autoscaling_responses,
+    "moto.cloudformation.parsing": _patch_cloudformation_parsing,
+    "moto.moto_server.werkzeug_app": _patch_werkzeug_app,
+}
+
+
+def main(argv):
+    _check_moto()
+    for name, patch in PATCHES.items():
+        if name in sys.modules:  # imported by moto's package already
+            patch(sys.modules[name])
+    sys.meta_path.insert(0, _PatchOnImport({n: p for n, p in PATCHES.items() if n not in sys.modules}))
+    from moto.server import main as moto_main
+
+    moto_main(argv)
 
 
 if __name__ == "__main__":
-    apply()
-    moto_main(sys.argv[1:])
+    main(sys.argv[1:])

@@ -517,9 +517,9 @@ func testDirectTerminate(ctx context.Context, t *testing.T, c clients) {
 	}
 }
 
-// TestLauncherRefusesAnotherMoto: the patches are for one moto version; the
-// launcher says so and stops rather than patch a moto it was not checked
-// against.
+// TestLauncherRefusesAnotherMoto: the patches are for one moto; the launcher
+// says what does not match and stops rather than patch a moto they were
+// not checked against.
 func TestLauncherRefusesAnotherMoto(t *testing.T) {
 	py, err := PythonPath()
 	if err != nil {
@@ -529,18 +529,39 @@ func TestLauncherRefusesAnotherMoto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(fake, "moto"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(fake, "moto", "__init__.py"), []byte("__version__ = \"9.9.9\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(py, script, "-H", "127.0.0.1", "-p", "1")
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+fake)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "moto 9.9.9 is installed, these patches are for moto 5.2.1") {
-		t.Errorf("launcher with moto 9.9.9: %v\n%s\nwant exit 2 naming both versions", err, out)
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // a fake moto package
+		want  string
+	}{
+		{"another version", map[string]string{"__init__.py": "__version__ = \"9.9.9\"\n"},
+			"moto 9.9.9 is installed, these patches are for moto 5.2.1"},
+		{"a patched function gone", map[string]string{
+			"__init__.py":             "__version__ = \"5.2.1\"\n",
+			"autoscaling/models.py":   "class FakeAutoScalingGroup:\n    def set_desired_capacity(self): pass\n",
+			"autoscaling/__init__.py": ""},
+			"moto 5.2.1 has no FakeAutoScalingGroup.create_from_cloudformation_json"},
+		{"a patched module gone", map[string]string{"__init__.py": "__version__ = \"5.2.1\"\n"},
+			"moto 5.2.1 has no module moto.autoscaling.models"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := t.TempDir()
+			for name, body := range tc.files {
+				path := filepath.Join(fake, "moto", name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(py, script, "-H", "127.0.0.1", "-p", "1")
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+fake)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("launcher: %v\n%s\nwant exit 2 saying %q", err, out, tc.want)
+			}
+		})
 	}
 }
