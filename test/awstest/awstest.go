@@ -11,10 +11,9 @@
 package awstest
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -67,45 +66,13 @@ func PythonPath() (string, error) {
 	return p, nil
 }
 
-var launcher struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// LauncherPath writes the embedded launcher to the temporary folder once per
-// process, under a name of its content (processes of one build share it;
-// a file of another build's content has another name), and returns its path.
-func LauncherPath() (string, error) {
-	launcher.once.Do(func() {
-		sum := sha256.Sum256(motoaws)
-		path := filepath.Join(os.TempDir(), "kube-aws-motoaws-"+hex.EncodeToString(sum[:8])+".py")
-		if b, err := os.ReadFile(path); err == nil && string(b) == string(motoaws) {
-			launcher.path = path
-			return
-		}
-		f, err := os.CreateTemp(os.TempDir(), "kube-aws-motoaws-*.py")
-		if err != nil {
-			launcher.err = fmt.Errorf("writing moto's launcher: %w", err)
-			return
-		}
-		_, werr := f.Write(motoaws)
-		cerr := f.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			os.Remove(f.Name())
-			launcher.err = fmt.Errorf("writing moto's launcher %s: %w", f.Name(), err)
-			return
-		}
-		// Rename is atomic: a process starting moto at the same time reads
-		// the whole file or none.
-		if err := os.Rename(f.Name(), path); err != nil {
-			os.Remove(f.Name())
-			launcher.err = fmt.Errorf("writing moto's launcher %s: %w", path, err)
-			return
-		}
-		launcher.path = path
-	})
-	return launcher.path, launcher.err
+// motoCommand runs the launcher with args (moto_server's) by py. The
+// launcher is read from stdin: no file is written, and none another user
+// of a shared temporary folder could change under a root test.
+func motoCommand(py string, args ...string) *exec.Cmd {
+	cmd := exec.Command(py, append([]string{"-"}, args...)...)
+	cmd.Stdin = bytes.NewReader(motoaws)
+	return cmd
 }
 
 // VenvBin finds a program of the project's Python virtualenv (python with
@@ -163,13 +130,9 @@ func StartServer() (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	script, err := LauncherPath()
-	if err != nil {
-		return "", nil, err
-	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		url, stop, err := startOnce(py, script)
+		url, stop, err := startOnce(py)
 		if err == nil {
 			return url, stop, nil
 		}
@@ -178,12 +141,12 @@ func StartServer() (url string, stop func(), err error) {
 	return "", nil, lastErr
 }
 
-func startOnce(py, script string) (string, func(), error) {
+func startOnce(py string) (string, func(), error) {
 	port, err := localport.Free()
 	if err != nil {
 		return "", nil, fmt.Errorf("finding a free port for moto: %w", err)
 	}
-	cmd := exec.Command(py, script, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd := motoCommand(py, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	// Its own process group, so that stop reaches every child, and so that a
 	// Ctrl-C meant for the test is not what kills moto half way.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -195,7 +158,7 @@ func startOnce(py, script string) (string, func(), error) {
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		os.Remove(logf.Name())
-		return "", nil, fmt.Errorf("starting %s %s: %w", py, script, err)
+		return "", nil, fmt.Errorf("starting moto (%s, test/awstest/motoaws.py): %w", py, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -225,7 +188,7 @@ func startOnce(py, script string) (string, func(), error) {
 		case <-exited:
 			out, _ := os.ReadFile(logf.Name())
 			stop()
-			return "", nil, fmt.Errorf("moto (%s) exited before it was ready:\n%s", script, out)
+			return "", nil, fmt.Errorf("moto (test/awstest/motoaws.py) exited before it was ready:\n%s", out)
 		default:
 		}
 		// /moto-api/ is moto's own dashboard: a 200 there means the server

@@ -1,10 +1,10 @@
 """kube-aws's moto: moto 5.2.1 in server mode, changed where kube-aws's rolls
 depend on AWS behaving in a way moto does not.
 
-    python motoaws.py -H 127.0.0.1 -p PORT      (moto_server's arguments)
+    python test/awstest/motoaws.py -H 127.0.0.1 -p PORT   (moto_server's arguments)
 
-test/awstest starts every test's moto this way (it embeds this file), and so
-do `make demo` and the benchmarks (scripts/lib/moto.sh). Each patch below says
+`make demo` and the benchmarks start moto this way (scripts/lib/moto.sh), and
+test/awstest starts every test's moto with this file (embedded) on stdin. Each patch below says
 what AWS does and what moto 5.2.1 did instead. They replace moto functions by
 name, so a moto upgrade must be checked against them: the file refuses to
 start with any other moto version, or when a function it replaces is gone
@@ -40,6 +40,7 @@ import uuid
 import weakref
 
 MOTO_VERSION = "5.2.1"
+NAME = "test/awstest/motoaws.py"
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 GROUP_TYPE = "AWS::AutoScaling::AutoScalingGroup"
@@ -89,7 +90,7 @@ def _check_moto():
         _fail(
             "moto %s is installed, these patches are for moto %s (requirements-dev.txt): "
             "check every patch in %s against the new moto before changing the pin"
-            % (moto.__version__, MOTO_VERSION, os.path.abspath(__file__))
+            % (moto.__version__, MOTO_VERSION, NAME)
         )
     root = os.path.dirname(os.path.dirname(moto.__file__))
     for module, classes in REPLACED.items():
@@ -106,7 +107,7 @@ def _check_moto():
                 _fail("moto %s has no class %s in %s: the patches of it no longer apply" % (moto.__version__, cls, module))
             for name in names:
                 if name not in found[cls]:
-                    _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (moto.__version__, cls, name, __file__))
+                    _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (moto.__version__, cls, name, NAME))
             for name in ADDED.get(cls, []):
                 if name in found[cls]:
                     _fail("moto %s implements %s.%s now: drop this file's version of it" % (moto.__version__, cls, name))
@@ -140,7 +141,7 @@ def _original(owner, name):
     """The moto function a patch replaces, kept to call or fall back to."""
     fn = owner.__dict__.get(name)
     if fn is None:
-        _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (MOTO_VERSION, owner.__name__, name, __file__))
+        _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (MOTO_VERSION, owner.__name__, name, NAME))
     return fn
 
 

@@ -525,10 +525,6 @@ func TestLauncherRefusesAnotherMoto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := LauncherPath()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name  string
 		files map[string]string // a fake moto package
@@ -555,7 +551,7 @@ func TestLauncherRefusesAnotherMoto(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := exec.Command(py, script, "-H", "127.0.0.1", "-p", "1")
+			cmd := motoCommand(py, "-H", "127.0.0.1", "-p", "1")
 			cmd.Env = append(os.Environ(), "PYTHONPATH="+fake)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
