@@ -10,9 +10,8 @@ root="$PWD"
 
 KUBE_AWS="$root/bin/kube-aws"
 VENV="${KUBE_AWS_VENV:-$root/.venv}"
-MOTO="$VENV/bin/moto_server"
 PY="$VENV/bin/python"
-for f in "$KUBE_AWS" "$MOTO" "$PY"; do
+for f in "$KUBE_AWS" "$VENV/bin/moto_server" "$PY"; do
 	if [ ! -x "$f" ]; then
 		echo "demo: $f not found: run 'make demo' (it builds kube-aws and installs moto into .venv)" >&2
 		exit 1
