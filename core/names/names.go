@@ -12,6 +12,19 @@ import (
 	"unicode"
 )
 
+// CredentialsDir is the folder beside cluster.yaml where kube-aws keeps the
+// secrets plugins generate (plugins/host.Credentials); kube-aws init
+// git-ignores it. What a plugin keeps there is its own: another plugin or
+// command asks it through the protocol instead of opening its files.
+const CredentialsDir = "credentials"
+
+// GeneratedSecretFile is where kube-aws keeps a plugin's generated secret
+// key, relative to cluster.yaml's folder (credentials/<plugin>/<key>): for
+// the plugin to tell the operator where their copy is.
+func GeneratedSecretFile(plugin, key string) string {
+	return CredentialsDir + "/" + plugin + "/" + key
+}
+
 // Stacks the built-in plugins make. A node pool's stack is NodePoolStack.
 const (
 	// StackNetwork holds the VPC, subnets and the security groups of every
