@@ -125,8 +125,8 @@ func deployedEndpoint(stateDir string) (string, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return "", fmt.Errorf("reading the deploy state: %w", err)
 	}
-	if st.Result.Deploy == nil || st.Result.Deploy.Outputs[names.OutputAPIEndpoint] == "" {
-		return "", stages.ConfigError("the last deploy recorded no %s output; pass --server", names.OutputAPIEndpoint)
+	if st.Result.Deploy == nil || st.Result.Deploy.Outputs[names.ClusterOutputAPIEndpoint] == "" {
+		return "", stages.ConfigError("the last deploy recorded no %s output; pass --server", names.ClusterOutputAPIEndpoint)
 	}
-	return st.Result.Deploy.Outputs[names.OutputAPIEndpoint], nil
+	return st.Result.Deploy.Outputs[names.ClusterOutputAPIEndpoint], nil
 }

@@ -66,7 +66,7 @@ func kubeconfigFolder(t *testing.T, extra string) string {
 func TestKubeconfig(t *testing.T) {
 	deployState := func(dir string) {
 		st := stages.State{Version: stages.StateVersion, Stage: stage.Deploy,
-			Result: stages.StageResult{Deploy: &stage.DeployResult{Outputs: map[string]string{names.OutputAPIEndpoint: "https://demo-api.elb.example.com"}}}}
+			Result: stages.StageResult{Deploy: &stage.DeployResult{Outputs: map[string]string{names.ClusterOutputAPIEndpoint: "https://demo-api.elb.example.com"}}}}
 		b, _ := json.Marshal(st)
 		os.MkdirAll(filepath.Join(dir, ".kube-aws", "state"), 0o700)
 		os.WriteFile(filepath.Join(dir, ".kube-aws", "state", "deploy.json"), b, 0o600)
