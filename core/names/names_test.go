@@ -62,3 +62,59 @@ func TestSource(t *testing.T) {
 		}
 	}
 }
+
+// The encryption context deploy encrypts under, the IAM condition that
+// admits it and the machines' context are one value: their wire form is
+// pinned here, since ciphertext made under one must decrypt under the
+// others.
+func TestEncryptionContext(t *testing.T) {
+	ec, _ := json.Marshal(EncryptionContext("demo", "nodepool-spot"))
+	if string(ec) != `{"kube-aws:cluster":"demo","kube-aws:role":"nodepool-spot"}` {
+		t.Errorf("context %s", ec)
+	}
+	cond, _ := json.Marshal(EncryptionContextCondition("demo", "controller"))
+	if string(cond) != `{"kms:EncryptionContext:kube-aws:cluster":"demo","kms:EncryptionContext:kube-aws:role":"controller"}` {
+		t.Errorf("condition %s", cond)
+	}
+}
+
+func TestNodePoolNames(t *testing.T) {
+	tests := []struct {
+		name string
+		pool string
+		ok   bool
+	}{
+		{NodePoolRole("spot-pool"), "spot-pool", true},
+		{NodePoolStack("a"), "a", true},
+		{"nodepool-", "", false},
+		{"controller", "", false},
+		{"xnodepool-a", "", false},
+	}
+	for _, tt := range tests {
+		if pool, ok := NodePoolOf(tt.name); ok != tt.ok || (ok && pool != tt.pool) {
+			t.Errorf("NodePoolOf(%q) = %q, %v; want %q, %v", tt.name, pool, ok, tt.pool, tt.ok)
+		}
+	}
+	if NodePoolRole("a") != NodePoolStack("a") || UserDataName(NodePoolStack("a")) != NodePoolRole("a") {
+		t.Error("a pool's role, stack and userdata names differ")
+	}
+}
+
+// Deploy lifts each cluster output from one stack output name (and the
+// VPC's id from its cluster output's spelling too); nothing else.
+func TestClusterOutput(t *testing.T) {
+	for out, want := range map[string]string{
+		"APIEndpoint": "APIEndpoint", "LoadBalancerDNS": "APILoadBalancerDNS", "VpcId": "VPCId", "VPCId": "VPCId",
+		"APIEndpointURL": "", "APIServerURL": "", "AutoScalingGroupName": "",
+	} {
+		if got := ClusterOutput(out); got != want {
+			t.Errorf("ClusterOutput(%q) = %q, want %q", out, got, want)
+		}
+	}
+}
+
+func TestGeneratedSecretFile(t *testing.T) {
+	if got := GeneratedSecretFile("dex", "client-secret"); got != "credentials/dex/client-secret" {
+		t.Errorf("got %s", got)
+	}
+}

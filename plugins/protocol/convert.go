@@ -257,28 +257,30 @@ func ResultToPB(r *stage.Result) *pb.StageResult {
 		return &pb.StageResult{}
 	}
 	return &pb.StageResult{
-		ValuesJson:  bytesOf(r.Values),
-		Constructs:  SetToPB(r.Constructs),
-		Files:       convSlice(r.Files, fileToPB),
-		Stacks:      convSlice(r.Stacks, stackSpecToPB),
-		Deploy:      deployToPB(r.Deploy),
-		Diff:        diffToPB(r.Diff),
-		Destroy:     destroyToPB(r.Destroy),
-		Diagnostics: diagsToPB(r.Diagnostics),
+		ValuesJson:      bytesOf(r.Values),
+		Constructs:      SetToPB(r.Constructs),
+		Files:           convSlice(r.Files, fileToPB),
+		Stacks:          convSlice(r.Stacks, stackSpecToPB),
+		Deploy:          deployToPB(r.Deploy),
+		Diff:            diffToPB(r.Diff),
+		Destroy:         destroyToPB(r.Destroy),
+		Diagnostics:     diagsToPB(r.Diagnostics),
+		AdminCredential: credentialToPB(r.AdminCredential),
 	}
 }
 
 // ResultFromPB converts a stage result from the wire.
 func ResultFromPB(r *pb.StageResult) *stage.Result {
 	return &stage.Result{
-		Values:      raw(r.GetValuesJson()),
-		Constructs:  SetFromPB(r.GetConstructs()),
-		Files:       convSlice(r.GetFiles(), fileFromPB),
-		Stacks:      convSlice(r.GetStacks(), stackSpecFromPB),
-		Deploy:      deployFromPB(r.GetDeploy()),
-		Diff:        diffFromPB(r.GetDiff()),
-		Destroy:     destroyFromPB(r.GetDestroy()),
-		Diagnostics: diagsFromPB(r.GetDiagnostics()),
+		Values:          raw(r.GetValuesJson()),
+		Constructs:      SetFromPB(r.GetConstructs()),
+		Files:           convSlice(r.GetFiles(), fileFromPB),
+		Stacks:          convSlice(r.GetStacks(), stackSpecFromPB),
+		Deploy:          deployFromPB(r.GetDeploy()),
+		Diff:            diffFromPB(r.GetDiff()),
+		Destroy:         destroyFromPB(r.GetDestroy()),
+		Diagnostics:     diagsFromPB(r.GetDiagnostics()),
+		AdminCredential: credentialFromPB(r.GetAdminCredential()),
 	}
 }
 
@@ -432,6 +434,20 @@ func destroyFromPB(d *pb.DestroyResult) *stage.DestroyResult {
 		return nil
 	}
 	return &stage.DestroyResult{Deleted: strs(d.GetDeleted()), Absent: strs(d.GetAbsent()), Orphans: strs(d.GetOrphans())}
+}
+
+func credentialToPB(c *stage.Credential) *pb.Credential {
+	if c == nil {
+		return nil
+	}
+	return &pb.Credential{CaCertPem: c.CACert, CertPem: c.Cert, KeyPem: c.Key}
+}
+
+func credentialFromPB(c *pb.Credential) *stage.Credential {
+	if c == nil {
+		return nil
+	}
+	return &stage.Credential{CACert: c.GetCaCertPem(), Cert: c.GetCertPem(), Key: c.GetKeyPem()}
 }
 
 // ---- constructs ----

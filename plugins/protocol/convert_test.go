@@ -151,6 +151,8 @@ func fullResult() *stage.Result {
 		},
 		Destroy:     &stage.DestroyResult{Deleted: []string{"network"}, Absent: []string{"iam"}, Orphans: []string{"c1-nodepool-old"}},
 		Diagnostics: diag.List{fullDiag(), {Severity: diag.Warning, Message: "deprecated"}},
+		AdminCredential: &stage.Credential{CACert: []byte("-----BEGIN CERTIFICATE-----\nCA"),
+			Cert: []byte("-----BEGIN CERTIFICATE-----\nADMIN"), Key: []byte("-----BEGIN PRIVATE KEY-----\nKEY")},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/kube-aws/kube-aws/contrib/internal/contribtest"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -72,7 +73,7 @@ func TestIAMForTheNodePoolsGroups(t *testing.T) {
 		t.Errorf("scaling is not limited to the cluster's groups: %s", scale.Condition)
 	}
 	// Controllers get a label the release selects.
-	if len(res.Constructs.NodeLabels) != 1 || res.Constructs.NodeLabels[0].Key != RoleLabel {
+	if len(res.Constructs.NodeLabels) != 1 || res.Constructs.NodeLabels[0].Key != names.LabelRole {
 		t.Errorf("labels %+v", res.Constructs.NodeLabels)
 	}
 }
@@ -106,8 +107,8 @@ func TestReleaseRenders(t *testing.T) {
 		"--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/demo",
 		"--max-node-provision-time=10m\n            - --scale-down-unneeded-time=5m",
 		`value: "us-east-1"`,
-		RoleLabel + ": controller",
-		"key: " + controlPlaneKey,
+		names.LabelRole + ": controller",
+		"key: " + names.TaintControlPlane,
 	} {
 		if !strings.Contains(dep, want) {
 			t.Errorf("deployment lacks %q:\n%s", want, dep)

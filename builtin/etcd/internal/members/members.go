@@ -71,8 +71,7 @@ const (
 	SnapshotTimer = "kube-aws-etcd-snapshot.timer"
 	// DataDevice is the data volume's device name.
 	DataDevice = "/dev/xvdf"
-	// TagDataVolume marks a cluster's etcd data volumes (value "etcd-data").
-	TagRole       = "kube-aws:role"
+	// DataVolumeTag is the names.TagRole of a cluster's etcd data volumes.
 	DataVolumeTag = "etcd-data"
 )
 
@@ -268,7 +267,7 @@ WantedBy=timers.target
 func Plans(cluster string) (*nodeplan.VolumesPlan, *nodeplan.DNSPlan, *nodeplan.GoalPlan) {
 	vol := &nodeplan.VolumesPlan{Volumes: []nodeplan.Volume{{
 		Name:         "etcd-data",
-		Tags:         map[string]string{names.TagCluster: cluster, TagRole: DataVolumeTag},
+		Tags:         map[string]string{names.TagCluster: cluster, names.TagRole: DataVolumeTag},
 		Device:       DataDevice,
 		Filesystem:   "ext4",
 		MountPoint:   names.EtcdDataDir,

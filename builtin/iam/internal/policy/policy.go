@@ -45,7 +45,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 	}
 	roles := []machineRole{{construct.Target{Role: construct.Controller}, names.RoleController}, {construct.Target{Role: construct.Etcd}, names.RoleEtcd}}
 	for _, p := range c.NodePools {
-		roles = append(roles, machineRole{construct.Target{Role: construct.Worker, NodePool: p.Name}, names.NodePoolStack(p.Name)})
+		roles = append(roles, machineRole{construct.Target{Role: construct.Worker, NodePool: p.Name}, names.NodePoolRole(p.Name)})
 	}
 
 	bucket, prefix, err := config.ParseS3URI(c.S3URI)
@@ -72,10 +72,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 		for _, r := range roles {
 			// Secrets are encrypted per role (deploy) with this context:
 			// another role's ciphertext does not decrypt with this grant.
-			cond, _ := json.Marshal(map[string]any{"StringEquals": map[string]string{
-				"kms:EncryptionContext:kube-aws:cluster": c.ClusterName,
-				"kms:EncryptionContext:kube-aws:role":    r.name,
-			}})
+			cond, _ := json.Marshal(map[string]any{"StringEquals": names.EncryptionContextCondition(c.ClusterName, r.name)})
 			out = append(out, construct.IAMStatement{Target: r.target, Sid: "KubeAwsDecrypt", Effect: "Allow",
 				Actions: []string{"kms:Decrypt"}, Resources: []string{c.KMSKeyARN}, Condition: cond})
 		}
