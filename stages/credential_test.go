@@ -10,7 +10,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // The admin credential comes through the protocol: the admin-credential
@@ -39,11 +39,11 @@ func TestAdminCredential(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			other := h.add("cloudformation", host.SourceBuiltin)
+			other := h.add("cloudformation", source.Builtin)
 			var providers []*fakePlugin
 			for _, name := range []string{"pki", "vault"} {
 				if res, ok := tt.providers[name]; ok {
-					p := h.add(name, host.SourceBuiltin, stage.Initialise, stage.AdminCredential)
+					p := h.add(name, source.Builtin, stage.Initialise, stage.AdminCredential)
 					p.run = answer(res)
 					providers = append(providers, p)
 				}
