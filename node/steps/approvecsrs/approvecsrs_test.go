@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
+	"github.com/kube-aws/kube-aws/node/agent"
 	"github.com/kube-aws/kube-aws/node/step"
 	"github.com/kube-aws/kube-aws/test/agenttest"
 )
@@ -232,5 +233,59 @@ func TestEC2Lookup(t *testing.T) {
 	client.TerminateInstances(t.Context(), &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(mine.InstanceId)}})
 	if _, err := lookup(aws.ToString(mine.PrivateDnsName)); !errors.Is(err, ErrNoInstance) {
 		t.Errorf("terminated: %v", err)
+	}
+}
+
+// The dry run decides the requests waiting now, as the approver would, and
+// records no decision.
+func TestDryRun(t *testing.T) {
+	e, out := agenttest.Machine(t, motoURL, "controller", "approve-csrs")
+	client := ec2.NewFromConfig(e.AWS)
+	imgs, _ := client.DescribeImages(t.Context(), &ec2.DescribeImagesInput{})
+	run, err := client.RunInstances(t.Context(), &ec2.RunInstancesInput{
+		ImageId: imgs.Images[0].ImageId, MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeInstance, Tags: []types.Tag{{Key: aws.String("kubernetes.io/cluster/demo"), Value: aws.String("owned")}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := run.Instances[0]
+	name, id := aws.ToString(worker.PrivateDnsName), aws.ToString(worker.InstanceId)
+	user := "system:node:" + name
+	ok := request{cn: user, orgs: []string{"system:nodes"}, dns: []string{name}, ips: []string{aws.ToString(worker.PrivateIpAddress)}}
+	bad := ok
+	bad.ips = append(bad.ips, "10.99.0.1")
+	cs := fake.NewClientset(
+		csr(t, "serving-ok", user, nodeGroups, certv1.KubeletServingSignerName, serving, ok),
+		csr(t, "serving-bad", user, nodeGroups, certv1.KubeletServingSignerName, serving, bad),
+		csr(t, "client", "system:bootstrap:abcdef", []string{"system:bootstrappers"}, certv1.KubeAPIServerClientKubeletSignerName, []certv1.KeyUsage{certv1.UsageClientAuth}, request{cn: user, orgs: []string{"system:nodes"}}),
+	)
+	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
+	b, _ := nodeplan.Encode(&nodeplan.ApproverPlan{Kubeconfig: "/etc/kubernetes/admin.kubeconfig"})
+	os.WriteFile(e.Path(nodeplan.ApproverPath), b, 0o644)
+
+	got, err := agenttest.DryRun(t, e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := []string{
+		"run the kubelet serving CSR approver: until stopped, with /etc/kubernetes/admin.kubeconfig: approve the requests whose names and addresses are their node's EC2 instance's, deny the others",
+		"deny CSR serving-bad: 10.99.0.1 not of instance " + id + " (node " + name + ")",
+		"approve CSR serving-ok: names and addresses are instance " + id + "'s (node " + name + ")",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	list, _ := cs.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+	for _, c := range list.Items {
+		if len(c.Status.Conditions) > 0 {
+			t.Errorf("the dry run decided %s: %v", c.Name, c.Status.Conditions)
+		}
+	}
+
+	// A plan it cannot read is exit 3, as it would be for the approver.
+	os.WriteFile(e.Path(nodeplan.ApproverPath), []byte(`{"kubeconfig": "/k", "extra": 1}`), 0o644)
+	if _, err := agenttest.DryRun(t, e, New()); err == nil || agent.ExitCode(err) != agent.ExitBadInput {
+		t.Errorf("a bad plan: %v", err)
 	}
 }

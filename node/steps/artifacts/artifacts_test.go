@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -285,5 +286,115 @@ func TestImagePull(t *testing.T) {
 	listed += "registry.k8s.io/coredns/coredns:v1.12.1 application/vnd.oci.image.index.v1+json " + digest + " 20.1 MiB linux/amd64,linux/arm64 -\n"
 	if err := step.Run(t.Context(), e, o); err != nil || len(calls) != 1 {
 		t.Errorf("second run: %v, calls %v", err, calls)
+	}
+}
+
+// The dry run compares each binary with the file in place and asks
+// containerd for its images; it downloads, installs, pulls and imports
+// nothing.
+func TestDryRun(t *testing.T) {
+	kubelet := []byte("#!/bin/sh\necho kubelet\n")
+	etcdTgz := targz(t, map[string]string{"etcd-v3.6.5-linux-amd64/etcdctl": "etcdctl binary"})
+	var downloads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		downloads.Add(1)
+		w.Write(etcdTgz)
+	}))
+	defer srv.Close()
+	coredns := "sha256:" + strings.Repeat("c", 64)
+	pauseSum := strings.Repeat("d", 64)
+	plan := &nodeplan.ArtifactsPlan{
+		Binaries: []nodeplan.Binary{
+			{Name: "kubelet", Path: "/usr/local/bin/kubelet", Sources: map[nodeplan.Arch]nodeplan.Source{
+				nodeplan.AMD64: {AssetKey: nodeplan.AssetKey(nodeplan.SHA256Hex(kubelet)), SHA256: nodeplan.SHA256Hex(kubelet)}}},
+			{Name: "etcdctl", Path: "/usr/local/bin/etcdctl", Sources: map[nodeplan.Arch]nodeplan.Source{
+				nodeplan.AMD64: {URL: srv.URL + "/etcd.tar.gz", SHA256: nodeplan.SHA256Hex(etcdTgz), Member: "etcd-v3.6.5-linux-amd64/etcdctl"}}},
+		},
+		Images: []nodeplan.Image{
+			{Name: "coredns", Reference: "registry.k8s.io/coredns/coredns:v1.12.1", Sources: map[nodeplan.Arch]nodeplan.ImageSource{nodeplan.AMD64: {Digest: coredns}}},
+			{Name: "pause", Reference: "registry.k8s.io/pause:3.10.1", Sources: map[nodeplan.Arch]nodeplan.ImageSource{nodeplan.AMD64: {AssetKey: nodeplan.AssetKey(pauseSum), SHA256: pauseSum}}},
+		},
+	}
+	const header = "REF TYPE DIGEST SIZE PLATFORMS LABELS\n"
+	file := func(e *agent.Env, p string, b []byte, mode os.FileMode) {
+		os.MkdirAll(e.Path(filepath.Dir(p)), 0o755)
+		os.WriteFile(e.Path(p), b, mode)
+	}
+	tests := []struct {
+		name   string
+		setup  func(e *agent.Env)
+		listed string
+		arch   nodeplan.Arch
+		want   []string
+		err    string
+	}{
+		{
+			name: "nothing installed", listed: header,
+			want: []string{
+				"install /usr/local/bin/kubelet: kubelet from " + plan.Binaries[0].Sources[nodeplan.AMD64].AssetKey,
+				"install /usr/local/bin/etcdctl: etcdctl from " + srv.URL + "/etcd.tar.gz (etcd-v3.6.5-linux-amd64/etcdctl)",
+				"pull registry.k8s.io/coredns/coredns:v1.12.1: coredns: registry.k8s.io/coredns/coredns@" + coredns,
+				"import registry.k8s.io/pause:3.10.1: pause from assets/" + pauseSum,
+			},
+		},
+		{
+			name: "all in place, one mode changed by hand",
+			setup: func(e *agent.Env) {
+				file(e, "/usr/local/bin/kubelet", kubelet, 0o644)
+				file(e, "/usr/local/bin/etcdctl", []byte("etcdctl binary"), 0o755)
+				file(e, nodeplan.StateDir+"/cache/"+nodeplan.SHA256Hex(etcdTgz), etcdTgz, 0o600)
+				file(e, nodeplan.StateDir+"/images/"+pauseSum, []byte("registry.k8s.io/pause:3.10.1"), 0o644)
+			},
+			listed: header + "registry.k8s.io/coredns/coredns:v1.12.1 application/vnd.oci.image.index.v1+json " + coredns + " 20.1 MiB linux/amd64 -\n" +
+				"registry.k8s.io/pause:3.10.1 application/vnd.oci.image.index.v1+json sha256:" + strings.Repeat("e", 64) + " 300 KiB linux/amd64 -\n",
+			want: []string{"chmod /usr/local/bin/kubelet: kubelet: mode 0755"},
+		},
+		{
+			name: "an archive not in the cache is not downloaded to compare",
+			setup: func(e *agent.Env) {
+				file(e, "/usr/local/bin/kubelet", kubelet, 0o755)
+				file(e, "/usr/local/bin/etcdctl", []byte("etcdctl binary"), 0o755)
+			},
+			listed: header,
+			want: []string{
+				"install /usr/local/bin/etcdctl: etcdctl from " + srv.URL + "/etcd.tar.gz (etcd-v3.6.5-linux-amd64/etcdctl)",
+				"pull registry.k8s.io/coredns/coredns:v1.12.1: coredns: registry.k8s.io/coredns/coredns@" + coredns,
+				"import registry.k8s.io/pause:3.10.1: pause from assets/" + pauseSum,
+			},
+		},
+		{name: "no source for this architecture", arch: nodeplan.ARM64, err: "binaries[0] (kubelet) has no source for arm64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := agenttest.Machine(t, motoURL, "controller", "artifacts")
+			writePlan(t, e, plan)
+			if tt.setup != nil {
+				tt.setup(e)
+			}
+			var calls []string
+			run := func(_ context.Context, name string, args ...string) (string, error) {
+				calls = append(calls, command.Line(name, args...))
+				return tt.listed, nil
+			}
+			arch := tt.arch
+			if arch == "" {
+				arch = nodeplan.AMD64
+			}
+			d, out := agenttest.DryEnv(t, e)
+			got, err := agenttest.DryRun(t, d, &Step{Arch: arch, Images: &images.Client{Run: run}, Timeout: time.Minute})
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
+					t.Errorf("err = %v, want %q", err, tt.err)
+				}
+			case err != nil:
+				t.Fatalf("%v\n%s", err, out)
+			case strings.Join(got, "\n") != strings.Join(tt.want, "\n"):
+				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if len(calls) > 1 || downloads.Load() != 0 {
+				t.Errorf("ctr was asked %v; %d downloads", calls, downloads.Load())
+			}
+		})
 	}
 }

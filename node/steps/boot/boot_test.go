@@ -188,3 +188,47 @@ func TestBootFailures(t *testing.T) {
 		})
 	}
 }
+
+// The dry run fetches and checks the userdata and lists what applying it
+// does; it writes no file, runs no command and reports no status.
+func TestDryRun(t *testing.T) {
+	dir := t.TempDir()
+	ud := fmt.Sprintf("#cloud-config\nwrite_files:\n- path: /etc/kube-aws/hello\n  permissions: '0600'\n  content: hello\n- path: /etc/late\n  defer: true\n  content: x\nruncmd:\n- [touch, %[1]s/ran]\n- echo second >> %[1]s/ran\n", dir)
+	e, _ := machine(t, ud)
+	apply := []string{
+		fmt.Sprintf("apply userdata s3://%s/%s: 2 files, 2 commands", e.Settings.Bucket, e.Settings.UserDataKey),
+		"write /etc/kube-aws/hello: 5 bytes, mode 0600",
+		"write /etc/late: 1 bytes, mode 0644",
+		"run runcmd[0]: touch " + dir + "/ran",
+		"run runcmd[1]: echo second >> " + dir + "/ran",
+	}
+	dryRun := func(want ...string) {
+		t.Helper()
+		d, out := agenttest.DryEnv(t, e)
+		got, err := agenttest.DryRun(t, d, &opts)
+		if err != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("dry run: %v\n%s\nwant:\n%s\n%s", err, strings.Join(got, "\n"), strings.Join(want, "\n"), out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+			t.Error("the dry run ran a command")
+		}
+	}
+	dryRun(append([]string{"write /etc/kube-aws/node.env: the bootstrap's settings, for the steps systemd runs"}, apply...)...)
+	if _, err := e.Store.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(e.Settings.Bucket), Key: aws.String(e.Report.StatusKey)}); err == nil {
+		t.Error("the dry run wrote the status")
+	}
+	// Once booted, the settings are kept: applying the userdata is what
+	// every boot does.
+	if err := step.Run(t.Context(), e, &opts); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "ran"))
+	dryRun(apply...)
+
+	e.Settings.UserDataKey = "rendered/userdata/controller.yaml"
+	agenttest.SetSettings(t, e.Settings)
+	d, _ := agenttest.DryEnv(t, e)
+	if _, err := agenttest.DryRun(t, d, &opts); err == nil || agent.ExitCode(err) != agent.ExitBadInput || !strings.Contains(err.Error(), "is not content-addressed") {
+		t.Errorf("a userdata key that is not content-addressed: %v", err)
+	}
+}

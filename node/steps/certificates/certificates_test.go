@@ -242,3 +242,48 @@ func TestRunAndErrors(t *testing.T) {
 		})
 	}
 }
+
+// The dry run says what would be issued or written, and changes nothing.
+func TestDryRun(t *testing.T) {
+	peer := "issue /etc/etcd/peer.pem: etcd-peer: CN etcd1, DNS [etcd1.demo.internal ip-10-0-1-23.ec2.internal], IP [10.0.1.23 127.0.0.1], until 2026-03-31T12:00:00Z"
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, e *agent.Env)
+		want  []string
+		err   string
+	}{
+		{name: "nothing issued yet", want: []string{peer}},
+		{name: "current", setup: func(t *testing.T, e *agent.Env) { ensure(t, e, etcdPeer(), now) }, want: []string{}},
+		{name: "a third of its life left", setup: func(t *testing.T, e *agent.Env) { ensure(t, e, etcdPeer(), now.Add(-500*time.Hour)) }, want: []string{peer}},
+		{name: "kubeconfig changed by hand", setup: func(t *testing.T, e *agent.Env) {
+			ensure(t, e, etcdPeer(), now)
+			os.WriteFile(e.Path("/etc/etcd/peer.kubeconfig"), []byte("edited"), 0o600)
+		}, want: []string{"write /etc/etcd/peer.kubeconfig: etcd-peer: a kubeconfig with /etc/etcd/peer.pem"}},
+		{name: "CA key not decrypted yet", setup: func(t *testing.T, e *agent.Env) {
+			os.WriteFile(e.Path("/etc/pki/etcd-ca-key.pem"), []byte("((secret:credentials/etcdCAKey))\n"), 0o600)
+		}, err: "run the secrets step first"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := env(t)
+			newCA(t, e.Root, "etcd-ca", true, now.Add(10*365*24*time.Hour))
+			b, _ := nodeplan.Encode(&nodeplan.CertificatesPlan{Certificates: []nodeplan.Certificate{etcdPeer()}})
+			os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
+			os.WriteFile(e.Path(nodeplan.CertificatesPath), b, 0o644)
+			if tt.setup != nil {
+				tt.setup(t, e)
+			}
+			got, err := agenttest.DryRun(t, e, &Step{Now: func() time.Time { return now }})
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
+					t.Errorf("err = %v, want %q", err, tt.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case strings.Join(got, "\n") != strings.Join(tt.want, "\n"):
+				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

@@ -55,6 +55,17 @@ func TestSnapshot(t *testing.T) {
 	}
 	at := time.Date(2026, 3, 1, 4, 5, 6, 0, time.UTC)
 	s := &Step{Timeout: 30 * time.Second, Now: func() time.Time { return at }}
+
+	// The dry run names the snapshot it would upload, and uploads nothing.
+	lines, err := agenttest.DryRun(t, e, s)
+	if err != nil || len(lines) != 1 || !strings.HasPrefix(lines[0], "upload s3://"+e.Settings.Bucket+"/clusters/demo/etcd/snapshots/20260301T040506Z-i-0123456789abcdef0.db: a snapshot of member ") ||
+		!strings.HasSuffix(lines[0], " or later, encrypted with "+e.Settings.KMSKeyARN) {
+		t.Errorf("dry run: %q %v", lines, err)
+	}
+	if list, err := e.Store.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(e.Settings.Bucket), Prefix: aws.String("clusters/demo/etcd/")}); err != nil || len(list.Contents) != 0 {
+		t.Errorf("the dry run uploaded %v (%v)", list.Contents, err)
+	}
+
 	changes, err := s.Check(t.Context(), e)
 	if err != nil || len(changes) != 1 {
 		t.Fatalf("%v %v\n%s", changes, err, out)

@@ -236,3 +236,67 @@ func TestNoPlan(t *testing.T) {
 		t.Errorf("output: %s", out)
 	}
 }
+
+// The dry run decrypts in memory, says which files it would substitute,
+// and changes nothing.
+func TestDryRun(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, e *agent.Env)
+		want  []string
+		err   string
+		code  int
+	}{
+		{
+			name: "files with markers",
+			setup: func(t *testing.T, e *agent.Env) {
+				agenttest.UploadSecrets(t, e, "controller", e.Settings.EncryptionContext(), map[string]string{markerPassword: hard, markerToken: "t0k3n"})
+				write(t, e, "/etc/dex/dex.env", "DEX_PASSWORD="+markerPassword+"\nDEX_ADDRESS=((fact:privateIPv4))\n", 0o600)
+				write(t, e, "/etc/dex/values.json", `{"token": "`+markerToken+`"}`, 0o600)
+				write(t, e, "/etc/done.json", `{"token": "t0k3n"}`, 0o600)
+				plan(t, e,
+					nodeplan.SecretFile{Path: "/etc/dex/dex.env", Format: nodeplan.FormatEnv},
+					nodeplan.SecretFile{Path: "/etc/done.json", Format: nodeplan.FormatJSON},
+					nodeplan.SecretFile{Path: "/etc/dex/values.json", Format: nodeplan.FormatJSON})
+			},
+			want: []string{"substitute /etc/dex/dex.env: 2 markers (env)", "substitute /etc/dex/values.json: 1 markers (json)"},
+		},
+		{name: "no plan", setup: func(*testing.T, *agent.Env) {}, want: []string{}},
+		{
+			name: "secret never uploaded",
+			setup: func(t *testing.T, e *agent.Env) {
+				write(t, e, "/etc/a.json", `{"a": "`+markerToken+`"}`, 0o600)
+				plan(t, e, nodeplan.SecretFile{Path: "/etc/a.json", Format: nodeplan.FormatJSON})
+			},
+			err: "NoSuchKey", code: agent.ExitFailed,
+		},
+		{
+			name: "plan it cannot read",
+			setup: func(t *testing.T, e *agent.Env) {
+				write(t, e, nodeplan.SecretsPath, `{"files": [{"path": "/etc/x", "format": "ini"}]}`, 0o644)
+			},
+			err: "files[0].format", code: agent.ExitBadInput,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := agenttest.Machine(t, motoURL, "controller", "secrets")
+			tt.setup(t, e)
+			d, out := agenttest.DryEnv(t, e)
+			got, err := agenttest.DryRun(t, d, New())
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != tt.code {
+					t.Errorf("err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), tt.err, tt.code)
+				}
+			case err != nil:
+				t.Fatalf("%v\n%s", err, out)
+			case strings.Join(got, "\n") != strings.Join(tt.want, "\n"):
+				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if strings.Contains(out.String(), "t0k3n") || strings.Contains(out.String(), hard) {
+				t.Errorf("a secret reached the output:\n%s", out)
+			}
+		})
+	}
+}

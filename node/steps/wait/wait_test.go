@@ -143,3 +143,56 @@ func TestEtcdFailures(t *testing.T) {
 		t.Fatalf("no plan: %v", err)
 	}
 }
+
+// The dry run says what the step would wait for; it connects to nothing
+// and reports nothing.
+func TestDryRun(t *testing.T) {
+	tests := []struct {
+		name string
+		plan func(t *testing.T, e *agent.Env) (*nodeplan.GoalPlan, string)
+		err  string
+	}{
+		{
+			name: "node",
+			plan: func(*testing.T, *agent.Env) (*nodeplan.GoalPlan, string) {
+				return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: "/var/lib/kubelet/kubeconfig"}, Timeout: "10s"},
+					"wait node ip-10-0-1-23.ec2.internal: until it is Ready (asking with /var/lib/kubelet/kubeconfig), up to 10s; then report phase ready"
+			},
+		},
+		{
+			name: "etcd member",
+			plan: func(t *testing.T, e *agent.Env) (*nodeplan.GoalPlan, string) {
+				m := etcdtest.Start(t, e.Root)
+				return &nodeplan.GoalPlan{Etcd: m.Goal()},
+					"wait etcd member " + m.ClientURL + ": until it answers a linearizable read, up to 10m0s; then report phase ready"
+			},
+		},
+		{name: "no plan", err: "no goal plan"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := env(t)
+			want := ""
+			if tt.plan != nil {
+				var p *nodeplan.GoalPlan
+				p, want = tt.plan(t, e)
+				writePlan(t, e, p)
+			}
+			connected := false
+			got, err := agenttest.DryRun(t, e, &Step{Connect: func(string) (kubernetes.Interface, error) { connected = true; return nil, errors.New("no") }})
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
+					t.Errorf("err = %v, want %q", err, tt.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case strings.Join(got, "\n") != want:
+				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+			}
+			if _, reported := e.Report.Last(); connected || reported {
+				t.Errorf("connected %v, reported %v", connected, reported)
+			}
+		})
+	}
+}

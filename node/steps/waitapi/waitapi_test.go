@@ -89,3 +89,46 @@ func TestWaitAPI(t *testing.T) {
 		})
 	}
 }
+
+// The dry run says what the step would wait for, and asks nothing.
+func TestDryRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		kubeconfig bool
+		joined     bool
+		want       string
+		err        string
+	}{
+		{name: "not joined", kubeconfig: true, want: "wait the API server: until it answers /readyz to /etc/kubernetes/bootstrap-kubelet.conf's credential, up to 15m0s"},
+		{name: "already joined", kubeconfig: true, joined: true},
+		{name: "no kubeconfig", err: "--kubeconfig is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			e := &agent.Env{Step: "wait-api", Root: root, Report: &report.Reporter{Out: &agenttest.Output{}}}
+			srv, n := apiServer(t, 0)
+			s := &Step{UnlessExists: "/etc/kubernetes/kubelet.conf", Timeout: 15 * time.Minute, Connect: kube.Clientset}
+			if tt.kubeconfig {
+				s.Kubeconfig = kubeconfig(t, e, srv)
+			}
+			if tt.joined {
+				os.WriteFile(e.Path("/etc/kubernetes/kubelet.conf"), []byte("x"), 0o600)
+			}
+			got, err := agenttest.DryRun(t, e, s)
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
+					t.Errorf("err = %v, want %q", err, tt.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case strings.Join(got, "\n") != tt.want:
+				t.Errorf("changes %q, want %q", got, tt.want)
+			}
+			if n.Load() != 0 {
+				t.Errorf("the API server was asked %d times", n.Load())
+			}
+		})
+	}
+}
