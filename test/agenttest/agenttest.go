@@ -346,6 +346,30 @@ func DryRun(t testing.TB, e *agent.Env, s step.Step) ([]string, error) {
 	return lines, nil
 }
 
+// Want is what a dry run should say: its changes, as Change.String says
+// them, or an error holding Err with exit code Code.
+type Want struct {
+	Changes []string
+	Err     string
+	Code    int
+}
+
+// ExpectDryRun runs DryRun and checks what it said against want.
+func ExpectDryRun(t testing.TB, e *agent.Env, s step.Step, want Want) {
+	t.Helper()
+	got, err := DryRun(t, e, s)
+	switch {
+	case want.Err != "":
+		if err == nil || !strings.Contains(err.Error(), want.Err) || agent.ExitCode(err) != want.Code {
+			t.Errorf("dry run: err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), want.Err, want.Code)
+		}
+	case err != nil:
+		t.Errorf("dry run: %v", err)
+	case strings.Join(got, "\n") != strings.Join(want.Changes, "\n"):
+		t.Errorf("dry run: changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want.Changes, "\n"))
+	}
+}
+
 // tree is every file, folder and link under root: its mode, time and
 // content (a link's target).
 func tree(t testing.TB, root string) map[string]string {

@@ -437,13 +437,11 @@ func TestDryRun(t *testing.T) {
 	const marker = "((secret:dex/values/password))"
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, e *agent.Env) []string
-		err   string
-		code  int
+		setup func(t *testing.T, e *agent.Env) agenttest.Want
 	}{
 		{
 			name: "a release list, releases and a manifest",
-			setup: func(t *testing.T, e *agent.Env) []string {
+			setup: func(t *testing.T, e *agent.Env) agenttest.Want {
 				dexKey, dexSum := packaged(t, e, "dex")
 				agenttest.UploadSecrets(t, e, "controller", e.Settings.EncryptionContext(), map[string]string{marker: hard})
 				list, _ := json.Marshal(nodeplan.ReleaseList{Releases: []nodeplan.Release{
@@ -457,24 +455,23 @@ func TestDryRun(t *testing.T) {
 				writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/etc/kubernetes/admin.conf", ReleasesFrom: "{addonsKey}",
 					Releases:  []nodeplan.Release{{Name: "flannel", Namespace: "kube-flannel", ChartKey: "assets/" + strings.Repeat("f", 64), ChartSHA256: strings.Repeat("f", 64), Plugin: "cni"}},
 					Manifests: []nodeplan.Manifest{{Path: "/a/m.yaml", Plugin: "settings"}}})
-				return []string{
+				return agenttest.Want{Changes: []string{
 					"write /etc/kube-aws/releases.json: the release list, 1 releases, its secrets substituted",
 					"wait the API server: until it is ready, with /etc/kubernetes/admin.conf, up to 5s",
 					"apply ConfigMap kube-system/kube-aws-aws-env: the machine's AWS settings (1) for the add-ons that call AWS",
 					"install release auth/dex (plugin dex): chart " + dexKey + ", unless deployed from it with the same values",
 					"install release kube-flannel/flannel (plugin cni): chart assets/" + strings.Repeat("f", 64) + ", unless deployed from it with the same values",
 					"apply /a/m.yaml (plugin settings): 1 objects, server-side",
-				}
+				}}
 			},
 		},
-		{name: "no plan", setup: func(*testing.T, *agent.Env) []string { return []string{} }},
+		{name: "no plan", setup: func(*testing.T, *agent.Env) agenttest.Want { return agenttest.Want{} }},
 		{
 			name: "a secret left in values",
-			setup: func(t *testing.T, e *agent.Env) []string {
+			setup: func(t *testing.T, e *agent.Env) agenttest.Want {
 				writePlan(t, e, &nodeplan.AddonsPlan{Kubeconfig: "/k", Releases: []nodeplan.Release{{Name: "dex", Namespace: "auth", ChartKey: "assets/" + strings.Repeat("f", 64), ChartSHA256: strings.Repeat("f", 64), Values: json.RawMessage(`{"p": "` + marker + `"}`)}}})
-				return nil
+				return agenttest.Want{Err: "values still hold " + marker, Code: agent.ExitBadInput}
 			},
-			err: "values still hold " + marker, code: agent.ExitBadInput,
 		},
 	}
 	for _, tt := range tests {
@@ -489,17 +486,7 @@ func TestDryRun(t *testing.T) {
 			}
 			s.Environ = func() []string { return nil }
 			d, out := agenttest.DryEnv(t, e)
-			got, err := agenttest.DryRun(t, d, s)
-			switch {
-			case tt.err != "":
-				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != tt.code {
-					t.Errorf("err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), tt.err, tt.code)
-				}
-			case err != nil:
-				t.Fatalf("%v\n%s", err, out)
-			case strings.Join(got, "\n") != strings.Join(want, "\n"):
-				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
+			agenttest.ExpectDryRun(t, d, s, want)
 			if connected != 0 || strings.Contains(out.String(), "back\nslash") {
 				t.Errorf("connected %d times; output:\n%s", connected, out)
 			}

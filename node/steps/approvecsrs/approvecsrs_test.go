@@ -136,11 +136,17 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// The approver against moto's EC2 and a fake API server: the request that
-// matches its instance is approved, the one that does not is denied, a
-// kubelet client CSR is left alone.
-func TestApprover(t *testing.T) {
+// approverMachine is a controller with the approver's plan.
+func approverMachine(t *testing.T) (*agent.Env, *agenttest.Output) {
+	t.Helper()
 	e, out := agenttest.Machine(t, motoURL, "controller", "approve-csrs")
+	agenttest.WritePlan(t, e, nodeplan.ApproverPath, &nodeplan.ApproverPlan{Kubeconfig: "/etc/kubernetes/admin.kubeconfig"})
+	return e, out
+}
+
+// launch launches an instance of the cluster demo in moto.
+func launch(t *testing.T, e *agent.Env) types.Instance {
+	t.Helper()
 	client := ec2.NewFromConfig(e.AWS)
 	imgs, _ := client.DescribeImages(t.Context(), &ec2.DescribeImagesInput{})
 	run, err := client.RunInstances(t.Context(), &ec2.RunInstancesInput{
@@ -150,7 +156,15 @@ func TestApprover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker := run.Instances[0]
+	return run.Instances[0]
+}
+
+// The approver against moto's EC2 and a fake API server: the request that
+// matches its instance is approved, the one that does not is denied, a
+// kubelet client CSR is left alone.
+func TestApprover(t *testing.T) {
+	e, out := approverMachine(t)
+	worker := launch(t, e)
 	name := aws.ToString(worker.PrivateDnsName)
 	ip := aws.ToString(worker.PrivateIpAddress)
 	user := "system:node:" + name
@@ -161,9 +175,6 @@ func TestApprover(t *testing.T) {
 		csr(t, "serving-ok", user, nodeGroups, certv1.KubeletServingSignerName, serving, ok),
 		csr(t, "client", "system:bootstrap:abcdef", []string{"system:bootstrappers"}, certv1.KubeAPIServerClientKubeletSignerName, []certv1.KeyUsage{certv1.UsageClientAuth}, request{cn: user, orgs: []string{"system:nodes"}}),
 	)
-	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
-	b, _ := nodeplan.Encode(&nodeplan.ApproverPlan{Kubeconfig: "/etc/kubernetes/admin.kubeconfig"})
-	os.WriteFile(e.Path(nodeplan.ApproverPath), b, 0o644)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() {
@@ -239,17 +250,8 @@ func TestEC2Lookup(t *testing.T) {
 // The dry run decides the requests waiting now, as the approver would, and
 // records no decision.
 func TestDryRun(t *testing.T) {
-	e, out := agenttest.Machine(t, motoURL, "controller", "approve-csrs")
-	client := ec2.NewFromConfig(e.AWS)
-	imgs, _ := client.DescribeImages(t.Context(), &ec2.DescribeImagesInput{})
-	run, err := client.RunInstances(t.Context(), &ec2.RunInstancesInput{
-		ImageId: imgs.Images[0].ImageId, MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeInstance, Tags: []types.Tag{{Key: aws.String("kubernetes.io/cluster/demo"), Value: aws.String("owned")}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := run.Instances[0]
+	e, out := approverMachine(t)
+	worker := launch(t, e)
 	name, id := aws.ToString(worker.PrivateDnsName), aws.ToString(worker.InstanceId)
 	user := "system:node:" + name
 	ok := request{cn: user, orgs: []string{"system:nodes"}, dns: []string{name}, ips: []string{aws.ToString(worker.PrivateIpAddress)}}
@@ -260,10 +262,6 @@ func TestDryRun(t *testing.T) {
 		csr(t, "serving-bad", user, nodeGroups, certv1.KubeletServingSignerName, serving, bad),
 		csr(t, "client", "system:bootstrap:abcdef", []string{"system:bootstrappers"}, certv1.KubeAPIServerClientKubeletSignerName, []certv1.KeyUsage{certv1.UsageClientAuth}, request{cn: user, orgs: []string{"system:nodes"}}),
 	)
-	os.MkdirAll(e.Path(nodeplan.Dir), 0o755)
-	b, _ := nodeplan.Encode(&nodeplan.ApproverPlan{Kubeconfig: "/etc/kubernetes/admin.kubeconfig"})
-	os.WriteFile(e.Path(nodeplan.ApproverPath), b, 0o644)
-
 	got, err := agenttest.DryRun(t, e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -325,17 +325,16 @@ func TestDryRun(t *testing.T) {
 		setup  func(e *agent.Env)
 		listed string
 		arch   nodeplan.Arch
-		want   []string
-		err    string
+		want   agenttest.Want
 	}{
 		{
 			name: "nothing installed", listed: header,
-			want: []string{
+			want: agenttest.Want{Changes: []string{
 				"install /usr/local/bin/kubelet: kubelet from " + plan.Binaries[0].Sources[nodeplan.AMD64].AssetKey,
 				"install /usr/local/bin/etcdctl: etcdctl from " + srv.URL + "/etcd.tar.gz (etcd-v3.6.5-linux-amd64/etcdctl)",
 				"pull registry.k8s.io/coredns/coredns:v1.12.1: coredns: registry.k8s.io/coredns/coredns@" + coredns,
 				"import registry.k8s.io/pause:3.10.1: pause from assets/" + pauseSum,
-			},
+			}},
 		},
 		{
 			name: "all in place, one mode changed by hand",
@@ -347,7 +346,7 @@ func TestDryRun(t *testing.T) {
 			},
 			listed: header + "registry.k8s.io/coredns/coredns:v1.12.1 application/vnd.oci.image.index.v1+json " + coredns + " 20.1 MiB linux/amd64 -\n" +
 				"registry.k8s.io/pause:3.10.1 application/vnd.oci.image.index.v1+json sha256:" + strings.Repeat("e", 64) + " 300 KiB linux/amd64 -\n",
-			want: []string{"chmod /usr/local/bin/kubelet: kubelet: mode 0755"},
+			want: agenttest.Want{Changes: []string{"chmod /usr/local/bin/kubelet: kubelet: mode 0755"}},
 		},
 		{
 			name: "an archive not in the cache is not downloaded to compare",
@@ -356,13 +355,13 @@ func TestDryRun(t *testing.T) {
 				file(e, "/usr/local/bin/etcdctl", []byte("etcdctl binary"), 0o755)
 			},
 			listed: header,
-			want: []string{
+			want: agenttest.Want{Changes: []string{
 				"install /usr/local/bin/etcdctl: etcdctl from " + srv.URL + "/etcd.tar.gz (etcd-v3.6.5-linux-amd64/etcdctl)",
 				"pull registry.k8s.io/coredns/coredns:v1.12.1: coredns: registry.k8s.io/coredns/coredns@" + coredns,
 				"import registry.k8s.io/pause:3.10.1: pause from assets/" + pauseSum,
-			},
+			}},
 		},
-		{name: "no source for this architecture", arch: nodeplan.ARM64, err: "binaries[0] (kubelet) has no source for arm64"},
+		{name: "no source for this architecture", arch: nodeplan.ARM64, want: agenttest.Want{Err: "binaries[0] (kubelet) has no source for arm64", Code: agent.ExitBadInput}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -380,18 +379,8 @@ func TestDryRun(t *testing.T) {
 			if arch == "" {
 				arch = nodeplan.AMD64
 			}
-			d, out := agenttest.DryEnv(t, e)
-			got, err := agenttest.DryRun(t, d, &Step{Arch: arch, Images: &images.Client{Run: run}, Timeout: time.Minute})
-			switch {
-			case tt.err != "":
-				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
-					t.Errorf("err = %v, want %q", err, tt.err)
-				}
-			case err != nil:
-				t.Fatalf("%v\n%s", err, out)
-			case strings.Join(got, "\n") != strings.Join(tt.want, "\n"):
-				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
+			d, _ := agenttest.DryEnv(t, e)
+			agenttest.ExpectDryRun(t, d, &Step{Arch: arch, Images: &images.Client{Run: run}, Timeout: time.Minute}, tt.want)
 			if len(calls) > 1 || downloads.Load() != 0 {
 				t.Errorf("ctr was asked %v; %d downloads", calls, downloads.Load())
 			}

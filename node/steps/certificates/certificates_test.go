@@ -249,19 +249,18 @@ func TestDryRun(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, e *agent.Env)
-		want  []string
-		err   string
+		want  agenttest.Want
 	}{
-		{name: "nothing issued yet", want: []string{peer}},
-		{name: "current", setup: func(t *testing.T, e *agent.Env) { ensure(t, e, etcdPeer(), now) }, want: []string{}},
-		{name: "a third of its life left", setup: func(t *testing.T, e *agent.Env) { ensure(t, e, etcdPeer(), now.Add(-500*time.Hour)) }, want: []string{peer}},
+		{name: "nothing issued yet", want: agenttest.Want{Changes: []string{peer}}},
+		{name: "current", setup: func(t *testing.T, e *agent.Env) { ensure(t, e, etcdPeer(), now) }},
+		{name: "a third of its life left", setup: func(t *testing.T, e *agent.Env) { ensure(t, e, etcdPeer(), now.Add(-500*time.Hour)) }, want: agenttest.Want{Changes: []string{peer}}},
 		{name: "kubeconfig changed by hand", setup: func(t *testing.T, e *agent.Env) {
 			ensure(t, e, etcdPeer(), now)
 			os.WriteFile(e.Path("/etc/etcd/peer.kubeconfig"), []byte("edited"), 0o600)
-		}, want: []string{"write /etc/etcd/peer.kubeconfig: etcd-peer: a kubeconfig with /etc/etcd/peer.pem"}},
+		}, want: agenttest.Want{Changes: []string{"write /etc/etcd/peer.kubeconfig: etcd-peer: a kubeconfig with /etc/etcd/peer.pem"}}},
 		{name: "CA key not decrypted yet", setup: func(t *testing.T, e *agent.Env) {
 			os.WriteFile(e.Path("/etc/pki/etcd-ca-key.pem"), []byte("((secret:credentials/etcdCAKey))\n"), 0o600)
-		}, err: "run the secrets step first"},
+		}, want: agenttest.Want{Err: "run the secrets step first", Code: agent.ExitBadInput}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,17 +272,7 @@ func TestDryRun(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, e)
 			}
-			got, err := agenttest.DryRun(t, e, &Step{Now: func() time.Time { return now }})
-			switch {
-			case tt.err != "":
-				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
-					t.Errorf("err = %v, want %q", err, tt.err)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case strings.Join(got, "\n") != strings.Join(tt.want, "\n"):
-				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
+			agenttest.ExpectDryRun(t, e, &Step{Now: func() time.Time { return now }}, tt.want)
 		})
 	}
 }

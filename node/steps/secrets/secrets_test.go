@@ -243,9 +243,7 @@ func TestDryRun(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, e *agent.Env)
-		want  []string
-		err   string
-		code  int
+		want  agenttest.Want
 	}{
 		{
 			name: "files with markers",
@@ -259,23 +257,23 @@ func TestDryRun(t *testing.T) {
 					nodeplan.SecretFile{Path: "/etc/done.json", Format: nodeplan.FormatJSON},
 					nodeplan.SecretFile{Path: "/etc/dex/values.json", Format: nodeplan.FormatJSON})
 			},
-			want: []string{"substitute /etc/dex/dex.env: 2 markers (env)", "substitute /etc/dex/values.json: 1 markers (json)"},
+			want: agenttest.Want{Changes: []string{"substitute /etc/dex/dex.env: 2 markers (env)", "substitute /etc/dex/values.json: 1 markers (json)"}},
 		},
-		{name: "no plan", setup: func(*testing.T, *agent.Env) {}, want: []string{}},
+		{name: "no plan", setup: func(*testing.T, *agent.Env) {}},
 		{
 			name: "secret never uploaded",
 			setup: func(t *testing.T, e *agent.Env) {
 				write(t, e, "/etc/a.json", `{"a": "`+markerToken+`"}`, 0o600)
 				plan(t, e, nodeplan.SecretFile{Path: "/etc/a.json", Format: nodeplan.FormatJSON})
 			},
-			err: "NoSuchKey", code: agent.ExitFailed,
+			want: agenttest.Want{Err: "NoSuchKey", Code: agent.ExitFailed},
 		},
 		{
 			name: "plan it cannot read",
 			setup: func(t *testing.T, e *agent.Env) {
 				write(t, e, nodeplan.SecretsPath, `{"files": [{"path": "/etc/x", "format": "ini"}]}`, 0o644)
 			},
-			err: "files[0].format", code: agent.ExitBadInput,
+			want: agenttest.Want{Err: "files[0].format", Code: agent.ExitBadInput},
 		},
 	}
 	for _, tt := range tests {
@@ -283,17 +281,7 @@ func TestDryRun(t *testing.T) {
 			e, _ := agenttest.Machine(t, motoURL, "controller", "secrets")
 			tt.setup(t, e)
 			d, out := agenttest.DryEnv(t, e)
-			got, err := agenttest.DryRun(t, d, New())
-			switch {
-			case tt.err != "":
-				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != tt.code {
-					t.Errorf("err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), tt.err, tt.code)
-				}
-			case err != nil:
-				t.Fatalf("%v\n%s", err, out)
-			case strings.Join(got, "\n") != strings.Join(tt.want, "\n"):
-				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
+			agenttest.ExpectDryRun(t, d, New(), tt.want)
 			if strings.Contains(out.String(), "t0k3n") || strings.Contains(out.String(), hard) {
 				t.Errorf("a secret reached the output:\n%s", out)
 			}

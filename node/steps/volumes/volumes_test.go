@@ -129,7 +129,8 @@ func TestVolume(t *testing.T) {
 	if err := step.Run(t.Context(), e, &opts); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	dryRun(t, e)
+	d, _ := agenttest.DryEnv(t, e)
+	agenttest.ExpectDryRun(t, d, &opts, agenttest.Want{})
 	vols, _ := client.DescribeVolumes(t.Context(), &ec2.DescribeVolumesInput{VolumeIds: []string{free}})
 	if at := vols.Volumes[0].Attachments; len(at) != 1 || aws.ToString(at[0].InstanceId) != id || aws.ToString(at[0].Device) != "/dev/xvdf" {
 		t.Errorf("attachments of %s: %+v", free, at)
@@ -156,7 +157,8 @@ func TestVolume(t *testing.T) {
 	// same filesystem, same data.
 	os.WriteFile(e.Path("/var/lib/etcd/member"), []byte("data"), 0o600)
 	exec.Command("umount", e.Path("/var/lib/etcd")).Run()
-	dryRun(t, e, "mount /var/lib/etcd: etcd-data: ext4, defaults")
+	d, _ = agenttest.DryEnv(t, e)
+	agenttest.ExpectDryRun(t, d, &opts, agenttest.Want{Changes: []string{"mount /var/lib/etcd: etcd-data: ext4, defaults"}})
 	out.Reset()
 	if err := step.Run(t.Context(), e, &opts); err != nil {
 		t.Fatal(err)
@@ -222,13 +224,7 @@ func TestVolumeFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			agenttest.UseMoto(t, motoURL)
-			cfg, _ := awsenv.Load(t.Context(), awstest.Region)
-			client := ec2.NewFromConfig(cfg)
-			id := instance(t, client)
-			agenttest.ServeIMDS(t, agenttest.Instance{ID: id, PrivateIPv4: "10.0.1.6", Hostname: "ip-10-0-1-6.ec2.internal", AvailabilityZone: zone})
-			agenttest.SetSettings(t, agenttest.Settings(t, "etcd"))
-			e, _ := agenttest.Env(t, "volumes", t.TempDir())
+			e, client, _ := etcdMember(t)
 			unmountAtEnd(t, e.Path("/var/lib/etcd"))
 			writePlan(t, e, tt.setup(t, e, client))
 			o := opts
@@ -263,14 +259,18 @@ func TestNVMeBySerial(t *testing.T) {
 	}
 }
 
-// dryRun checks what the step's dry run says of e's machine.
-func dryRun(t *testing.T, e *agent.Env, want ...string) {
+// etcdMember is an instance launched in moto, serving its metadata, with
+// an etcd member's settings: its Env, EC2 and its id.
+func etcdMember(t *testing.T) (*agent.Env, *ec2.Client, string) {
 	t.Helper()
-	d, out := agenttest.DryEnv(t, e)
-	got, err := agenttest.DryRun(t, d, &opts)
-	if err != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("dry run: %v\n%s\nwant:\n%s\n%s", err, strings.Join(got, "\n"), strings.Join(want, "\n"), out)
-	}
+	agenttest.UseMoto(t, motoURL)
+	cfg, _ := awsenv.Load(t.Context(), awstest.Region)
+	client := ec2.NewFromConfig(cfg)
+	id := instance(t, client)
+	agenttest.ServeIMDS(t, agenttest.Instance{ID: id, PrivateIPv4: "10.0.1.6", Hostname: "ip-10-0-1-6.ec2.internal", AvailabilityZone: zone})
+	agenttest.SetSettings(t, agenttest.Settings(t, "etcd"))
+	e, _ := agenttest.Env(t, "volumes", t.TempDir())
+	return e, client, id
 }
 
 // The dry run asks EC2 and looks at the machine; it attaches, formats and
@@ -278,65 +278,53 @@ func dryRun(t *testing.T, e *agent.Env, want ...string) {
 func TestDryRun(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, []string)
-		err   string
+		setup func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, agenttest.Want)
 	}{
 		{
 			name: "a free volume",
-			setup: func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, []string) {
+			setup: func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, agenttest.Want) {
 				v := volume(t, client, "etcd1")
-				return etcdPlan(t), []string{
+				return etcdPlan(t), agenttest.Want{Changes: []string{
 					"attach " + v + ": etcd-data: as /dev/xvdf",
 					"format /dev/xvdf: etcd-data: make ext4 if the device is blank",
 					"write /etc/fstab: etcd-data: a line mounting its filesystem on /var/lib/etcd",
 					"mount /var/lib/etcd: etcd-data: ext4, defaults",
 					"keep facts: etcd-data: map[member:etcd1]",
-				}
+				}}
 			},
 		},
 		{
 			name: "every volume taken",
-			setup: func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, []string) {
+			setup: func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, agenttest.Want) {
 				v := volume(t, client, "etcd0")
 				other := instance(t, client)
 				client.AttachVolume(t.Context(), &ec2.AttachVolumeInput{Device: aws.String("/dev/xvdf"), InstanceId: aws.String(other), VolumeId: aws.String(v)})
-				return etcdPlan(t), []string{
+				return etcdPlan(t), agenttest.Want{Changes: []string{
 					"wait etcd-data: until a volume is free: " + v + " (in-use to " + other + ")",
 					"format /dev/xvdf: etcd-data: make ext4 if the device is blank",
 					"write /etc/fstab: etcd-data: a line mounting its filesystem on /var/lib/etcd",
 					"mount /var/lib/etcd: etcd-data: ext4, defaults",
 					"keep facts: etcd-data: from the tags of the volume it gets",
-				}
+				}}
 			},
 		},
 		{
 			name: "no such volume",
-			setup: func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, []string) {
-				return &nodeplan.VolumesPlan{Volumes: []nodeplan.Volume{{Name: "data", VolumeID: "vol-0123456789abcdef0", Device: "/dev/xvdg", Filesystem: "ext4", MountPoint: "/data"}}}, nil
+			setup: func(t *testing.T, client *ec2.Client) (*nodeplan.VolumesPlan, agenttest.Want) {
+				volume(t, client, "etcd0")
+				return &nodeplan.VolumesPlan{Volumes: []nodeplan.Volume{{Name: "data", VolumeID: "vol-0123456789abcdef0", Device: "/dev/xvdg", Filesystem: "ext4", MountPoint: "/data"}}},
+					agenttest.Want{Err: "volumes[0] (data): volume vol-0123456789abcdef0 does not exist", Code: agent.ExitBadInput}
 			},
-			err: "volumes[0] (data): volume vol-0123456789abcdef0 does not exist",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			agenttest.UseMoto(t, motoURL)
-			cfg, _ := awsenv.Load(t.Context(), awstest.Region)
-			client := ec2.NewFromConfig(cfg)
-			id := instance(t, client)
-			agenttest.ServeIMDS(t, agenttest.Instance{ID: id, PrivateIPv4: "10.0.1.7", Hostname: "ip-10-0-1-7.ec2.internal", AvailabilityZone: zone})
-			agenttest.SetSettings(t, agenttest.Settings(t, "etcd"))
-			e, _ := agenttest.Env(t, "volumes", t.TempDir())
+			e, client, id := etcdMember(t)
 			plan, want := tt.setup(t, client)
 			writePlan(t, e, plan)
-			if tt.err != "" {
-				d, _ := agenttest.DryEnv(t, e)
-				if _, err := agenttest.DryRun(t, d, &opts); err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
-					t.Errorf("err = %v, want %q", err, tt.err)
-				}
-				return
-			}
-			dryRun(t, e, want...)
-			// The instance's own root volume is attached to it; the plan's are not.
+			d, _ := agenttest.DryEnv(t, e)
+			agenttest.ExpectDryRun(t, d, &opts, want)
+			// The instance's own root volume is attached to it; the test's are not.
 			vols, err := client.DescribeVolumes(t.Context(), &ec2.DescribeVolumesInput{Filters: []types.Filter{{Name: aws.String("tag:kube-aws:etcd-data"), Values: []string{t.Name()}}}})
 			if err != nil || len(vols.Volumes) == 0 {
 				t.Fatalf("the test's volumes: %v %v", vols, err)

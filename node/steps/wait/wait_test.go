@@ -150,7 +150,6 @@ func TestDryRun(t *testing.T) {
 	tests := []struct {
 		name string
 		plan func(t *testing.T, e *agent.Env) (*nodeplan.GoalPlan, string)
-		err  string
 	}{
 		{
 			name: "node",
@@ -167,29 +166,19 @@ func TestDryRun(t *testing.T) {
 					"wait etcd member " + m.ClientURL + ": until it answers a linearizable read, up to 10m0s; then report phase ready"
 			},
 		},
-		{name: "no plan", err: "no goal plan"},
+		{name: "no plan"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, _ := env(t)
-			want := ""
+			want := agenttest.Want{Err: "no goal plan", Code: agent.ExitBadInput}
 			if tt.plan != nil {
-				var p *nodeplan.GoalPlan
-				p, want = tt.plan(t, e)
+				p, change := tt.plan(t, e)
 				writePlan(t, e, p)
+				want = agenttest.Want{Changes: []string{change}}
 			}
 			connected := false
-			got, err := agenttest.DryRun(t, e, &Step{Connect: func(string) (kubernetes.Interface, error) { connected = true; return nil, errors.New("no") }})
-			switch {
-			case tt.err != "":
-				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
-					t.Errorf("err = %v, want %q", err, tt.err)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case strings.Join(got, "\n") != want:
-				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
-			}
+			agenttest.ExpectDryRun(t, e, &Step{Connect: func(string) (kubernetes.Interface, error) { connected = true; return nil, errors.New("no") }}, want)
 			if _, reported := e.Report.Last(); connected || reported {
 				t.Errorf("connected %v, reported %v", connected, reported)
 			}

@@ -96,12 +96,11 @@ func TestDryRun(t *testing.T) {
 		name       string
 		kubeconfig bool
 		joined     bool
-		want       string
-		err        string
+		want       agenttest.Want
 	}{
-		{name: "not joined", kubeconfig: true, want: "wait the API server: until it answers /readyz to /etc/kubernetes/bootstrap-kubelet.conf's credential, up to 15m0s"},
+		{name: "not joined", kubeconfig: true, want: agenttest.Want{Changes: []string{"wait the API server: until it answers /readyz to /etc/kubernetes/bootstrap-kubelet.conf's credential, up to 15m0s"}}},
 		{name: "already joined", kubeconfig: true, joined: true},
-		{name: "no kubeconfig", err: "--kubeconfig is required"},
+		{name: "no kubeconfig", want: agenttest.Want{Err: "--kubeconfig is required", Code: agent.ExitBadInput}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,17 +114,7 @@ func TestDryRun(t *testing.T) {
 			if tt.joined {
 				os.WriteFile(e.Path("/etc/kubernetes/kubelet.conf"), []byte("x"), 0o600)
 			}
-			got, err := agenttest.DryRun(t, e, s)
-			switch {
-			case tt.err != "":
-				if err == nil || !strings.Contains(err.Error(), tt.err) || agent.ExitCode(err) != agent.ExitBadInput {
-					t.Errorf("err = %v, want %q", err, tt.err)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case strings.Join(got, "\n") != tt.want:
-				t.Errorf("changes %q, want %q", got, tt.want)
-			}
+			agenttest.ExpectDryRun(t, e, s, tt.want)
 			if n.Load() != 0 {
 				t.Errorf("the API server was asked %d times", n.Load())
 			}
