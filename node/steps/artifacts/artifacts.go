@@ -11,6 +11,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -173,16 +174,7 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 		}()
 	}
 	wg.Wait()
-	return firstError(errs)
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return cmp.Or(errs...)
 }
 
 func (s *Step) arch() nodeplan.Arch {
