@@ -13,6 +13,11 @@
 // else), because every plugin imports it and package init is start-up time
 // of every plugin process.
 //
+// It also declares kube-aws-node's steps (Step): the name of each, the plan
+// it reads and what it needs, and derives from the needs the order a
+// machine runs them in (Steps), which the userdata plugin's runcmd and
+// kube-aws-node's own list follow.
+//
 // Conventions every plan follows:
 //   - JSON, fields in lowerCamelCase, unknown fields refused (a typo in a
 //     plan is an error on the machine, never a silent default);

@@ -247,7 +247,7 @@ Requires=` + Unit + `
 Type=oneshot
 Environment=` + nodeplan.EnvKMSKeyARN + `=` + kmsKeyARN + `
 EnvironmentFile=` + nodeplan.SettingsEnvPath + `
-ExecStart=` + nodeplan.BinaryPath + ` etcd-snapshot
+ExecStart=` + nodeplan.BinaryPath + ` ` + nodeplan.StepEtcdSnapshot + `
 `},
 		{Target: target, Name: SnapshotTimer, Enable: true, Content: `[Unit]
 Description=etcd snapshot to S3 every ` + strconv.Itoa(seconds) + `s (kube-aws)
