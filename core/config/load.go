@@ -818,12 +818,6 @@ func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) stri
 	return closest(key, valid)
 }
 
-// closest returns the valid key nearest to key, or "" when none is close
-// enough to be a plausible typo: longer keys may carry more typos.
-func closest(key string, valid []string) string {
-	return diag.Closest(key, valid, max(2, len(key)/3))
-}
-
 // yamlToJSON converts a standalone YAML document (a plugin config file) to
 // JSON with the same scalar rules as cluster.yaml, reporting problems with
 // the file's own line and column.
