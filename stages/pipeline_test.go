@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -81,6 +82,28 @@ func TestPlanEnablesBuiltinsAndOnlyEnabledOthers(t *testing.T) {
 	}
 }
 
+// Settings for a plugin no source provides (a misspelt built-in, say)
+// would be ignored: the name is refused, with the nearest plugin, unless
+// the plugin is disabled.
+func TestSettingsForAnUnknownPluginAreRefused(t *testing.T) {
+	h := newHarness(t)
+	h.add("cloudformation", source.Builtin)
+	h.cluster.Plugins = map[string]config.PluginConfig{
+		"cloudformaton": {Values: json.RawMessage(`{"tags":{"team":"a"}}`)},
+		"elsewhere":     {Enabled: new(bool)},
+	}
+	_, err := h.open()
+	if ExitCode(err) != ExitUsage {
+		t.Fatalf("exit code = %d (%v), want 2", ExitCode(err), err)
+	}
+	ds := diagsOf(err)
+	if len(ds) != 1 || ds[0].Path != "plugins.cloudformaton" ||
+		!strings.Contains(ds[0].Message, `unknown plugin "cloudformaton" in plugins`) ||
+		!strings.Contains(ds[0].Message, `(did you mean "cloudformation"?)`) {
+		t.Fatalf("diagnostics = %v", ds)
+	}
+}
+
 func TestEnablingAnUnknownPluginListsTheAvailableOnes(t *testing.T) {
 	h := newHarness(t)
 	h.add("iam", source.Builtin)
@@ -91,8 +114,8 @@ func TestEnablingAnUnknownPluginListsTheAvailableOnes(t *testing.T) {
 		t.Fatalf("exit code = %d (%v), want 2", ExitCode(err), err)
 	}
 	ds := diagsOf(err)
-	if len(ds) != 1 || !strings.Contains(ds[0].Message, "plugin dexx is enabled but no plugin source provides it") ||
-		ds[0].Path != "plugins.dexx" || !strings.Contains(ds[0].Hint, "did you mean dex?") ||
+	if len(ds) != 1 || !strings.Contains(ds[0].Message, `plugin dexx is enabled but no plugin source provides it (did you mean "dex"?)`) ||
+		ds[0].Path != "plugins.dexx" || !strings.Contains(ds[0].Hint, "rename it to dex") ||
 		!strings.Contains(ds[0].Hint, "available plugins: dex, iam") {
 		t.Fatalf("diagnostics = %v", ds)
 	}

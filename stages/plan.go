@@ -216,19 +216,19 @@ func (p *Plan) enabled() ([]source.Candidate, diag.List) {
 			out = append(out, cand)
 		}
 	}
-	var enabledNames, names []string
+	configured := make(map[string]*bool, len(c.Plugins))
 	for n, pc := range c.Plugins {
-		if pc.Enabled != nil && *pc.Enabled {
-			enabledNames = append(enabledNames, n)
-		}
+		configured[n] = pc.Enabled
 	}
-	sort.Strings(enabledNames)
+	var names []string
 	for _, cand := range p.All {
 		names = append(names, cand.Name)
 	}
-	for _, d := range values.UnknownPluginsDiag(enabledNames, names) {
+	for _, d := range values.UnknownPluginsDiag(configured, names) {
 		if p.Config != nil {
 			if file, line, col, ok := c.Position(d.Path + ".enabled"); ok {
+				d = d.InFile(file, line, col)
+			} else if file, line, col, ok := c.Position(d.Path); ok {
 				d = d.InFile(file, line, col)
 			} else {
 				d.File = p.Config.Path

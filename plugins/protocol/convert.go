@@ -93,17 +93,18 @@ func convSlice[A, B any](in []A, f func(A) B) []B {
 // DiagnosticToPB converts a diagnostic to the wire.
 func DiagnosticToPB(d diag.Diagnostic) *pb.Diagnostic {
 	return &pb.Diagnostic{
-		Severity:   string(d.Severity),
-		Plugin:     d.Plugin,
-		Stage:      d.Stage,
-		Path:       d.Path,
-		File:       d.File,
-		Line:       int32(d.Line),
-		Column:     int32(d.Column),
-		Message:    d.Message,
-		Hint:       d.Hint,
-		Code:       d.Code,
-		ReportedBy: d.ReportedBy,
+		Severity:      string(d.Severity),
+		Plugin:        d.Plugin,
+		Stage:         d.Stage,
+		Path:          d.Path,
+		File:          d.File,
+		Line:          int32(d.Line),
+		Column:        int32(d.Column),
+		Message:       d.Message,
+		Hint:          d.Hint,
+		Code:          d.Code,
+		ReportedBy:    d.ReportedBy,
+		ConflictsWith: d.ConflictsWith,
 	}
 }
 
@@ -113,17 +114,18 @@ func DiagnosticFromPB(d *pb.Diagnostic) diag.Diagnostic {
 		return diag.Diagnostic{}
 	}
 	return diag.Diagnostic{
-		Severity:   diag.Severity(d.GetSeverity()),
-		Plugin:     d.GetPlugin(),
-		Stage:      d.GetStage(),
-		Path:       d.GetPath(),
-		File:       d.GetFile(),
-		Line:       int(d.GetLine()),
-		Column:     int(d.GetColumn()),
-		Message:    d.GetMessage(),
-		Hint:       d.GetHint(),
-		Code:       d.GetCode(),
-		ReportedBy: d.GetReportedBy(),
+		Severity:      diag.Severity(d.GetSeverity()),
+		Plugin:        d.GetPlugin(),
+		Stage:         d.GetStage(),
+		Path:          d.GetPath(),
+		File:          d.GetFile(),
+		Line:          int(d.GetLine()),
+		Column:        int(d.GetColumn()),
+		Message:       d.GetMessage(),
+		Hint:          d.GetHint(),
+		Code:          d.GetCode(),
+		ReportedBy:    d.GetReportedBy(),
+		ConflictsWith: d.GetConflictsWith(),
 	}
 }
 

@@ -133,7 +133,7 @@ func fullDeploy() *stage.DeployResult {
 }
 
 func fullDiag() diag.Diagnostic {
-	return diag.Diagnostic{Severity: diag.Fatal, Plugin: "dex", Stage: "render", Path: "plugins.dex.values.issuer", File: "cluster.yaml", Line: 12, Column: 5, Message: "bad issuer", Hint: "use https", Code: diag.CodeNeedsConfirmation, ReportedBy: "helm"}
+	return diag.Diagnostic{Severity: diag.Fatal, Plugin: "dex", Stage: "render", Path: "plugins.dex.values.issuer", File: "cluster.yaml", Line: 12, Column: 5, Message: "bad issuer", Hint: "use https", Code: diag.CodeNeedsConfirmation, ReportedBy: "helm", ConflictsWith: "kube2iam"}
 }
 
 func fullResult() *stage.Result {

@@ -139,7 +139,7 @@ func TestNoNodePoolsWarns(t *testing.T) {
 func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 	contribtest.ExpectRejected(t, Name, schema, `{"runOn": "etcd"}`, "plugins.cluster-autoscaler.values.runOn", "")
 	contribtest.ExpectRejected(t, Name, schema, `{"replicas": 5}`, "plugins.cluster-autoscaler.values.replicas", "")
-	contribtest.ExpectRejected(t, Name, schema, `{"extraArgs": {"--bad": "x"}}`, "plugins.cluster-autoscaler.values.extraArgs", "--bad")
+	contribtest.ExpectRejected(t, Name, schema, `{"extraArgs": {"--bad": "x"}}`, "plugins.cluster-autoscaler.values.extraArgs.--bad", `unknown key "--bad" in /extraArgs`)
 	contribtest.ExpectRejected(t, Name, schema, `{"extraArgs": {"expander": ["a"]}}`, "plugins.cluster-autoscaler.values.extraArgs.expander", "")
 	if d := contribtest.Validate(t, Name, schema, `{"runOn": "worker", "extraArgs": {"expander": "least-waste", "scan-interval": 10}}`); len(d) > 0 {
 		t.Errorf("good values rejected: %v", d)

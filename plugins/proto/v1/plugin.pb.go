@@ -1230,7 +1230,10 @@ type Diagnostic struct {
 	Code string `protobuf:"bytes,10,opt,name=code,proto3" json:"code,omitempty"`
 	// The plugin that reported the diagnostic, when plugin names another
 	// (the plugin whose contribution it is about). Filled by kube-aws.
-	ReportedBy    string `protobuf:"bytes,11,opt,name=reported_by,json=reportedBy,proto3" json:"reported_by,omitempty"`
+	ReportedBy string `protobuf:"bytes,11,opt,name=reported_by,json=reportedBy,proto3" json:"reported_by,omitempty"`
+	// The other plugin of a conflict between two plugins (plugin is the one
+	// it is blamed on, the later in plugin order).
+	ConflictsWith string `protobuf:"bytes,12,opt,name=conflicts_with,json=conflictsWith,proto3" json:"conflicts_with,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1338,6 +1341,13 @@ func (x *Diagnostic) GetCode() string {
 func (x *Diagnostic) GetReportedBy() string {
 	if x != nil {
 		return x.ReportedBy
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetConflictsWith() string {
+	if x != nil {
+		return x.ConflictsWith
 	}
 	return ""
 }
@@ -3820,7 +3830,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\rDestroyResult\x12\x18\n" +
 	"\adeleted\x18\x01 \x03(\tR\adeleted\x12\x16\n" +
 	"\x06absent\x18\x02 \x03(\tR\x06absent\x12\x18\n" +
-	"\aorphans\x18\x03 \x03(\tR\aorphans\"\x8d\x02\n" +
+	"\aorphans\x18\x03 \x03(\tR\aorphans\"\xb4\x02\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x16\n" +
@@ -3835,7 +3845,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04code\x18\n" +
 	" \x01(\tR\x04code\x12\x1f\n" +
 	"\vreported_by\x18\v \x01(\tR\n" +
-	"reportedBy\"`\n" +
+	"reportedBy\x12%\n" +
+	"\x0econflicts_with\x18\f \x01(\tR\rconflictsWith\"`\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x12\n" +

@@ -111,10 +111,10 @@ const (
 )
 
 // DataVolume is member i's data volume's logical ID (EtcdData0).
-func DataVolume(i int) string { return "EtcdData" + strconv.Itoa(i) }
+func DataVolume(i int) string { return names.EtcdDataVolume(i) }
 
 // MemberGroup is member i's auto scaling group's logical ID (EtcdMember0Group).
-func MemberGroup(i int) string { return "EtcdMember" + strconv.Itoa(i) + "Group" }
+func MemberGroup(i int) string { return names.EtcdMemberGroup(i) }
 
 // Member is one member: its name, and the subnet its volume's zone and
 // its group are in.

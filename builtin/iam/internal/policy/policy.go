@@ -206,10 +206,11 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 			}
 			res.Policies = []iam.Role_Policy{{PolicyName: "kube-aws-" + strings.ToLower(string(r.role)) + poolSuffix(r.pool), PolicyDocument: doc}}
 		}
-		s.Resources[r.prefix+"Role"] = cfn.MustRaw(res)
-		s.Resources[r.prefix+"InstanceProfile"] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(r.prefix + "Role")}})
+		roleID, profileID := names.RoleResource(string(r.role), r.pool), names.InstanceProfileResource(string(r.role), r.pool)
+		s.Resources[roleID] = cfn.MustRaw(res)
+		s.Resources[profileID] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(roleID)}})
 		s.Outputs[names.InstanceProfileOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
-			Value: cfn.Ref(r.prefix + "InstanceProfile"), Description: "Instance profile of the " + r.label + " machines"})
+			Value: cfn.Ref(profileID), Description: "Instance profile of the " + r.label + " machines"})
 		// A node pool gets one output: CloudFormation allows 200 per stack,
 		// and three per pool stopped a cluster at 64 pools. Its role is
 		// reachable from the instance profile (aws iam get-instance-profile).
@@ -217,9 +218,9 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 			continue
 		}
 		s.Outputs[names.RoleArnOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
-			Value: cfn.GetAtt(r.prefix+"Role", "Arn"), Description: "Role ARN of the " + r.label + " machines"})
+			Value: cfn.GetAtt(roleID, "Arn"), Description: "Role ARN of the " + r.label + " machines"})
 		s.Outputs[names.RoleNameOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
-			Value: cfn.Ref(r.prefix + "Role"), Description: "Role name of the " + r.label + " machines"})
+			Value: cfn.Ref(roleID), Description: "Role name of the " + r.label + " machines"})
 	}
 
 	// Other plugins may add to the iam stack (a managed policy, say) and
