@@ -20,7 +20,6 @@ for f in "$KUBE_AWS" "$VENV/bin/moto_server" "$PY"; do
 done
 
 work="$(mktemp -d)"
-MOTO="$VENV/bin/moto_server"
 # shellcheck source=lib/moto.sh
 . "$root/scripts/lib/moto.sh"
 cleanup() {

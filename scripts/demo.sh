@@ -8,11 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
-KUBE_AWS="$root/bin/kube-aws"
+# KUBE_AWS picks another kube-aws (with its kube-aws-plugins beside it):
+# the test that keeps README's transcript true runs the demo with its own build.
+KUBE_AWS="${KUBE_AWS:-$root/bin/kube-aws}"
 VENV="${KUBE_AWS_VENV:-$root/.venv}"
-MOTO="$VENV/bin/moto_server"
 PY="$VENV/bin/python"
-for f in "$KUBE_AWS" "$MOTO" "$PY"; do
+for f in "$KUBE_AWS" "$VENV/bin/moto_server" "$PY"; do
 	if [ ! -x "$f" ]; then
 		echo "demo: $f not found: run 'make demo' (it builds kube-aws and installs moto into .venv)" >&2
 		exit 1

@@ -10,13 +10,13 @@ import (
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // Plugin is a started plugin as the pipeline sees it. plugins/host's Plugin
 // is adapted to it (realdeps.go); tests use fakes.
 type Plugin interface {
-	Candidate() host.Candidate
+	Candidate() source.Candidate
 	Info() stage.PluginInfo
 	// ProtocolVersion is the version negotiated at the handshake.
 	ProtocolVersion() int
@@ -63,8 +63,8 @@ type Deps struct {
 	// LoadConfig loads cluster.yaml. An error or fatal diagnostic is a
 	// configuration error (exit 2).
 	LoadConfig func(path string) (*Loaded, diag.List, error)
-	Discover   func(clusterDir string, pluginDirs []string) ([]host.Candidate, error)
-	Launch     func(ctx context.Context, cands []host.Candidate, opts host.Options) ([]Plugin, error)
+	Discover   func(clusterDir string, pluginDirs []string) ([]source.Candidate, error)
+	Launch     func(ctx context.Context, cands []source.Candidate, opts host.Options) ([]Plugin, error)
 	// ResolveSecrets resolves secret sources and replaces every sensitive
 	// value (by source, or by a plugin schema's x-kube-aws-sensitive) with
 	// its marker. schemas are the plugins' values schemas by name. A fatal is
@@ -82,10 +82,11 @@ type Deps struct {
 	Merge func([]merge.Contribution, merge.Options) (*construct.Set, diag.List)
 	// Redact replaces every plain secret in s by its marker.
 	Redact func(s string, secrets map[string]string) string
-	// Lock and Verify implement `plugins lock` and `plugins verify`.
-	Lock   func(cands []host.Candidate, path string) error
-	Verify func(cands []host.Candidate, path string) []error
+	// Lock and Verify implement `plugins lock` (returning the plugins it
+	// locked) and `plugins verify`.
+	Lock   func(cands []source.Candidate, path string) ([]source.Candidate, error)
+	Verify func(cands []source.Candidate, path string) []error
 	// Ensure installs and pins the plugins cluster.yaml takes from
-	// registries (plugins/oci/ensure).
-	Ensure func(ctx context.Context, ps []ensure.Plugin, opts ensure.Options) (*ensure.Outcome, error)
+	// registries (source.Ensure, which source.Resolve calls).
+	Ensure func(ctx context.Context, ps []source.RegistryPlugin, opts source.EnsureOptions) (*source.Outcome, error)
 }

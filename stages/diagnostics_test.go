@@ -12,7 +12,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // A plugin's diagnostic with a config path gets the file, line and column
@@ -29,7 +29,7 @@ func TestPluginDiagnosticsArePlacedAndAttributed(t *testing.T) {
 		t.Fatal(diags)
 	}
 	h.cluster = c
-	mine := h.add("mine", host.SourceUser, stage.Initialise)
+	mine := h.add("mine", source.User, stage.Initialise)
 	mine.run = func(context.Context, *stage.Input, func(stage.Event)) (*stage.Result, error) {
 		return &stage.Result{Diagnostics: diag.List{
 			diag.Warningf("node pool gpu has no GPUs").At("plugins.mine.values.pool"),
@@ -37,7 +37,7 @@ func TestPluginDiagnosticsArePlacedAndAttributed(t *testing.T) {
 			diag.Warningf("unit odd").At("constructs.units[worker:a.service]"),
 		}}, nil
 	}
-	helm := h.add("helm", host.SourceBuiltin, stage.Initialise)
+	helm := h.add("helm", source.Builtin, stage.Initialise)
 	helm.run = func(context.Context, *stage.Input, func(stage.Event)) (*stage.Result, error) {
 		return &stage.Result{Diagnostics: diag.List{diag.Warningf("chart of release x is old").About("mine")}}, nil
 	}
@@ -83,9 +83,9 @@ func TestPluginDiagnosticsArePlacedAndAttributed(t *testing.T) {
 // plugin's environment).
 func TestAWSSettingsOnlyForPluginsThatReachAWS(t *testing.T) {
 	h := newHarness(t)
-	aws := h.add("deploy", host.SourceBuiltin, stage.Initialise)
+	aws := h.add("deploy", source.Builtin, stage.Initialise)
 	aws.info.ReachesAWS = true
-	other := h.add("mine", host.SourceUser, stage.Initialise)
+	other := h.add("mine", source.User, stage.Initialise)
 	h.enable("mine", true)
 	h.opts.AWS = &stage.AWSSettings{Profile: "prod", Region: "eu-west-1", EndpointURL: "http://127.0.0.1:5000"}
 	if _, err := h.session().Run(context.Background(), stage.Initialise); err != nil {
@@ -112,7 +112,7 @@ func TestOperations(t *testing.T) {
 	var order []string
 	for _, name := range []string{"cloudformation", "deploy", "extra"} {
 		name := name
-		p := h.add(name, host.SourceBuiltin, stage.Initialise, stage.Render, stage.Diff, stage.Destroy)
+		p := h.add(name, source.Builtin, stage.Initialise, stage.Render, stage.Diff, stage.Destroy)
 		p.run = func(_ context.Context, in *stage.Input, _ func(stage.Event)) (*stage.Result, error) {
 			switch in.Stage {
 			case stage.Render:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/stage"
 )
 
 // Exit codes of kube-aws (docs/exit-codes.md).
@@ -27,6 +28,21 @@ type Error struct {
 	Code        int
 	Msg         string
 	Diagnostics diag.List
+	// Stale is set when the state of an earlier stage is missing or no
+	// longer matches its inputs; Msg then names the `kube-aws stage`
+	// command to run again, and a command that runs stages of its own
+	// (validate) can name its own fix instead.
+	Stale *Stale
+}
+
+// Stale says which stage's state a run could not use, and why.
+type Stale struct {
+	// Stage is the earliest stage to run again.
+	Stage stage.Name
+	// Missing is true when there is no state at all for Stage.
+	Missing bool
+	// Why is what changed, or what is wrong with the state.
+	Why string
 }
 
 func (e *Error) Error() string {
@@ -40,6 +56,19 @@ func (e *Error) Error() string {
 // ConfigError is a usage or configuration error (exit 2).
 func ConfigError(format string, args ...any) *Error {
 	return &Error{Code: ExitUsage, Msg: fmt.Sprintf(format, args...)}
+}
+
+// staleState is the error of a stage's state that is missing (why says
+// where it was looked for) or stale (why says what changed): exit 2, naming
+// the `kube-aws stage` command that makes it again.
+func staleState(st stage.Name, missing bool, why string) *Error {
+	e := &Error{Code: ExitUsage, Stale: &Stale{Stage: st, Missing: missing, Why: why}}
+	if missing {
+		e.Msg = fmt.Sprintf("no state for stage %s (%s): run `kube-aws stage %s` first", st, why, st)
+	} else {
+		e.Msg = fmt.Sprintf("state of stage %s is stale: %s: run `kube-aws stage %s` again", st, why, st)
+	}
+	return e
 }
 
 // ErrInterrupted is returned when the run was cancelled by a signal.

@@ -21,12 +21,13 @@ import (
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // fakePlugin stands in for a plugin process: it records what it received and
 // answers with its run function.
 type fakePlugin struct {
-	cand  host.Candidate
+	cand  source.Candidate
 	info  stage.PluginInfo
 	proto int
 	run   func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error)
@@ -38,10 +39,10 @@ type fakePlugin struct {
 	killed atomic.Int32
 }
 
-func (f *fakePlugin) Candidate() host.Candidate { return f.cand }
-func (f *fakePlugin) Info() stage.PluginInfo    { return f.info }
-func (f *fakePlugin) ProtocolVersion() int      { return f.proto }
-func (f *fakePlugin) Kill()                     { f.killed.Add(1) }
+func (f *fakePlugin) Candidate() source.Candidate { return f.cand }
+func (f *fakePlugin) Info() stage.PluginInfo      { return f.info }
+func (f *fakePlugin) ProtocolVersion() int        { return f.proto }
+func (f *fakePlugin) Kill()                       { f.killed.Add(1) }
 func (f *fakePlugin) Register(_ context.Context, reg stage.Registration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -112,7 +113,7 @@ func (h *harness) writeConfig(content string) {
 
 // add makes a plugin with an executable file (its content is what state
 // hashes) implementing the given stages.
-func (h *harness) add(name string, source host.Source, stages ...stage.Name) *fakePlugin {
+func (h *harness) add(name string, src source.Kind, stages ...stage.Name) *fakePlugin {
 	h.t.Helper()
 	pdir := filepath.Join(h.dir, "plugins", name)
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
@@ -126,7 +127,7 @@ func (h *harness) add(name string, source host.Source, stages ...stage.Name) *fa
 		stages = stage.All
 	}
 	p := &fakePlugin{
-		cand:  host.Candidate{Name: name, Path: path, Dir: pdir, Source: source},
+		cand:  source.Candidate{Name: name, Path: path, Dir: pdir, Source: src},
 		info:  stage.PluginInfo{Name: name, Version: "1.0.0", ProtocolVersions: []int{1}, Stages: stages},
 		proto: 1,
 	}
@@ -177,14 +178,14 @@ func (h *harness) deps() *Deps {
 		ResolveSecrets: func(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, diag.List) {
 			return &Resolved{JSON: l.JSON, Values: l.Values, Plain: l.Values, Secrets: h.secrets}, nil
 		},
-		Discover: func(string, []string) ([]host.Candidate, error) {
-			var out []host.Candidate
+		Discover: func(string, []string) ([]source.Candidate, error) {
+			var out []source.Candidate
 			for _, p := range h.plugins {
 				out = append(out, p.cand)
 			}
 			return out, nil
 		},
-		Launch: func(_ context.Context, cands []host.Candidate, _ host.Options) ([]Plugin, error) {
+		Launch: func(_ context.Context, cands []source.Candidate, _ host.Options) ([]Plugin, error) {
 			h.launched.Add(1)
 			var out []Plugin
 			// Reverse: the host launches concurrently, so the pipeline must

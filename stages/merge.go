@@ -198,6 +198,28 @@ func mergeOperation(parts []Plugin, calls []call, res *StageResult) {
 	}
 }
 
+// mergeCredential takes the one admin credential the plugins returned. Two
+// plugins providing one is fatal naming both: plugin order never picks the
+// credential an operator gets cluster-admin with.
+func mergeCredential(parts []Plugin, calls []call, res *StageResult) diag.List {
+	var from string
+	for i, p := range parts {
+		r := calls[i].res
+		if calls[i].err != nil || r == nil || r.AdminCredential == nil {
+			continue
+		}
+		name := p.Candidate().Name
+		if from != "" {
+			res.AdminCredential = nil
+			return diag.List{diag.Diagnostic{Severity: diag.Fatal, Plugin: name, Stage: string(stage.AdminCredential),
+				Message: fmt.Sprintf("plugins %s and %s both provide the cluster's admin credential", from, name),
+				Hint:    "disable one of them (plugins.NAME.enabled: false)"}}
+		}
+		from, res.AdminCredential = name, r.AdminCredential
+	}
+	return nil
+}
+
 func cloneDeploy(d *stage.DeployResult) *stage.DeployResult {
 	if d == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kube-aws/kube-aws/core/diag"
@@ -38,6 +39,41 @@ func (s *Session) Run(ctx context.Context, names ...stage.Name) (*Outcome, error
 // the Outcome.
 func (s *Session) Operate(ctx context.Context, op stage.Name) (*Outcome, error) {
 	return s.run(ctx, []stage.Name{stage.Initialise, stage.Render}, op)
+}
+
+// AdminCredential asks the plugins that implement the admin-credential
+// operation for the cluster's admin credential. The operation runs alone,
+// with no stage before it: its input is cluster.yaml and the plugins'
+// values, and the plugin answers from what it keeps. One enabled plugin
+// may provide the credential; it persists nothing, and the credential
+// stays in memory (no Outcome, state file or report holds it). warnings are
+// the session's and the operation's.
+func (s *Session) AdminCredential(ctx context.Context) (cred *stage.Credential, warnings diag.List, err error) {
+	res, err := s.runStage(ctx, stage.AdminCredential, s.freshCarry())
+	if err != nil {
+		return nil, nil, err
+	}
+	diags := append(append(diag.List{}, s.Diagnostics...), res.Diagnostics...)
+	diags.Sort()
+	switch {
+	case len(res.Plugins) == 0:
+		return nil, nil, &Error{Code: ExitFatal, Diagnostics: diags,
+			Msg: fmt.Sprintf("no enabled plugin provides the cluster's admin credential (the %s operation): the pki built-in does (plugins.pki.enabled must not be false)", stage.AdminCredential)}
+	case diags.HasFatal():
+		return nil, nil, &Error{Code: ExitFatal, Diagnostics: diags, Msg: "getting the admin credential failed"}
+	case res.AdminCredential == nil:
+		return nil, nil, &Error{Code: ExitFatal, Diagnostics: diags,
+			Msg: fmt.Sprintf("%s answered the %s operation without a credential", pluginNames(res.Plugins), stage.AdminCredential)}
+	}
+	return res.AdminCredential, diags, nil
+}
+
+// pluginNames is "plugin a" or "plugins a, b".
+func pluginNames(ps []string) string {
+	if len(ps) == 1 {
+		return "plugin " + ps[0]
+	}
+	return "plugins " + strings.Join(ps, ", ")
 }
 
 func (s *Session) run(ctx context.Context, names []stage.Name, op stage.Name) (*Outcome, error) {

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 func TestDefaultOrderIsTheShippedFile(t *testing.T) {
@@ -39,13 +40,13 @@ func TestOrderPutsUnlistedPluginsLastAlphabetically(t *testing.T) {
 
 func TestPlanEnablesBuiltinsAndOnlyEnabledOthers(t *testing.T) {
 	h := newHarness(t)
-	h.add("iam", host.SourceBuiltin)
-	h.add("cloudformation", host.SourceBuiltin)
-	h.add("helm", host.SourceBuiltin)
-	h.add("dex", host.SourceContrib)
-	h.add("bastion", host.SourceContrib)
-	h.add("zz-mine", host.SourceUser)
-	h.add("aa-mine", host.SourceUser)
+	h.add("iam", source.Builtin)
+	h.add("cloudformation", source.Builtin)
+	h.add("helm", source.Builtin)
+	h.add("dex", source.Contrib)
+	h.add("bastion", source.Contrib)
+	h.add("zz-mine", source.User)
+	h.add("aa-mine", source.User)
 	h.enable("helm", false)
 	h.enable("dex", true)
 	h.enable("zz-mine", true)
@@ -81,18 +82,40 @@ func TestPlanEnablesBuiltinsAndOnlyEnabledOthers(t *testing.T) {
 	}
 }
 
+// Settings for a plugin no source provides (a misspelt built-in, say)
+// would be ignored: the name is refused, with the nearest plugin, unless
+// the plugin is disabled.
+func TestSettingsForAnUnknownPluginAreRefused(t *testing.T) {
+	h := newHarness(t)
+	h.add("cloudformation", source.Builtin)
+	h.cluster.Plugins = map[string]config.PluginConfig{
+		"cloudformaton": {Values: json.RawMessage(`{"tags":{"team":"a"}}`)},
+		"elsewhere":     {Enabled: new(bool)},
+	}
+	_, err := h.open()
+	if ExitCode(err) != ExitUsage {
+		t.Fatalf("exit code = %d (%v), want 2", ExitCode(err), err)
+	}
+	ds := diagsOf(err)
+	if len(ds) != 1 || ds[0].Path != "plugins.cloudformaton" ||
+		!strings.Contains(ds[0].Message, `unknown plugin "cloudformaton" in plugins`) ||
+		!strings.Contains(ds[0].Message, `(did you mean "cloudformation"?)`) {
+		t.Fatalf("diagnostics = %v", ds)
+	}
+}
+
 func TestEnablingAnUnknownPluginListsTheAvailableOnes(t *testing.T) {
 	h := newHarness(t)
-	h.add("iam", host.SourceBuiltin)
-	h.add("dex", host.SourceContrib)
+	h.add("iam", source.Builtin)
+	h.add("dex", source.Contrib)
 	h.enable("dexx", true)
 	_, err := h.open()
 	if ExitCode(err) != ExitUsage {
 		t.Fatalf("exit code = %d (%v), want 2", ExitCode(err), err)
 	}
 	ds := diagsOf(err)
-	if len(ds) != 1 || !strings.Contains(ds[0].Message, "plugin dexx is enabled but no plugin source provides it") ||
-		ds[0].Path != "plugins.dexx" || !strings.Contains(ds[0].Hint, "did you mean dex?") ||
+	if len(ds) != 1 || !strings.Contains(ds[0].Message, `plugin dexx is enabled but no plugin source provides it (did you mean "dex"?)`) ||
+		ds[0].Path != "plugins.dexx" || !strings.Contains(ds[0].Hint, "rename it to dex") ||
 		!strings.Contains(ds[0].Hint, "available plugins: dex, iam") {
 		t.Fatalf("diagnostics = %v", ds)
 	}
@@ -109,7 +132,7 @@ func TestStagePluginsRunConcurrentlyOnIdenticalInputAndMergeInPluginOrder(t *tes
 	var started sync.WaitGroup
 	started.Add(len(names))
 	for i, n := range names {
-		p := h.add(n, host.SourceBuiltin)
+		p := h.add(n, source.Builtin)
 		delay := time.Duration(len(names)-i) * 15 * time.Millisecond // first in order finishes last
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			switch in.Stage {
@@ -174,7 +197,7 @@ func TestAFatalStopsTheRunAfterTheStageWithEveryFatalReported(t *testing.T) {
 	h := newHarness(t)
 	var ran atomic.Int32
 	for _, n := range []string{"cloudformation", "iam", "helm"} {
-		p := h.add(n, host.SourceBuiltin)
+		p := h.add(n, source.Builtin)
 		n := n
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			ran.Add(1)
@@ -220,7 +243,7 @@ func TestAFatalStopsTheRunAfterTheStageWithEveryFatalReported(t *testing.T) {
 
 func TestWarningsArePrintedAndTheRunGoesOn(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("apiserver", host.SourceBuiltin)
+	p := h.add("apiserver", source.Builtin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Initialise {
 			return &stage.Result{Diagnostics: diag.List{diag.Warningf("flag --foo is deprecated")}}, nil
@@ -243,7 +266,7 @@ func TestWarningsArePrintedAndTheRunGoesOn(t *testing.T) {
 	// --warnings-as-errors makes the same run fail after initialise.
 	h2 := newHarness(t)
 	h2.plugins = []*fakePlugin{}
-	p2 := h2.add("apiserver", host.SourceBuiltin)
+	p2 := h2.add("apiserver", source.Builtin)
 	p2.run = p.run
 	h2.opts.WarningsAsErrors = true
 	s2 := h2.session()
@@ -261,14 +284,14 @@ func TestWarningsArePrintedAndTheRunGoesOn(t *testing.T) {
 
 func TestAFailingPluginIsAFatalNamingPluginAndStage(t *testing.T) {
 	h := newHarness(t)
-	crash := h.add("crash", host.SourceBuiltin)
+	crash := h.add("crash", source.Builtin)
 	crash.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Render {
 			return nil, errors.New("plugin exited: panic: boom\ngoroutine 1 [running]:")
 		}
 		return &stage.Result{}, nil
 	}
-	bad := h.add("bad", host.SourceBuiltin)
+	bad := h.add("bad", source.Builtin)
 	bad.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Render {
 			panic("adapter bug")
@@ -293,7 +316,7 @@ func TestDeployRunsPluginsInOrderEachSeeingTheResultSoFar(t *testing.T) {
 	var seen []string
 	var mu sync.Mutex
 	for _, n := range []string{"deploy", "helm", "cloudformation"} {
-		p := h.add(n, host.SourceBuiltin)
+		p := h.add(n, source.Builtin)
 		n := n
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			switch in.Stage {
@@ -344,11 +367,11 @@ func TestDeployRunsPluginsInOrderEachSeeingTheResultSoFar(t *testing.T) {
 
 func TestDeployStopsAtTheFirstFailingPlugin(t *testing.T) {
 	h := newHarness(t)
-	first := h.add("cloudformation", host.SourceBuiltin, stage.Deploy)
+	first := h.add("cloudformation", source.Builtin, stage.Deploy)
 	first.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		return &stage.Result{Diagnostics: diag.List{diag.Fatalf("stack network failed: CREATE_FAILED")}}, nil
 	}
-	second := h.add("helm", host.SourceBuiltin, stage.Deploy)
+	second := h.add("helm", source.Builtin, stage.Deploy)
 	s := h.session()
 	c := s.freshCarry()
 	res, err := s.runStage(context.Background(), stage.Deploy, c)
@@ -368,7 +391,7 @@ func TestDeployStopsAtTheFirstFailingPlugin(t *testing.T) {
 
 func TestRunStageRefusesMissingState(t *testing.T) {
 	h := newHarness(t)
-	h.add("iam", host.SourceBuiltin)
+	h.add("iam", source.Builtin)
 	s := h.session()
 	_, err := s.RunStage(context.Background(), stage.Render)
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "no state for stage initialise") ||
@@ -387,7 +410,7 @@ func TestRunStageRefusesMissingState(t *testing.T) {
 
 func TestRunStageRefusesStaleState(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("iam", host.SourceBuiltin)
+	p := h.add("iam", source.Builtin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Render {
 			return fileResult("stacks/iam.json", "{}"), nil
@@ -459,7 +482,7 @@ func TestStateFilesRecordTheirInputsAndNeverASecret(t *testing.T) {
 	h.secrets = map[string]string{"((secret:dex/password))": plain}
 	var logs bytes.Buffer
 	h.opts.Reporter = &logReporter{W: &logs}
-	p := h.add("dex", host.SourceBuiltin)
+	p := h.add("dex", source.Builtin)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		if in.Stage == stage.Deploy && in.Secrets["((secret:dex/password))"] != plain {
 			return nil, errors.New("deploy did not receive the secret")
@@ -511,7 +534,7 @@ func TestRenderOutputIsAtomicAndDeterministic(t *testing.T) {
 	var mode atomic.Value
 	mode.Store("ok")
 	for _, n := range []string{"cloudformation", "userdata"} {
-		p := h.add(n, host.SourceBuiltin)
+		p := h.add(n, source.Builtin)
 		n := n
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			if in.Stage != stage.Render {
@@ -609,7 +632,7 @@ func TestRenderOutputIsAtomicAndDeterministic(t *testing.T) {
 func TestARenderedFileHoldingAPlainSecretIsRefused(t *testing.T) {
 	h := newHarness(t)
 	h.secrets = map[string]string{"((secret:dex/x))": "plain-secret-value"}
-	p := h.add("dex", host.SourceBuiltin, stage.Render)
+	p := h.add("dex", source.Builtin, stage.Render)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		return fileResult("charts/values.yaml", "password: plain-secret-value\n"), nil
 	}
@@ -628,8 +651,8 @@ func TestARenderedFileHoldingAPlainSecretIsRefused(t *testing.T) {
 
 func TestRegistrationRejectsWithAReason(t *testing.T) {
 	h := newHarness(t)
-	good := h.add("iam", host.SourceBuiltin)
-	bad := h.add("dex", host.SourceContrib)
+	good := h.add("iam", source.Builtin)
+	bad := h.add("dex", source.Contrib)
 	bad.info.ValuesSchema = json.RawMessage(`{"type":"object"}`)
 	h.enable("dex", true)
 	h.schemaCheck = func(plugin string, schema json.RawMessage, v stage.PluginValues) diag.List {
@@ -657,9 +680,9 @@ func TestRegistrationRejectsWithAReason(t *testing.T) {
 
 	// A wrong name and an unsupported protocol are rejected too (exit 1).
 	h2 := newHarness(t)
-	liar := h2.add("liar", host.SourceBuiltin)
+	liar := h2.add("liar", source.Builtin)
 	liar.info.Name = "someone-else"
-	old := h2.add("old", host.SourceBuiltin)
+	old := h2.add("old", source.Builtin)
 	old.proto = 7
 	old.info.ProtocolVersions = []int{7}
 	_, err = h2.open()
@@ -671,9 +694,9 @@ func TestRegistrationRejectsWithAReason(t *testing.T) {
 
 func TestCapabilityWithTwoProvidersAndNoPreference(t *testing.T) {
 	h := newHarness(t)
-	a := h.add("calico", host.SourceBuiltin)
+	a := h.add("calico", source.Builtin)
 	a.info.Capabilities = []string{"cni"}
-	b := h.add("cilium", host.SourceBuiltin)
+	b := h.add("cilium", source.Builtin)
 	b.info.Capabilities = []string{"cni"}
 	_, err := h.open()
 	if ExitCode(err) != ExitUsage || a.reg.Accepted || b.reg.Accepted ||
@@ -700,7 +723,7 @@ func TestInterruptStopsTheStageAndKillsEveryPlugin(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, n := range []string{"a", "b"} {
-		p := h.add(n, host.SourceBuiltin)
+		p := h.add(n, source.Builtin)
 		p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 			cancel()
 			<-ctx.Done()
@@ -725,7 +748,7 @@ func TestPluginEventsAreForwardedWithThePluginName(t *testing.T) {
 	h := newHarness(t)
 	var buf bytes.Buffer
 	h.opts.Reporter = &logReporter{W: &buf}
-	p := h.add("hello", host.SourceUser)
+	p := h.add("hello", source.User)
 	h.enable("hello", true)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		emit(stage.Event{Kind: stage.EventLog, Level: "info", Message: "hello from " + string(in.Stage)})
@@ -784,7 +807,7 @@ func (e hostError) Diagnostic() diag.Diagnostic { return e.d }
 
 func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("dex", host.SourceBuiltin, stage.Initialise)
+	p := h.add("dex", source.Builtin, stage.Initialise)
 	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		early := diag.Warningf("issuer is deprecated").At("plugins.dex.values.issuer")
 		emit(stage.Event{Kind: stage.EventDiagnostic, Diagnostic: &early})
@@ -793,7 +816,7 @@ func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
 		// The result repeats the first one: it must be reported once.
 		return &stage.Result{Diagnostics: diag.List{early}}, nil
 	}
-	q := h.add("hang", host.SourceBuiltin, stage.Initialise)
+	q := h.add("hang", source.Builtin, stage.Initialise)
 	q.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
 		return nil, hostError{diag.Diagnostic{Severity: diag.Fatal, Plugin: "hang", Stage: "initialise",
 			Message: "plugin hang did not finish stage initialise within 1s; killed", Hint: "report the hang"}}
@@ -819,7 +842,7 @@ func TestStreamedDiagnosticsAndHostErrorsAreReportedOnce(t *testing.T) {
 
 func TestPluginHashesAreCachedButNoticeAChange(t *testing.T) {
 	h := newHarness(t)
-	p := h.add("iam", host.SourceBuiltin)
+	p := h.add("iam", source.Builtin)
 	s := h.session()
 	first, err := s.pluginHashes()
 	if err != nil {

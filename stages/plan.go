@@ -18,7 +18,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // Options configure a run. The zero value of every field has a sensible
@@ -67,20 +67,20 @@ type Plan struct {
 	Config *Loaded
 	// ClusterDir is the folder holding cluster.yaml.
 	ClusterDir string
-	// All is every plugin found, by name.
-	All []host.Candidate
+	// All is every plugin, by name, as plugins/source resolved them.
+	All []source.Candidate
 	// Enabled are the plugins that take part, in run order.
-	Enabled []host.Candidate
+	Enabled []source.Candidate
 	// Order is the order list in force (order.yaml or pluginOrder).
 	Order []string
 	// Diagnostics are the warnings found while planning.
 	Diagnostics diag.List
 	// Registry is what was done about plugins from registries; nil when
 	// cluster.yaml names none.
-	Registry *ensure.Outcome
+	Registry *source.Outcome
 	// lock is plugins.lock as read and updated for plugins from registries
 	// (nil when there are none, or no lock): launching checks against it.
-	lock *host.Lockfile
+	lock *source.Lockfile
 
 	capabilities map[string]string
 	// loaded is Config as loaded, before Launch redacted it.
@@ -148,15 +148,13 @@ func NewPlanContext(ctx context.Context, opts Options) (*Plan, error) {
 		p.Options.StateDir = filepath.Join(p.ClusterDir, ".kube-aws", "state")
 	}
 
-	cands, err := deps.Discover(userDir, opts.PluginDirs)
+	found, err := deps.Discover(userDir, opts.PluginDirs)
 	if err != nil {
 		// Two plugins with one name, an unreadable plugin folder: the user
 		// fixes the layout, so this is a configuration error.
 		return nil, ConfigError("discovering plugins: %v", err)
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
-	p.All = cands
-	if err := p.registryPlugins(ctx); err != nil {
+	if err := p.resolvePlugins(ctx, found); err != nil {
 		return nil, err
 	}
 
@@ -175,7 +173,7 @@ func NewPlanContext(ctx context.Context, opts Options) (*Plan, error) {
 	if p.Config != nil && len(p.Config.Cluster.PluginOrder) > 0 {
 		p.Order = p.Config.Cluster.PluginOrder
 	}
-	byName := map[string]host.Candidate{}
+	byName := map[string]source.Candidate{}
 	var names []string
 	for _, c := range enabled {
 		byName[c.Name] = c
@@ -198,16 +196,16 @@ func (p *Plan) Cluster() *config.Cluster {
 // enabled applies the rule of docs/design.md: built-ins are on unless
 // disabled; contrib and user plugins are off until enabled; a plugin from a
 // registry is on unless disabled.
-func (p *Plan) enabled() ([]host.Candidate, diag.List) {
+func (p *Plan) enabled() ([]source.Candidate, diag.List) {
 	c := p.Cluster()
 	var diags diag.List
-	found := map[string]host.Candidate{}
+	found := map[string]source.Candidate{}
 	for _, cand := range p.All {
 		found[cand.Name] = cand
 	}
-	var out []host.Candidate
+	var out []source.Candidate
 	for _, cand := range p.All {
-		on := c.PluginEnabled(cand.Name, cand.Source == host.SourceBuiltin)
+		on := c.PluginEnabled(cand.Name, cand.Source == source.Builtin)
 		if cand.Problem != "" {
 			// Only an enabled plugin needs its executable: a plugin's source
 			// before its first build holds nothing else up.
@@ -218,19 +216,19 @@ func (p *Plan) enabled() ([]host.Candidate, diag.List) {
 			out = append(out, cand)
 		}
 	}
-	var enabledNames, names []string
+	configured := make(map[string]*bool, len(c.Plugins))
 	for n, pc := range c.Plugins {
-		if pc.Enabled != nil && *pc.Enabled {
-			enabledNames = append(enabledNames, n)
-		}
+		configured[n] = pc.Enabled
 	}
-	sort.Strings(enabledNames)
+	var names []string
 	for _, cand := range p.All {
 		names = append(names, cand.Name)
 	}
-	for _, d := range values.UnknownPluginsDiag(enabledNames, names) {
+	for _, d := range values.UnknownPluginsDiag(configured, names) {
 		if p.Config != nil {
 			if file, line, col, ok := c.Position(d.Path + ".enabled"); ok {
+				d = d.InFile(file, line, col)
+			} else if file, line, col, ok := c.Position(d.Path); ok {
 				d = d.InFile(file, line, col)
 			} else {
 				d.File = p.Config.Path
@@ -250,13 +248,13 @@ func (p *Plan) enabled() ([]host.Candidate, diag.List) {
 // problemDiag reports a plugin that cannot be started: fatal when it is
 // enabled, a warning when it is not (disabled, or unknown to cluster.yaml).
 // It points at the plugin's entry in cluster.yaml when there is one.
-func (p *Plan) problemDiag(cand host.Candidate, enabled bool) diag.Diagnostic {
+func (p *Plan) problemDiag(cand source.Candidate, enabled bool) diag.Diagnostic {
 	var d diag.Diagnostic
 	switch {
 	case !enabled:
 		d = diag.Warningf("%s; plugin %s is not enabled, so it is skipped", cand.Problem, cand.Name).
 			WithHint(fmt.Sprintf("build it before enabling it, or remove %s if it is not a plugin", cand.Dir))
-	case cand.Source == host.SourceBuiltin:
+	case cand.Source == source.Builtin:
 		d = diag.Fatalf("plugin %s is enabled but cannot be started: %s", cand.Name, cand.Problem).
 			WithHint(fmt.Sprintf("reinstall kube-aws (make build writes its built-in plugins), or set plugins.%s.enabled: false", cand.Name))
 	default:
@@ -334,12 +332,7 @@ func (p *Plan) LaunchOptions() (host.Options, error) {
 		opts.Lock = p.lock
 		return opts, nil
 	}
-	l, err := host.ReadLockfile(filepath.Join(p.ClusterDir, host.LockfileName))
-	switch {
-	case err == nil:
-		opts.Lock = l
-	case !errors.Is(err, fs.ErrNotExist):
-		return opts, err
-	}
-	return opts, nil
+	l, err := source.ReadLockfileIfAny(filepath.Join(p.ClusterDir, source.LockfileName))
+	opts.Lock = l
+	return opts, err
 }

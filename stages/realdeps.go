@@ -3,9 +3,7 @@ package stages
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,7 +14,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/merge"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // DefaultDeps binds the pipeline to core/config, core/merge and plugins/host.
@@ -30,32 +28,9 @@ func DefaultDeps() Deps {
 		ChooseProviders: config.ChooseProviders,
 		Merge:           merge.MergeWith,
 		Redact:          func(s string, secrets map[string]string) string { return config.Redact(s, config.Secrets(secrets)) },
-		Lock: func(cands []host.Candidate, path string) error {
-			l, err := host.LockCandidates(cands)
-			if err != nil {
-				return err
-			}
-			// A registry plugin's entry comes from installing it: keep it.
-			prev, err := host.ReadLockfile(path)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			if err := l.KeepRegistryEntries(prev, cands); err != nil {
-				return err
-			}
-			return l.Write(path)
-		},
-		Ensure: ensure.Ensure,
-		Verify: func(cands []host.Candidate, path string) []error {
-			l, err := host.ReadLockfile(path)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					err = fmt.Errorf("%s does not exist: run `kube-aws plugins lock` to write it", path)
-				}
-				return []error{err}
-			}
-			return l.Verify(cands)
-		},
+		Lock:            source.WriteLock,
+		Verify:          source.VerifyLock,
+		Ensure:          source.Ensure,
 	}
 }
 
@@ -96,11 +71,11 @@ func resolveSecrets(l *Loaded, schemas map[string]json.RawMessage) (*Resolved, d
 	return &Resolved{JSON: config.RedactJSON(l.JSON, r.Secrets), Values: r.Values, Plain: r.Plain, Secrets: r.Secrets}, diags
 }
 
-func discover(clusterDir string, pluginDirs []string) ([]host.Candidate, error) {
-	return host.Discover(host.DefaultSources(clusterDir, pluginDirs))
+func discover(clusterDir string, pluginDirs []string) ([]source.Candidate, error) {
+	return source.Discover(source.DefaultFolders(clusterDir, pluginDirs))
 }
 
-func launch(ctx context.Context, cands []host.Candidate, opts host.Options) ([]Plugin, error) {
+func launch(ctx context.Context, cands []source.Candidate, opts host.Options) ([]Plugin, error) {
 	ps, err := host.Launch(ctx, cands, opts)
 	out := make([]Plugin, 0, len(ps))
 	for _, p := range ps {
@@ -114,10 +89,10 @@ func launch(ctx context.Context, cands []host.Candidate, opts host.Options) ([]P
 // hostPlugin adapts *host.Plugin to Plugin.
 type hostPlugin struct{ p *host.Plugin }
 
-func (h hostPlugin) Candidate() host.Candidate { return h.p.Candidate }
-func (h hostPlugin) Info() stage.PluginInfo    { return h.p.Info }
-func (h hostPlugin) ProtocolVersion() int      { return h.p.ProtocolVersion }
-func (h hostPlugin) Kill()                     { h.p.Kill() }
+func (h hostPlugin) Candidate() source.Candidate { return h.p.Candidate }
+func (h hostPlugin) Info() stage.PluginInfo      { return h.p.Info }
+func (h hostPlugin) ProtocolVersion() int        { return h.p.ProtocolVersion }
+func (h hostPlugin) Kill()                       { h.p.Kill() }
 func (h hostPlugin) Register(ctx context.Context, reg stage.Registration) error {
 	return h.p.Register(ctx, reg)
 }

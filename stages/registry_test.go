@@ -10,20 +10,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // registryPlan plans the example with plugins.dex taken from a registry;
 // discovery finds the shipped dex and a built-in, and ensure is a fake.
 // extra are more candidates found, and a lock, when not "", is written
 // as plugins.lock first.
-func registryPlan(t *testing.T, dexEntry string, user bool, fake func(ps []ensure.Plugin, o ensure.Options) (*ensure.Outcome, error), lock string, extra ...host.Candidate) (*Plan, error, string) {
+func registryPlan(t *testing.T, dexEntry string, user bool, fake func(ps []source.RegistryPlugin, o source.EnsureOptions) (*source.Outcome, error), lock string, extra ...source.Candidate) (*Plan, error, string) {
 	t.Helper()
 	t.Setenv("KUBE_AWS_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	if lock != "" {
-		if err := os.WriteFile(filepath.Join(dir, host.LockfileName), []byte(lock), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, source.LockfileName), []byte(lock), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,19 +36,19 @@ func registryPlan(t *testing.T, dexEntry string, user bool, fake func(ps []ensur
 		t.Fatal(err)
 	}
 	deps := DefaultDeps()
-	deps.Discover = func(string, []string) ([]host.Candidate, error) {
-		var cands []host.Candidate
+	deps.Discover = func(string, []string) ([]source.Candidate, error) {
+		var cands []source.Candidate
 		for _, b := range []string{"apiserver", "cloudformation", "deploy", "helm", "iam", "userdata"} {
-			cands = append(cands, host.Candidate{Name: b, Path: "/b/" + b, Dir: "/b", Source: host.SourceBuiltin})
+			cands = append(cands, source.Candidate{Name: b, Path: "/b/" + b, Dir: "/b", Source: source.Builtin})
 		}
-		cands = append(cands, host.Candidate{Name: "dex", Path: "/c/dex", Dir: "/c", Source: host.SourceContrib})
+		cands = append(cands, source.Candidate{Name: "dex", Path: "/c/dex", Dir: "/c", Source: source.Contrib})
 		if user {
-			cands = append(cands, host.Candidate{Name: "dex", Path: dir + "/plugins/dex/dex", Dir: dir + "/plugins/dex", Source: host.SourceUser})
+			cands = append(cands, source.Candidate{Name: "dex", Path: dir + "/plugins/dex/dex", Dir: dir + "/plugins/dex", Source: source.User})
 		}
 		return append(cands, extra...), nil
 	}
 	calls := 0
-	deps.Ensure = func(_ context.Context, ps []ensure.Plugin, o ensure.Options) (*ensure.Outcome, error) {
+	deps.Ensure = func(_ context.Context, ps []source.RegistryPlugin, o source.EnsureOptions) (*source.Outcome, error) {
 		calls++
 		return fake(ps, o)
 	}
@@ -63,13 +62,13 @@ func registryPlan(t *testing.T, dexEntry string, user bool, fake func(ps []ensur
 const dexFromRegistry = "  dex:\n    source: oci://r.example/acme/dex:2.0.0\n    verify: {key: keys/acme.pub}\n    values:\n      issuerURL: https://dex.example.com\n"
 
 func TestRegistryPluginReplacesTheShippedOne(t *testing.T) {
-	var got []ensure.Plugin
-	p, err, dir := registryPlan(t, dexFromRegistry, false, func(ps []ensure.Plugin, o ensure.Options) (*ensure.Outcome, error) {
+	var got []source.RegistryPlugin
+	p, err, dir := registryPlan(t, dexFromRegistry, false, func(ps []source.RegistryPlugin, o source.EnsureOptions) (*source.Outcome, error) {
 		got = ps
-		l := &host.Lockfile{Version: 2}
-		l.Set(host.LockEntry{Name: "dex", Source: host.SourceOCI, Ref: ps[0].Source, Digest: "sha256:" + strings.Repeat("d", 64),
-			Platforms: map[string]host.PlatformLock{"linux/amd64": {Manifest: "sha256:" + strings.Repeat("e", 64), SHA256: strings.Repeat("a", 64)}}})
-		return &ensure.Outcome{Lock: l, Candidates: []host.Candidate{{Name: "dex", Path: "/cache/e/dex", Dir: "/cache/e", Source: host.SourceOCI}}}, nil
+		l := &source.Lockfile{Version: 2}
+		l.Set(source.LockEntry{Name: "dex", Source: source.OCI, Ref: ps[0].Source, Digest: "sha256:" + strings.Repeat("d", 64),
+			Platforms: map[string]source.PlatformLock{"linux/amd64": {Manifest: "sha256:" + strings.Repeat("e", 64), SHA256: strings.Repeat("a", 64)}}})
+		return &source.Outcome{Lock: l, Candidates: []source.Candidate{{Name: "dex", Path: "/cache/e/dex", Dir: "/cache/e", Source: source.OCI}}}, nil
 	}, "")
 	if err != nil {
 		t.Fatalf("%v\n%v", err, diagsOf(err))
@@ -77,30 +76,30 @@ func TestRegistryPluginReplacesTheShippedOne(t *testing.T) {
 	if len(got) != 1 || got[0].Name != "dex" || got[0].Key != filepath.Join(dir, "keys", "acme.pub") {
 		t.Errorf("ensure got %+v", got)
 	}
-	var dex []host.Candidate
+	var dex []source.Candidate
 	for _, c := range p.All {
 		if c.Name == "dex" {
 			dex = append(dex, c)
 		}
 	}
-	if len(dex) != 1 || dex[0].Source != host.SourceOCI {
+	if len(dex) != 1 || dex[0].Source != source.OCI {
 		t.Errorf("dex candidates %+v, want only the registry's", dex)
 	}
 	on := false
 	for _, c := range p.Enabled {
-		on = on || (c.Name == "dex" && c.Source == host.SourceOCI)
+		on = on || (c.Name == "dex" && c.Source == source.OCI)
 	}
 	if !on {
 		t.Error("a plugin with a source is not enabled by default")
 	}
-	if l, err := host.ReadLockfile(filepath.Join(dir, host.LockfileName)); err != nil || l.Entry("dex") == nil {
+	if l, err := source.ReadLockfile(filepath.Join(dir, source.LockfileName)); err != nil || l.Entry("dex") == nil {
 		t.Errorf("plugins.lock not written: %v", err)
 	}
 }
 
 func TestRegistryProblemsAreDiagnosticsAtTheSetting(t *testing.T) {
-	_, err, dir := registryPlan(t, dexFromRegistry, false, func(ps []ensure.Plugin, o ensure.Options) (*ensure.Outcome, error) {
-		return &ensure.Outcome{Problems: []ensure.Problem{
+	_, err, dir := registryPlan(t, dexFromRegistry, false, func(ps []source.RegistryPlugin, o source.EnsureOptions) (*source.Outcome, error) {
+		return &source.Outcome{Problems: []source.Problem{
 			{Name: "dex", Field: "verify", Err: errors.New("it has no cosign signature")},
 		}}, nil
 	}, "")
@@ -108,14 +107,14 @@ func TestRegistryProblemsAreDiagnosticsAtTheSetting(t *testing.T) {
 	if err == nil || ExitCode(err) != ExitFatal || len(ds) != 1 || ds[0].Path != "plugins.dex.verify" || ds[0].Line == 0 || ds[0].Message != "it has no cosign signature" {
 		t.Fatalf("err %v, diagnostics %+v", err, ds)
 	}
-	if _, err := os.Stat(filepath.Join(dir, host.LockfileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, source.LockfileName)); err == nil {
 		t.Error("plugins.lock written although nothing was pinned")
 	}
 }
 
 func TestRegistryPluginAndUserFolderOfOneName(t *testing.T) {
-	_, err, _ := registryPlan(t, dexFromRegistry, true, func([]ensure.Plugin, ensure.Options) (*ensure.Outcome, error) {
-		return &ensure.Outcome{}, nil
+	_, err, _ := registryPlan(t, dexFromRegistry, true, func([]source.RegistryPlugin, source.EnsureOptions) (*source.Outcome, error) {
+		return &source.Outcome{}, nil
 	}, "")
 	if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "plugin dex is found twice: plugins.dex.source (oci://r.example/acme/dex:2.0.0) and the user plugin") {
 		t.Fatalf("err = %v", err)
@@ -123,9 +122,9 @@ func TestRegistryPluginAndUserFolderOfOneName(t *testing.T) {
 }
 
 func TestDisabledRegistryPluginIsNotInstalled(t *testing.T) {
-	p, err, _ := registryPlan(t, "  dex:\n    source: oci://r.example/acme/dex:2.0.0\n    enabled: false\n", false, func([]ensure.Plugin, ensure.Options) (*ensure.Outcome, error) {
+	p, err, _ := registryPlan(t, "  dex:\n    source: oci://r.example/acme/dex:2.0.0\n    enabled: false\n", false, func([]source.RegistryPlugin, source.EnsureOptions) (*source.Outcome, error) {
 		t.Error("ensure ran for a disabled plugin")
-		return &ensure.Outcome{}, nil
+		return &source.Outcome{}, nil
 	}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +137,13 @@ func TestDisabledRegistryPluginIsNotInstalled(t *testing.T) {
 }
 
 // pinDex is an ensure that pins dex from the registry.
-func pinDex(ps []ensure.Plugin, _ ensure.Options, lock *host.Lockfile) (*ensure.Outcome, error) {
+func pinDex(ps []source.RegistryPlugin, _ source.EnsureOptions, lock *source.Lockfile) (*source.Outcome, error) {
 	if lock == nil {
-		lock = &host.Lockfile{Version: 2}
+		lock = &source.Lockfile{Version: 2}
 	}
-	lock.Set(host.LockEntry{Name: "dex", Source: host.SourceOCI, Ref: ps[0].Source, Digest: "sha256:" + strings.Repeat("d", 64),
-		Platforms: map[string]host.PlatformLock{"linux/amd64": {Manifest: "sha256:" + strings.Repeat("e", 64), SHA256: strings.Repeat("a", 64)}}})
-	return &ensure.Outcome{Lock: lock, Candidates: []host.Candidate{{Name: "dex", Path: "/cache/e/dex", Dir: "/cache/e", Source: host.SourceOCI}}}, nil
+	lock.Set(source.LockEntry{Name: "dex", Source: source.OCI, Ref: ps[0].Source, Digest: "sha256:" + strings.Repeat("d", 64),
+		Platforms: map[string]source.PlatformLock{"linux/amd64": {Manifest: "sha256:" + strings.Repeat("e", 64), SHA256: strings.Repeat("a", 64)}}})
+	return &source.Outcome{Lock: lock, Candidates: []source.Candidate{{Name: "dex", Path: "/cache/e/dex", Dir: "/cache/e", Source: source.OCI}}}, nil
 }
 
 // When pinning a registry plugin creates plugins.lock, the contrib and
@@ -167,10 +166,10 @@ func TestFirstPinLocksTheOtherPlugins(t *testing.T) {
 	bastion := write("contrib/bastion", "#!/bin/sh\necho bastion\n")
 	greet := write("greet/greet", "#!/bin/sh\necho greet\n")
 	write("greet/lib.py", "X = 1\n")
-	extra := []host.Candidate{
-		{Name: "bastion", Path: bastion, Dir: filepath.Dir(bastion), Source: host.SourceContrib},
-		{Name: "greet", Path: greet, Dir: filepath.Dir(greet), Source: host.SourceUser},
-		{Name: "broken", Dir: filepath.Join(files, "broken"), Source: host.SourceUser, Problem: "no executable"},
+	extra := []source.Candidate{
+		{Name: "bastion", Path: bastion, Dir: filepath.Dir(bastion), Source: source.Contrib},
+		{Name: "greet", Path: greet, Dir: filepath.Dir(greet), Source: source.User},
+		{Name: "broken", Dir: filepath.Join(files, "broken"), Source: source.User, Problem: "no executable"},
 	}
 	sum := func(path string) string {
 		b, err := os.ReadFile(path)
@@ -181,13 +180,13 @@ func TestFirstPinLocksTheOtherPlugins(t *testing.T) {
 		return hex.EncodeToString(h[:])
 	}
 
-	_, err, dir := registryPlan(t, dexFromRegistry, false, func(ps []ensure.Plugin, o ensure.Options) (*ensure.Outcome, error) {
+	_, err, dir := registryPlan(t, dexFromRegistry, false, func(ps []source.RegistryPlugin, o source.EnsureOptions) (*source.Outcome, error) {
 		return pinDex(ps, o, o.Lock)
 	}, "", extra...)
 	if err != nil {
 		t.Fatalf("%v\n%v", err, diagsOf(err))
 	}
-	l, err := host.ReadLockfile(filepath.Join(dir, host.LockfileName))
+	l, err := source.ReadLockfile(filepath.Join(dir, source.LockfileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +209,7 @@ func TestFirstPinLocksTheOtherPlugins(t *testing.T) {
 
 	// An existing plugins.lock: only the pin is added.
 	existing := "version: 2\nplugins:\n- name: bastion\n  source: contrib\n  sha256: " + sum(bastion) + "\n"
-	_, err, dir = registryPlan(t, dexFromRegistry, false, func(ps []ensure.Plugin, o ensure.Options) (*ensure.Outcome, error) {
+	_, err, dir = registryPlan(t, dexFromRegistry, false, func(ps []source.RegistryPlugin, o source.EnsureOptions) (*source.Outcome, error) {
 		if o.Lock == nil || o.Lock.Entry("bastion") == nil {
 			t.Errorf("ensure did not get the existing plugins.lock: %+v", o.Lock)
 		}
@@ -219,7 +218,7 @@ func TestFirstPinLocksTheOtherPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%v", err, diagsOf(err))
 	}
-	l, err = host.ReadLockfile(filepath.Join(dir, host.LockfileName))
+	l, err = source.ReadLockfile(filepath.Join(dir, source.LockfileName))
 	if err != nil {
 		t.Fatal(err)
 	}

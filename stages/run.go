@@ -34,6 +34,9 @@ type StageResult struct {
 	// persisted: an operation leaves no state).
 	Diff    *stage.DiffResult    `json:"-"`
 	Destroy *stage.DestroyResult `json:"-"`
+	// AdminCredential is the admin-credential operation's answer; it holds
+	// a private key and is never persisted or printed.
+	AdminCredential *stage.Credential `json:"-"`
 
 	// files are the rendered files, in memory until written to the output folder.
 	files []stage.File
@@ -191,6 +194,8 @@ func (s *Session) runStage(ctx context.Context, name stage.Name, c *carry) (*Sta
 		diags = append(diags, mergeDeploy(parts, calls, c, res)...)
 	case stage.Diff, stage.Destroy:
 		mergeOperation(parts, calls, res)
+	case stage.AdminCredential:
+		diags = append(diags, mergeCredential(parts, calls, res)...)
 	}
 	if s.Plan.Options.WarningsAsErrors {
 		diags = diags.PromoteWarnings()

@@ -10,9 +10,11 @@ import (
 	"sync"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // Session is a plan with its plugins started and registered. Close it on
@@ -75,7 +77,7 @@ func (p *Plan) Launch(ctx context.Context) (s *Session, err error) {
 		opts.StoreDir = filepath.Join(p.ClusterDir, ".kube-aws", "store")
 		s.credentials = host.NewCredentials("")
 		if p.Config != nil {
-			s.credentials = host.NewCredentials(filepath.Join(p.ClusterDir, CredentialsDir))
+			s.credentials = host.NewCredentials(filepath.Join(p.ClusterDir, names.CredentialsDir))
 		}
 		opts.Credentials = s.credentials
 		started, lerr = p.Deps.Launch(ctx, p.Enabled, opts)
@@ -370,7 +372,7 @@ func (s *Session) pluginHashes() (map[string]string, error) {
 		var wg sync.WaitGroup
 		for _, c := range s.Plan.Enabled {
 			wg.Add(1)
-			go func(c host.Candidate) {
+			go func(c source.Candidate) {
 				defer wg.Done()
 				h, err := cache.hash(c.Path)
 				mu.Lock()
@@ -386,11 +388,6 @@ func (s *Session) pluginHashes() (map[string]string, error) {
 	})
 	return s.hashes, s.hashErr
 }
-
-// CredentialsDir is the folder beside cluster.yaml where kube-aws keeps the
-// secrets plugins generate (plugins/host.Credentials); `kube-aws init`
-// git-ignores it.
-const CredentialsDir = "credentials"
 
 // foldGeneratedSecrets adds the secrets plugins generated to the
 // configuration's secrets, so that they are scrubbed from every output like

@@ -87,7 +87,7 @@ func (s *Session) loadCarry(name stage.Name) (*carry, error) {
 		p := s.statePath(st)
 		b, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, ConfigError("no state for stage %s (%s): run `kube-aws stage %s` first", st, p, st)
+			return nil, staleState(st, true, p)
 		}
 		if err != nil {
 			return nil, &Error{Code: ExitFatal, Msg: fmt.Sprintf("reading state of stage %s: %v", st, err)}
@@ -95,26 +95,26 @@ func (s *Session) loadCarry(name stage.Name) (*carry, error) {
 		var state State
 		dec := json.NewDecoder(bytes.NewReader(b))
 		if err := dec.Decode(&state); err != nil {
-			return nil, ConfigError("state of stage %s (%s) is not valid: %v; run `kube-aws stage %s` again", st, p, err, st)
+			return nil, staleState(st, false, fmt.Sprintf("%s is not valid: %v", p, err))
 		}
 		if state.Version != StateVersion {
-			return nil, ConfigError("state of stage %s (%s) has version %d, this kube-aws reads version %d: run `kube-aws stage %s` again", st, p, state.Version, StateVersion, st)
+			return nil, staleState(st, false, fmt.Sprintf("%s has version %d, this kube-aws reads version %d", p, state.Version, StateVersion))
 		}
 		if state.Stage != st {
-			return nil, ConfigError("%s holds the state of stage %q, not %s: run `kube-aws stage %s` again", p, state.Stage, st, st)
+			return nil, staleState(st, false, fmt.Sprintf("%s holds the state of stage %q", p, state.Stage))
 		}
 		cfgHash := ""
 		if s.Plan.Config != nil {
 			cfgHash = s.Plan.Config.Hash
 		}
 		if state.Inputs.Config != cfgHash {
-			return nil, ConfigError("state of stage %s is stale: %s or a plugin config file changed since it ran: run `kube-aws stage %s` again", st, s.configName(), st)
+			return nil, staleState(st, false, s.configName()+" or a plugin config file changed since it ran")
 		}
 		if why := pluginsChanged(state.Inputs.Plugins, hashes); why != "" {
-			return nil, ConfigError("state of stage %s is stale: %s since it ran: run `kube-aws stage %s` again", st, why, st)
+			return nil, staleState(st, false, why+" since it ran")
 		}
 		if state.Inputs.Previous != prevHash {
-			return nil, ConfigError("state of stage %s is stale: it was made from a different result of stage %s: run `kube-aws stage %s` again", st, st.Previous(), st)
+			return nil, staleState(st, false, "it was made from a different result of stage "+string(st.Previous()))
 		}
 		sum := sha256.Sum256(b)
 		prevHash = hex.EncodeToString(sum[:])
@@ -132,7 +132,9 @@ func (s *Session) loadCarry(name stage.Name) (*carry, error) {
 					rd.Dir = filepath.Join(s.Plan.ClusterDir, rd.Dir)
 				}
 				if err := verifyRendered(&rd); err != nil {
-					return nil, ConfigError("render output is stale: %v: run `kube-aws stage render` again", err)
+					e := staleState(stage.Render, false, fmt.Sprintf("the render output changed: %v", err))
+					e.Msg = fmt.Sprintf("render output is stale: %v: run `kube-aws stage render` again", err)
+					return nil, e
 				}
 				c.rendered = &rd
 			}

@@ -4,8 +4,11 @@
 // cluster.yaml; everywhere else a marker), the operator's admin certificate
 // and the API server's etcd client certificate issued once from them, and
 // for each role the CA files it holds and the certificates plan whose
-// leaves its machines issue themselves (kubeadm's layout, core/names). The
-// logic lives in internal/pki and internal/authority.
+// leaves its machines issue themselves (kubeadm's layout, core/names). It
+// serves the admin-credential operation, through which kube-aws kubeconfig
+// gets the admin certificate, its key and the cluster CA: the files it
+// keeps are its own. The logic lives in internal/pki and
+// internal/authority.
 package pki
 
 import (
@@ -54,13 +57,22 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage
 	return res, nil
 }
 
+// AdminCredential returns the operator's admin credential as kept, for
+// kube-aws kubeconfig. It makes and changes nothing.
+func (plugin) AdminCredential(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	ca, cert, key, diags := pki.Admin(keeper{in.GeneratedSecrets()}, time.Now())
+	res := &stage.Result{Diagnostics: diags.WithDefaults(pki.Plugin, string(stage.AdminCredential))}
+	if !diags.HasFatal() {
+		res.AdminCredential = &stage.Credential{CACert: ca, Cert: cert, Key: key}
+	}
+	return res, nil
+}
+
 // keeper is the host's store of generated secrets, as internal/pki asks
 // for it: the SDK's, and where the operator finds each file.
 type keeper struct{ sdk.Secrets }
 
-func (keeper) Where(name string) string {
-	return names.CredentialsDir + "/" + pki.Plugin + "/" + name
-}
+func (keeper) Where(name string) string { return names.GeneratedSecretFile(pki.Plugin, name) }
 
 // Validate warns about kept certificates close to expiry.
 func (plugin) Validate(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {

@@ -116,3 +116,33 @@ func TestPluginBinaryOperatorCA(t *testing.T) {
 		t.Error("the operator's certificate was replaced")
 	}
 }
+
+// TestPluginBinaryAdminCredential runs the admin-credential operation over
+// the protocol: before any initialise it is a fatal and makes nothing;
+// after, it returns the kept CA certificate, admin certificate and key.
+func TestPluginBinaryAdminCredential(t *testing.T) {
+	bin := builtintest.Path(t, "pki")
+	creds := t.TempDir()
+	res := run(t, bin, creds, stage.AdminCredential).Results[stage.AdminCredential]
+	if !res.Diagnostics.HasFatal() || res.AdminCredential != nil || res.Diagnostics[0].Plugin != "pki" ||
+		!strings.Contains(res.Diagnostics[0].Message, "no admin credential in credentials/pki/ yet: run kube-aws render first") {
+		t.Fatalf("before initialise: %v, credential %v", res.Diagnostics, res.AdminCredential)
+	}
+	if kept, _ := os.ReadDir(creds); len(kept) != 0 {
+		t.Fatalf("the operation made %d files", len(kept))
+	}
+
+	out := run(t, bin, creds, stage.Initialise, stage.AdminCredential)
+	res = out.Results[stage.AdminCredential]
+	if len(res.Diagnostics) != 0 || res.AdminCredential == nil {
+		t.Fatalf("after initialise: %v, credential %v", res.Diagnostics, res.AdminCredential)
+	}
+	for name, got := range map[string][]byte{"ca.crt": res.AdminCredential.CACert, "admin.crt": res.AdminCredential.Cert, "admin.key": res.AdminCredential.Key} {
+		if want, _ := os.ReadFile(filepath.Join(creds, "pki", name)); len(got) == 0 || !bytes.Equal(got, want) {
+			t.Errorf("%s: the operation returned %d bytes that are not the kept ones", name, len(got))
+		}
+	}
+	if strings.Contains(out.Output.String(), "PRIVATE KEY") {
+		t.Errorf("the plugin logged a key:\n%s", out.Output)
+	}
+}

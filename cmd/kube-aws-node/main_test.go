@@ -207,6 +207,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"frobnicate"}, agent.ExitUsage, `unknown step "frobnicate"`},
 		{[]string{"secrets", "--nope"}, agent.ExitUsage, "flag provided but not defined: -nope"},
 		{[]string{"secrets", "extra"}, agent.ExitUsage, "takes no arguments"},
+		{[]string{"secrets", "--json"}, agent.ExitUsage, "--json goes with --dry-run"},
 		{[]string{"version"}, agent.ExitOK, ""},
 	}
 	for _, tt := range tests {
@@ -215,5 +216,63 @@ func TestUsage(t *testing.T) {
 		if cmd.ProcessState.ExitCode() != tt.code || !strings.Contains(string(out), tt.out) {
 			t.Errorf("%v: exit %d, output %q", tt.args, cmd.ProcessState.ExitCode(), out)
 		}
+	}
+	// The steps, in the order a machine runs them, each with its summary.
+	out, _ := exec.Command(binary, "help").CombinedOutput()
+	var listed []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); strings.HasPrefix(l, "  ") && len(f) > 1 && f[0] != "version" {
+			listed = append(listed, f[0])
+		}
+	}
+	if got := strings.Join(listed, " "); got != "boot volumes secrets artifacts certificates dns addons wait wait-api etcd-snapshot approve-csrs" {
+		t.Errorf("help lists %s", got)
+	}
+}
+
+// `kube-aws-node <step> --dry-run` prints the changes on stdout, exits 0
+// and changes nothing; --json prints them as JSON; a plan it cannot read
+// is exit 3, as for the step itself.
+func TestDryRun(t *testing.T) {
+	_, env := machine(t, userdata(t), []byte(hard))
+	root := t.TempDir()
+	write := func(p, content string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, _ := nodeplan.Encode(&nodeplan.SecretsPlan{Files: []nodeplan.SecretFile{{Path: "/etc/dex/dex.env", Format: nodeplan.FormatEnv}}})
+	write(nodeplan.SecretsPath, string(plan))
+	write("/etc/dex/dex.env", "PASSWORD="+marker+"\n")
+	dryRun := func(args ...string) (int, string, string) {
+		cmd := exec.Command(binary, append([]string{"secrets", "--root", root, "--console", ""}, args...)...)
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	code, out, log := dryRun("--dry-run")
+	if code != 0 || out != "substitute /etc/dex/dex.env: 1 markers (env)\n" || !strings.Contains(log, "secrets: dry run: 1 changes, none made") {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, out, log)
+	}
+	code, out, _ = dryRun("--dry-run", "--json")
+	var printed struct {
+		Step    string
+		Changes []struct{ Action, Target, Detail string }
+	}
+	if err := json.Unmarshal([]byte(out), &printed); code != 0 || err != nil || printed.Step != "secrets" || len(printed.Changes) != 1 || printed.Changes[0].Target != "/etc/dex/dex.env" {
+		t.Errorf("exit %d, --json printed %s (%v)", code, out, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "/etc/dex/dex.env")); string(b) != "PASSWORD="+marker+"\n" {
+		t.Errorf("the dry run changed the file: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(root, nodeplan.FactsPath)); err == nil {
+		t.Error("the dry run kept the facts")
+	}
+	write(nodeplan.SecretsPath, `{"files": [{"path": "/etc/dex/dex.env", "format": "ini"}]}`)
+	if code, out, log := dryRun("--dry-run"); code != agent.ExitBadInput || out != "" || !strings.Contains(log, "files[0].format") {
+		t.Errorf("a bad plan: exit %d, stdout %q, stderr:\n%s", code, out, log)
 	}
 }

@@ -242,6 +242,48 @@ func TestUserPluginTakesPartInEveryStage(t *testing.T) {
 	}
 }
 
+// kube-aws validate checks what the last up deployed. When nothing was
+// deployed from the folder, or cluster.yaml changed since, it refuses and
+// names kube-aws up, the command a user of up and render knows, not the
+// per-stage commands of CI; kube-aws stage validate still names the stage.
+func TestValidateNamesUpWhenTheDeployIsMissingOrStale(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	l.userPlugin("hello", "github.com/kube-aws/kube-aws/cmd/kube-aws/testdata/hello", `{greeting: bonjour}`)
+	if out, errOut, code := l.run("render"); code != 0 {
+		t.Fatalf("render: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code := l.run("validate")
+	if code != 2 || !strings.Contains(errOut, "nothing to validate: no cluster was deployed from this folder yet") ||
+		!strings.Contains(errOut, "run `kube-aws up` first") {
+		t.Fatalf("validate before any deploy: exit %d, want 2 naming kube-aws up\n%s\n%s", code, out, errOut)
+	}
+	for _, st := range []string{"deploy", "validate"} {
+		if out, errOut, code := l.run("stage", st); code != 0 {
+			t.Fatalf("stage %s: exit %d\n%s\n%s", st, code, out, errOut)
+		}
+	}
+	if out, errOut, code := l.run("validate"); code != 0 || !strings.Contains(out, "cluster e2e is valid") {
+		t.Fatalf("validate after the deploy: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	path := filepath.Join(l.cluster, "cluster.yaml")
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, bytes.Replace(b, []byte("greeting: bonjour"), []byte("greeting: salut"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = l.run("validate")
+	if code != 2 || !strings.Contains(errOut, "the deployed cluster is not what this folder describes now") ||
+		!strings.Contains(errOut, "cluster.yaml or a plugin config file changed since it ran") ||
+		!strings.Contains(errOut, "run `kube-aws up` to deploy the change, then `kube-aws validate`") {
+		t.Fatalf("validate after editing cluster.yaml: exit %d, want 2 naming kube-aws up\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = l.run("stage", "validate")
+	if code != 2 || !strings.Contains(errOut, "state of stage initialise is stale") || !strings.Contains(errOut, "run `kube-aws stage initialise` again") {
+		t.Fatalf("stage validate after editing cluster.yaml: exit %d, want 2 naming the stage\n%s\n%s", code, out, errOut)
+	}
+}
+
 func TestAPanickingPluginLeavesTheOutputAndNoProcess(t *testing.T) {
 	t.Parallel()
 	l := newLayout(t)

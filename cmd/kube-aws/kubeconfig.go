@@ -14,18 +14,19 @@ func newKubeconfig(g *globals) *cobra.Command {
 		Use:   "kubeconfig",
 		Short: "Write an admin kubeconfig for the cluster (mode 0600)",
 		Long: `kubeconfig writes a kubeconfig with cluster-admin rights (group system:masters) from the
-pki plugin's admin certificate and the cluster CA, which kube-aws keeps in credentials/pki/
-beside cluster.yaml (kube-aws render issues them). The API server is reached at
-https://<apiEndpoint.dnsName>, else at the endpoint the last kube-aws up deployed; --server
-overrides both. The file embeds the key: keep it like the credentials folder.`,
+cluster's admin credential: the cluster CA, the admin certificate and its key, which the plugin
+that provides them (the pki built-in, which kube-aws render makes them with) returns. The API
+server is reached at https://<apiEndpoint.dnsName>, else at the endpoint the last kube-aws up
+deployed; --server overrides both. The file embeds the key: keep it like the credentials folder.`,
 		Example: `  kube-aws kubeconfig
   kube-aws kubeconfig --out ~/.kube/demo --server https://api.demo.example.com`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: own(g, func(cmd *cobra.Command, args []string) error {
-			path, err := (&action.Kubeconfig{Config: g.actionConfig(), Server: server, Out: out}).Run()
+			path, warnings, err := (&action.Kubeconfig{Config: g.actionConfig(), Server: server, Out: out}).Run(cmd.Context())
 			if err != nil {
-				return err
+				return fail(g, "kubeconfig", err)
 			}
+			printDiagnostics(g.stderr, warnings)
 			fmt.Fprintf(g.stdout, "wrote %s\n", path)
 			return nil
 		}),

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kube-aws/kube-aws/core/diag"
-	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages"
 	"github.com/kube-aws/kube-aws/stages/action"
 )
@@ -158,11 +158,11 @@ contrib or user plugin whose sha256 differs from its entry. Commit the file.`,
 			}
 			if g.json() {
 				if locked == nil {
-					locked = []host.Candidate{}
+					locked = []source.Candidate{}
 				}
 				return writeJSON(g.stdout, struct {
-					Lockfile string           `json:"lockfile"`
-					Plugins  []host.Candidate `json:"plugins"`
+					Lockfile string             `json:"lockfile"`
+					Plugins  []source.Candidate `json:"plugins"`
 				}{path, locked})
 			}
 			fmt.Fprintf(g.stdout, "locked %d plugin(s) in %s\n", len(locked), path)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages/action"
 )
 
@@ -88,7 +88,7 @@ func runRegistry(g *globals, cmd *cobra.Command, names []string, upgrade bool) e
 
 // describeChange is one line of install's or upgrade's report:
 // "hello: pinned 0.1.0 (sha256:...) from oci://...; signature verified; downloaded".
-func describeChange(c ensure.Change, upgrade bool) string {
+func describeChange(c source.Change, upgrade bool) string {
 	var pin string
 	switch {
 	case c.From == nil:

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/test/registrytest"
 )
 
@@ -43,8 +43,8 @@ func (l *regLayout) pluginFolder(name, version string, files map[string]string) 
 		copyFile(l.t, plugintest.Build(l.t, "github.com/kube-aws/kube-aws/plugins/testdata/trivial"), filepath.Join(dir, name))
 	} else {
 		ov := versionOverlay(l.t, filepath.Join("..", "..", "plugins", "testdata", "trivial", "main.go"), `Version: "0.0.1"`, `Version: "`+version+`"`)
-		goBuild(l.t, "github.com/kube-aws/kube-aws/plugins/testdata/trivial", host.HostPlatform(), dir, name, "-overlay", ov)
-		plat := filepath.Join(dir, strings.ReplaceAll(host.HostPlatform(), "/", "-"))
+		goBuild(l.t, "github.com/kube-aws/kube-aws/plugins/testdata/trivial", source.HostPlatform(), dir, name, "-overlay", ov)
+		plat := filepath.Join(dir, strings.ReplaceAll(source.HostPlatform(), "/", "-"))
 		if err := os.Rename(filepath.Join(plat, name), filepath.Join(dir, name+".tmp")); err != nil {
 			l.t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestNoBuildForThisPlatformCLI(t *testing.T) {
 	}
 	l.push(dir, "plugins/hello:0.0.1", "--platform", "plan9/arm,windows/arm64")
 	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"))
-	l.refused(1, "plugins.hello.source", []string{"has no build of plugin hello for " + host.HostPlatform() + "; it has plan9/arm, windows/arm64"}, "render")
+	l.refused(1, "plugins.hello.source", []string{"has no build of plugin hello for " + source.HostPlatform() + "; it has plan9/arm, windows/arm64"}, "render")
 }
 
 // A layer whose bytes do not match its digest: nothing is installed.
@@ -232,7 +232,7 @@ func TestSignaturesCLI(t *testing.T) {
 		"sign it with `cosign sign --key cosign.key REGISTRY/REPOSITORY@" + digest + "`"}, "render")
 	cosign.Sign(t, otherKey, l.reg.Host+"/plugins/hello@"+digest, registrytest.SimpleSigning)
 	l.refused(1, "plugins.hello.verify", []string{"is refused: none of its 1 cosign signature(s) verifies with the key " + pub}, "plugins", "install")
-	if _, err := os.Stat(filepath.Join(l.cluster, host.LockfileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(l.cluster, source.LockfileName)); err == nil {
 		t.Error("a refused plugin was pinned in plugins.lock")
 	}
 }
@@ -253,11 +253,11 @@ func TestTamperedCacheEntryCLI(t *testing.T) {
 	l.push(l.pluginFolder("hello", "", nil), "plugins/hello:0.0.1")
 	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"))
 	l.ok("plugins", "install")
-	lock, err := host.ReadLockfile(filepath.Join(l.cluster, host.LockfileName))
+	lock, err := source.ReadLockfile(filepath.Join(l.cluster, source.LockfileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := filepath.Join(l.cache, "sha256", strings.TrimPrefix(lock.Entry("hello").Platforms[host.HostPlatform()].Manifest, "sha256:"))
+	entry := filepath.Join(l.cache, "sha256", strings.TrimPrefix(lock.Entry("hello").Platforms[source.HostPlatform()].Manifest, "sha256:"))
 	exe := filepath.Join(entry, "hello")
 	good, err := os.ReadFile(exe)
 	if err != nil {

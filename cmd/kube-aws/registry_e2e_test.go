@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/test/awstest"
 	"github.com/kube-aws/kube-aws/test/registrytest"
 )
@@ -129,13 +129,13 @@ func TestPluginsFromARegistryThroughAllFourStages(t *testing.T) {
 
 	// The author's side: push both, sign the Go one.
 	pyRef := reg.Ref("plugins/python-example:0.1.0")
-	stdout, stderr, code := l.run("plugins", "push", pythonExampleDir(t), pyRef, "--platform", host.HostPlatform()+","+otherPlatform())
+	stdout, stderr, code := l.run("plugins", "push", pythonExampleDir(t), pyRef, "--platform", source.HostPlatform()+","+otherPlatform())
 	if code != 0 || !strings.Contains(stdout, "pushed python-example 0.1.0 for ") {
 		t.Fatalf("push python-example: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	dist := t.TempDir()
 	overlay := versionOverlay(t, filepath.Join("..", "..", "contrib", "plugins", "kube2iam", "main.go"), `Version = "0.1.0"`, `Version = "0.2.0-registry"`)
-	for _, p := range []string{host.HostPlatform(), otherPlatform()} {
+	for _, p := range []string{source.HostPlatform(), otherPlatform()} {
 		goBuild(t, "github.com/kube-aws/kube-aws/contrib/plugins/kube2iam", p, dist, "kube2iam", "-overlay", overlay)
 	}
 	goRef := reg.Ref("plugins/kube2iam:0.2.0-registry")
@@ -161,14 +161,14 @@ func TestPluginsFromARegistryThroughAllFourStages(t *testing.T) {
 		!strings.Contains(stdout, "python-example: pinned 0.1.0 (sha256:") || !strings.Contains(stdout, "plugins.lock updated: commit it") {
 		t.Fatalf("plugins install: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	lock, err := host.ReadLockfile(filepath.Join(l.cluster, host.LockfileName))
+	lock, err := source.ReadLockfile(filepath.Join(l.cluster, source.LockfileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := lock.Entry("kube2iam"); e == nil || e.Source != host.SourceOCI || e.Digest != pushed.Digest || e.Key == "" || len(e.Platforms) != 2 {
+	if e := lock.Entry("kube2iam"); e == nil || e.Source != source.OCI || e.Digest != pushed.Digest || e.Key == "" || len(e.Platforms) != 2 {
 		t.Fatalf("lock entry for kube2iam: %+v", e)
 	}
-	if e := lock.Entry("python-example"); e == nil || e.Key != "" || len(e.Platforms[host.HostPlatform()].Files) != 4 {
+	if e := lock.Entry("python-example"); e == nil || e.Key != "" || len(e.Platforms[source.HostPlatform()].Files) != 4 {
 		t.Fatalf("lock entry for python-example: %+v", e)
 	}
 

@@ -40,6 +40,11 @@ type Diagnostic struct {
 	// the helm plugin found broken names the plugin that shipped it).
 	// kube-aws fills it; empty when the reporter is Plugin itself.
 	ReportedBy string `json:"reportedBy,omitempty"`
+	// ConflictsWith names the other plugin of a conflict between two
+	// (two plugins that define one thing differently, or patch one path):
+	// Plugin is the one the conflict is blamed on, the later in plugin
+	// order, and the heading shows both. Empty for a problem of one plugin.
+	ConflictsWith string `json:"conflictsWith,omitempty"`
 }
 
 // CodeNeedsConfirmation marks a fatal that the same command, run again with
@@ -79,6 +84,10 @@ func (d Diagnostic) String() string {
 				b.WriteString("/")
 			}
 			b.WriteString(d.Stage)
+		}
+		if d.ConflictsWith != "" {
+			b.WriteString(", conflicts with ")
+			b.WriteString(d.ConflictsWith)
 		}
 		if d.ReportedBy != "" {
 			b.WriteString(", reported by ")
@@ -233,6 +242,16 @@ func (d Diagnostic) At(path string) Diagnostic { d.Path = path; return d }
 func (d Diagnostic) About(plugin string) Diagnostic {
 	if plugin != "" {
 		d.Plugin = plugin
+	}
+	return d
+}
+
+// ConflictWith names the other plugin of a conflict between two; the
+// diagnostic's own Plugin is the one it is blamed on. Naming the plugin
+// itself, or no plugin, leaves the diagnostic alone.
+func (d Diagnostic) ConflictWith(plugin string) Diagnostic {
+	if plugin != d.Plugin {
+		d.ConflictsWith = plugin
 	}
 	return d
 }

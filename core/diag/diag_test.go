@@ -16,6 +16,12 @@ func TestStringShowsWhoWhereAndHint(t *testing.T) {
 		{"stage only", Diagnostic{Severity: Fatal, Stage: "render", Message: "m"}, "fatal [render]: m"},
 		{"file line col and path", Fatalf("unknown key").InFile("cluster.yaml", 3, 5).At("regoin"), "fatal cluster.yaml:3:5 regoin: unknown key"},
 		{"file and line", Fatalf("x").InFile("a.yaml", 7, 0), "fatal a.yaml:7: x"},
+		{"a conflict of two plugins shows both", Diagnostic{Severity: Fatal, Plugin: "audit-trail-2", Stage: "initialise", Path: "constructs.patches[1]", Message: "m"}.ConflictWith("audit-trail-1"),
+			"fatal [audit-trail-2/initialise, conflicts with audit-trail-1] constructs.patches[1]: m"},
+		{"a plugin in conflict with itself is one plugin", Diagnostic{Severity: Fatal, Plugin: "a", Stage: "initialise", Message: "m"}.ConflictWith("a"),
+			"fatal [a/initialise]: m"},
+		{"conflict reported by another plugin", Diagnostic{Severity: Fatal, Plugin: "dex", Stage: "render", ConflictsWith: "kube2iam", ReportedBy: "helm", Message: "m"},
+			"fatal [dex/render, conflicts with kube2iam, reported by helm]: m"},
 		{"hint on its own line", Warningf("old flag").WithHint("use --new"), "warning: old flag\n    hint: use --new"},
 	}
 	for _, c := range cases {

@@ -49,7 +49,7 @@ func (m *merger) addArtifact(plugin string, in construct.Artifact) {
 	def := artifactDefinition(in)
 	if first := m.artifactByName[in.Name]; first != nil {
 		if fd := artifactDefinition(first.a); !jsonEqual(fd, def) {
-			m.fatal(plugin, path,
+			m.conflict(plugin, first.owner, path,
 				fmt.Sprintf("artifact %s is defined differently by %s: %s", in.Name, by(first.owner, plugin), describeJSONDiff(first.owner, fd, plugin, def)),
 				resolveHint(first.owner, plugin, "the artifact")+" (one release of a name per cluster)")
 			return

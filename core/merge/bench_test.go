@@ -143,8 +143,9 @@ func benchContributions(nodePools, plugins int) []Contribution {
 					Operations: j([]any{map[string]any{"op": "add", "path": "/Properties/LaunchTemplateData/TagSpecifications/0/Tags/-",
 						"value": map[string]any{"Key": name, "Value": "true"}}})})
 		}
+		// Tags are keyed: one Key per plugin, as CloudFormation wants.
 		s.Patches = append(s.Patches, construct.Patch{Stack: "network", LogicalID: "VPC",
-			Operations: j([]any{map[string]any{"op": "add", "path": "/Properties/Tags/-", "value": map[string]any{"Key": "p", "Value": name}}})})
+			Operations: j([]any{map[string]any{"op": "add", "path": "/Properties/Tags/-", "value": map[string]any{"Key": "owner-" + name, "Value": name}}})})
 		contribs = append(contribs, Contribution{Plugin: name, Set: s})
 	}
 	return contribs

@@ -52,7 +52,7 @@ func (m *merger) addIAM(plugin string, i int, in construct.IAMStatement) {
 		sk := targetName{in.Target, in.Sid}
 		if j, ok := m.iamBySid[sk]; ok {
 			prev := m.iam[j]
-			m.fatal(plugin, path,
+			m.conflict(plugin, prev.owner, path,
 				fmt.Sprintf("IAM statement %s for %s is defined differently by %s: %q sets %s, %q sets %s",
 					in.Sid, in.Target, by(prev.owner, plugin), prev.owner, showIAM(prev.s), plugin, showIAM(in)),
 				resolveHint(prev.owner, plugin, "the statement")+", or give each statement its own Sid")
@@ -122,7 +122,7 @@ func (m *merger) addHelm(plugin string, i int, in construct.HelmRelease) {
 	if len(diffs) == 0 {
 		return
 	}
-	m.fatal(plugin, path,
+	m.conflict(plugin, prev.owner, path,
 		fmt.Sprintf("Helm release %s in namespace %s is defined by %s: %s",
 			in.Name, in.Namespace, by(prev.owner, plugin), strings.Join(diffs, "; ")),
 		resolveHint(prev.owner, plugin, "the release")+", or install it under another name or namespace")
@@ -151,7 +151,7 @@ func (m *merger) addManifest(plugin string, in construct.Manifest) {
 	if prev.m.Content == in.Content {
 		return
 	}
-	m.fatal(plugin, fmt.Sprintf("constructs.manifests[%s]", in.Name),
+	m.conflict(plugin, prev.owner, fmt.Sprintf("constructs.manifests[%s]", in.Name),
 		fmt.Sprintf("Kubernetes manifest %s is defined differently by %s: %s",
 			in.Name, by(prev.owner, plugin), describeTextDiff(prev.owner, prev.m.Content, plugin, in.Content)),
 		resolveHint(prev.owner, plugin, "the manifest")+", or give each manifest its own name")

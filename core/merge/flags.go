@@ -90,7 +90,7 @@ func (m *merger) addFlag(s *flagSet, plugin string, t construct.Target, in const
 		if f.value == in.Value {
 			return
 		}
-		m.fatal(plugin, s.path(t, name),
+		m.conflict(plugin, f.owner, s.path(t, name),
 			fmt.Sprintf("%s is single-valued and set differently by %s: %q sets %q, %q sets %q",
 				s.describe(t, name), by(f.owner, plugin), f.owner, f.value, plugin, in.Value),
 			resolveHint(f.owner, plugin, "the flag"))
@@ -114,7 +114,7 @@ func (m *merger) addFlag(s *flagSet, plugin string, t construct.Target, in const
 		if prev.item == item {
 			continue
 		}
-		m.fatal(plugin, s.path(t, name),
+		m.conflict(plugin, prev.owner, s.path(t, name),
 			fmt.Sprintf("%s gets conflicting entries for %s from %s: %q sets %q, %q sets %q",
 				s.describe(t, name), k, by(prev.owner, plugin), prev.owner, prev.item, plugin, item),
 			resolveHint(prev.owner, plugin, "the entry for "+k))
@@ -157,11 +157,7 @@ func (m *merger) checkAdmissionPlugins() {
 				continue
 			}
 			e := enable.byItem[item]
-			later := d.owner
-			if m.pluginIndex[e.owner] > m.pluginIndex[later] {
-				later = e.owner
-			}
-			m.fatal(later, m.apiFlags.path(construct.Target{}, "disable-admission-plugins"),
+			m.conflictLater(d.owner, e.owner, m.apiFlags.path(construct.Target{}, "disable-admission-plugins"),
 				fmt.Sprintf("admission plugin %s is enabled by plugin %q (--%s) and disabled by plugin %q (--disable-admission-plugins)",
 					item, e.owner, enableName, d.owner),
 				"an admission plugin is either enabled or disabled: remove it from one of the two plugins")

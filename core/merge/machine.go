@@ -57,7 +57,7 @@ func (m *merger) addUnit(plugin string, in *construct.Unit) {
 			diffs = append(diffs, fmt.Sprintf("enable: %q sets %t, %q sets %t", first, u.enable, plugin, in.Enable))
 		}
 		if len(diffs) > 0 {
-			m.fatal(plugin, path,
+			m.conflict(plugin, first, path,
 				fmt.Sprintf("systemd unit %s on %s is defined differently by %s: %s",
 					in.Name, in.Target, by(first, plugin), strings.Join(diffs, "; ")),
 				resolveHint(first, plugin, "the unit")+"; to change another plugin's unit, contribute a drop-in (a unit entry with no content) instead")
@@ -76,7 +76,7 @@ func (m *merger) addUnit(plugin string, in *construct.Unit) {
 		if prev.content == d.Content {
 			continue
 		}
-		m.fatal(plugin, fmt.Sprintf("%s.dropIns[%s]", path, d.Name),
+		m.conflict(plugin, prev.owner, fmt.Sprintf("%s.dropIns[%s]", path, d.Name),
 			fmt.Sprintf("drop-in %s of systemd unit %s on %s is defined differently by %s: %s",
 				d.Name, in.Name, in.Target, by(prev.owner, plugin), describeTextDiff(prev.owner, prev.content, plugin, d.Content)),
 			resolveHint(prev.owner, plugin, "the drop-in")+", or give each plugin's drop-in its own name")
@@ -140,7 +140,7 @@ func (m *merger) addFile(plugin string, in *construct.File) {
 	if len(diffs) == 0 {
 		return
 	}
-	m.fatal(plugin, fmt.Sprintf("constructs.files[%s:%s]", in.Target, in.Path),
+	m.conflict(plugin, first, fmt.Sprintf("constructs.files[%s:%s]", in.Target, in.Path),
 		fmt.Sprintf("file %s on %s is defined differently by %s: %s", in.Path, in.Target, by(first, plugin), strings.Join(diffs, "; ")),
 		resolveHint(first, plugin, "the file"))
 }
@@ -200,7 +200,7 @@ func (m *merger) addVolume(plugin string, in construct.Volume) {
 	show := func(v construct.Volume) string {
 		return fmt.Sprintf("hostPath %q mountPath %q readOnly %t", v.HostPath, v.MountPath, v.ReadOnly)
 	}
-	m.fatal(plugin, fmt.Sprintf("constructs.apiServer.volumes[%s]", in.Name),
+	m.conflict(plugin, prev.owner, fmt.Sprintf("constructs.apiServer.volumes[%s]", in.Name),
 		fmt.Sprintf("API server volume %q is defined differently by %s: %q sets %s, %q sets %s",
 			in.Name, by(prev.owner, plugin), prev.owner, show(prev.v), plugin, show(in)),
 		resolveHint(prev.owner, plugin, "the volume")+", or give each volume its own name")
@@ -223,7 +223,7 @@ func (m *merger) addLabel(plugin string, in construct.NodeLabel) {
 	if prev.l.Value == in.Value {
 		return
 	}
-	m.fatal(plugin, fmt.Sprintf("constructs.nodeLabels[%s:%s]", in.Target, in.Key),
+	m.conflict(plugin, prev.owner, fmt.Sprintf("constructs.nodeLabels[%s:%s]", in.Target, in.Key),
 		fmt.Sprintf("node label %s on %s is set differently by %s: %q sets %q, %q sets %q",
 			in.Key, in.Target, by(prev.owner, plugin), prev.owner, prev.l.Value, plugin, in.Value),
 		resolveHint(prev.owner, plugin, "the label"))
@@ -251,7 +251,7 @@ func (m *merger) addTaint(plugin string, in construct.NodeTaint) {
 	if prev.t.Value == in.Value {
 		return
 	}
-	m.fatal(plugin, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", in.Target, in.Key, in.Effect),
+	m.conflict(plugin, prev.owner, fmt.Sprintf("constructs.nodeTaints[%s:%s:%s]", in.Target, in.Key, in.Effect),
 		fmt.Sprintf("node taint %s:%s on %s is set differently by %s: %q sets value %q, %q sets value %q",
 			in.Key, in.Effect, in.Target, by(prev.owner, plugin), prev.owner, prev.t.Value, plugin, in.Value),
 		resolveHint(prev.owner, plugin, "the taint"))

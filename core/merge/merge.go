@@ -37,7 +37,11 @@
 //     MergePatch) apply after everything else has merged, in plugin order; a
 //     patch may not change a protected path (the pointer, anything under it,
 //     or an object above it) or a resource's Type, and must name a resource
-//     that exists. A refused patch is not applied.
+//     that exists. A refused patch is not applied. An RFC 6902 append to a
+//     keyed list (KeyedLists: tags by Key...) sets the item of its key: the
+//     same item twice is kept once, and two values for one key, from two
+//     plugins or against the resource's maker, are a conflict naming both,
+//     since CloudFormation refuses the list.
 //   - A plugin may render a stack late (Options.Late: the iam plugin builds
 //     the iam stack's roles in render, from the merged IAM statements).
 //     Contributions to such a stack stay in the merged set, one entry per
@@ -56,7 +60,8 @@
 //
 // Every conflict is reported, not just the first, so one run shows the user
 // every problem. Each is a fatal of the initialise stage, blamed on the later
-// plugin, with a path such as constructs.stacks[network].resources.VPC (for
+// plugin and naming the other (diag.Diagnostic.ConflictsWith), with a path
+// such as constructs.stacks[network].resources.VPC (for
 // a patch, constructs.patches[i], i counting in that plugin's patches).
 //
 // The merged set is deterministic for the same input: merged slices are in
@@ -132,7 +137,7 @@ func (m *merger) setLate(late []LateStacks) {
 	for _, l := range late {
 		for _, st := range l.Stacks {
 			if prev, ok := m.late[st]; ok && prev != l.Plugin {
-				m.fatal(m.later(prev, l.Plugin), "lateStacks",
+				m.conflictLater(prev, l.Plugin, "lateStacks",
 					fmt.Sprintf("stack %q is rendered late by %s: only one plugin can build a stack", st, by(prev, l.Plugin)),
 					fmt.Sprintf("disable one of %q and %q", prev, l.Plugin))
 				continue
@@ -365,6 +370,22 @@ func (m *merger) result() *construct.Set {
 // contribution could not be merged.
 func (m *merger) fatal(plugin, path, msg, hint string) {
 	m.diags = append(m.diags, fatalDiag(plugin, path, msg, hint))
+}
+
+// conflict records a conflict between two plugins: blamed on plugin, the
+// later one, whose contribution could not be merged, and naming other, so
+// that the heading of the fatal shows both.
+func (m *merger) conflict(plugin, other, path, msg, hint string) {
+	m.diags = append(m.diags, fatalDiag(plugin, path, msg, hint).ConflictWith(other))
+}
+
+// conflictLater records a conflict between plugins a and b, blamed on the
+// later of the two in plugin order.
+func (m *merger) conflictLater(a, b, path, msg, hint string) {
+	if m.later(a, b) == a {
+		a, b = b, a
+	}
+	m.conflict(b, a, path, msg, hint)
 }
 
 func fatalDiag(plugin, path, msg, hint string) diag.Diagnostic {

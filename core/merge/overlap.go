@@ -117,7 +117,7 @@ func (m *merger) overlapFatal(broadOwner, poolOwner, path, what string, pool con
 	if broadOwner == poolOwner {
 		whom = fmt.Sprintf("plugin %q for every worker and again for %s", broadOwner, pool)
 	}
-	m.fatal(m.later(broadOwner, poolOwner), path,
+	m.conflictLater(broadOwner, poolOwner, path,
 		fmt.Sprintf("%s is defined by %s, differently, and both land on node pool %s: %s", what, whom, pool.NodePool, diff),
 		resolveHint(broadOwner, poolOwner, noun)+", or give the pool's its own name")
 }

@@ -93,15 +93,26 @@ func (m *merger) clashes(refused []bool, outcomes []diag.List) {
 				if !ok {
 					continue
 				}
+				// m.patches is in plugin order: y is the later plugin's.
+				path := fmt.Sprintf("constructs.patches[%d]", y.index)
+				if field, key, keyed := sameKey(wx, wy); keyed {
+					outcomes[idx[b]] = append(outcomes[idx[b]], fatalDiag(y.plugin, path,
+						fmt.Sprintf("plugins %q and %q both append an item with %s %s to %s of resource %q in stack %q, with different values: %q appends %s (%s), %q appends %s (%s); CloudFormation refuses a list with two items of one %s, and plugin order must not pick one",
+							x.plugin, y.plugin, field, showValue(key), wx.pointer(), y.patch.LogicalID, y.patch.Stack, x.plugin, showValue(wx.value), wx.op, y.plugin, showValue(wy.value), wy.op, field),
+						fmt.Sprintf("make both plugins append the same item (through their values in cluster.yaml), or use items of different %ss", field)).
+						ConflictWith(x.plugin))
+					refused[idx[b]] = true
+					continue
+				}
 				where := wx.pointer()
 				if wy.pointer() != where {
 					where += " and " + wy.pointer()
 				}
-				// m.patches is in plugin order: y is the later plugin's.
-				outcomes[idx[b]] = append(outcomes[idx[b]], fatalDiag(y.plugin, fmt.Sprintf("constructs.patches[%d]", y.index),
+				outcomes[idx[b]] = append(outcomes[idx[b]], fatalDiag(y.plugin, path,
 					fmt.Sprintf("plugins %q and %q both patch %s of resource %q in stack %q, so plugin order would decide the result: %q %s (%s), %q %s (%s)",
 						x.plugin, y.plugin, where, y.patch.LogicalID, y.patch.Stack, x.plugin, wx.describe(), wx.op, y.plugin, wy.describe(), wy.op),
-					"patch paths that do not overlap, or set the same value; to add to a list another plugin makes, append with an RFC 6902 operation {\"op\": \"add\", \"path\": \".../-\"} instead of replacing the list"))
+					"patch paths that do not overlap, or set the same value; to add to a list another plugin makes, append with an RFC 6902 operation {\"op\": \"add\", \"path\": \".../-\"} instead of replacing the list").
+					ConflictWith(x.plugin))
 				refused[idx[b]] = true
 			}
 		}
@@ -135,6 +146,9 @@ func (m *merger) applyPatches() {
 		patches []int
 		body    json.RawMessage
 		exists  bool
+		// appended names the plugin whose patch put each item of a keyed
+		// list there (provenanceKey).
+		appended map[string]string
 	}
 	var groups []*group
 	byKey := map[[2]string]*group{}
@@ -175,11 +189,15 @@ func (m *merger) applyPatches() {
 		g.patches = append(g.patches, i)
 	}
 	run := func(g *group) {
+		g.appended = map[string]string{}
 		for _, i := range g.patches {
-			body, diags := m.patchOne(m.patches[i], g.body, g.exists, protected[g.key])
+			body, diags, added := m.patchOne(m.patches[i], g.body, g.exists, protected[g.key], g.appended)
 			outcomes[i] = diags
 			if len(diags) == 0 {
 				g.body = body
+				for _, k := range added {
+					g.appended[k] = m.patches[i].plugin
+				}
 			}
 		}
 	}
@@ -220,16 +238,18 @@ func (m *merger) applyPatches() {
 }
 
 // patchOne checks one patch against the resource body it targets and returns
-// the patched body, or the reasons it was refused. It only reads the merger,
-// so patches to different resources can run concurrently.
-func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, protected []protectedAcc) (json.RawMessage, diag.List) {
+// the patched body, or the reasons it was refused, and the items of keyed
+// lists it added (provenanceKey; appended holds those of the patches before
+// it). It only reads the merger, so patches to different resources can run
+// concurrently.
+func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, protected []protectedAcc, appended map[string]string) (json.RawMessage, diag.List, []string) {
 	p := pp.patch
 	path := fmt.Sprintf("constructs.patches[%d]", pp.index)
 	what := fmt.Sprintf("resource %q in stack %q", p.LogicalID, p.Stack)
 	var out diag.List
-	fatal := func(msg, hint string) (json.RawMessage, diag.List) {
+	fatal := func(msg, hint string) (json.RawMessage, diag.List, []string) {
 		out = append(out, fatalDiag(pp.plugin, path, msg, hint))
-		return nil, out
+		return nil, out, nil
 	}
 	st := m.stackByName[p.Stack]
 	if st == nil {
@@ -260,13 +280,13 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 	for _, pr := range protected {
 		if patchObj != nil {
 			if reason, ok := touches(patchObj, pr.tokens); ok {
-				hits = append(hits, hit{pr, reason})
+				hits = append(hits, hit{pr, "the patch " + reason})
 				continue
 			}
 		}
 		for _, w := range pp.opWrites {
 			if w.kind != wRead && near(w, pr.tokens) {
-				hits = append(hits, hit{pr, "'s " + w.op + " " + w.describe()})
+				hits = append(hits, hit{pr, "the patch's " + w.op + " " + w.describe()})
 				break
 			}
 		}
@@ -283,12 +303,17 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 			return fatal(fmt.Sprintf("plugin %q could not patch %s: %v", pp.plugin, what, err), "fix the patch's JSON")
 		}
 	}
+	var added []string
+	var keyed diag.List
 	if pp.ops != nil {
 		var err error
 		if patched, err = applyOperations(patched, &pp); err != nil {
 			return fatal(fmt.Sprintf("plugin %q could not apply its operations to %s: %v", pp.plugin, what, err),
 				fmt.Sprintf("check each operation's path against the resource in rendered/stacks/%s.json (kube-aws render without the patch shows it); \"add\" to \".../-\" needs the list to exist", p.Stack))
 		}
+		// Checked once the operations applied, so that it sees the list
+		// as they left it; reported after the protected paths.
+		patched, keyed, added = keyedAppends(pp, patched, appended, st.owner[ownerKey{secResources, p.LogicalID}])
 	}
 	// MergePatch adds the new keys of one object in map order, and
 	// json-patch re-encodes what it touched; sort keys so the same input
@@ -300,7 +325,10 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 		}
 	}
 	if len(hits) == 0 && !typeTouched {
-		return patched, nil
+		if len(keyed) > 0 {
+			return nil, keyed, nil
+		}
+		return patched, nil, added
 	}
 	before, errB := decodeJSON(body)
 	after, errA := decodeJSON(patched)
@@ -333,7 +361,7 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 		if ptr == "" {
 			ptr = "(the whole resource)"
 		}
-		msg := fmt.Sprintf("plugin %q may not change protected path %s of %s: the patch %s (protected by plugin %q",
+		msg := fmt.Sprintf("plugin %q may not change protected path %s of %s: %s (protected by plugin %q",
 			pp.plugin, ptr, what, h.reason, h.prot.owner)
 		if h.prot.p.Reason != "" {
 			msg += ": " + h.prot.p.Reason
@@ -342,10 +370,10 @@ func (m *merger) patchOne(pp pendingPatch, body json.RawMessage, exists bool, pr
 		out = append(out, fatalDiag(pp.plugin, path, msg,
 			"remove that part of the patch; contribute what is needed through its own construct (units, files, flags) instead of patching a protected value"))
 	}
-	if len(out) > 0 {
-		return nil, out
+	if out = append(out, keyed...); len(out) > 0 {
+		return nil, out, nil
 	}
-	return patched, nil
+	return patched, nil, added
 }
 
 // applyOptions are json-patch's defaults, except that HTML characters stay

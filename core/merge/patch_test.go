@@ -128,7 +128,7 @@ func TestOperationsAppendToAList(t *testing.T) {
 	prot := lb
 	prot.Protected = []construct.Protected{{Stack: "control-plane", LogicalID: "LoadBalancer", Pointer: "/Properties/Tags", Reason: "owned tags"}}
 	_, diags := Merge([]Contribution{{"cloudformation", &prot}, {"a", &a}})
-	checkConflict(t, diags, "a", "constructs.patches[0]", "may not change protected path /Properties/Tags", "operation 0 (add) appends", "owned tags")
+	checkConflict(t, diags, "a", "constructs.patches[0]", "may not change protected path /Properties/Tags", ": the patch's operation 0 (add) appends", "owned tags")
 
 	bad := construct.Set{Patches: []construct.Patch{{Stack: "control-plane", LogicalID: "LoadBalancer",
 		Operations: raw(`[{"op":"test","path":"/Properties/Scheme","value":"internal"}]`)}}}
@@ -151,10 +151,10 @@ func TestPatchRefused(t *testing.T) {
 	}{
 		{"protected pointer itself",
 			patchSet("nodepool-a", "LaunchTemplate", `{"Properties":{"LaunchTemplateData":{"UserData":"evil"}}}`), nil,
-			[]string{"/Properties/LaunchTemplateData/UserData", `sets it to "evil"`, "bootstrap userdata", `"cloudformation"`}},
+			[]string{"/Properties/LaunchTemplateData/UserData", `: the patch sets it to "evil" (protected by plugin`, "bootstrap userdata", `"cloudformation"`}},
 		{"protected pointer removed",
 			patchSet("nodepool-a", "LaunchTemplate", `{"Properties":{"LaunchTemplateData":{"UserData":null}}}`), nil,
-			[]string{"removes it"}},
+			[]string{": the patch removes it (protected"}},
 		{"under the protected pointer",
 			patchSet("nodepool-a", "LaunchTemplate", `{"Properties":{"LaunchTemplateData":{"UserData":{"Fn::Base64":"evil"}}}}`), nil,
 			[]string{"changes /Properties/LaunchTemplateData/UserData/Fn::Base64 under it"}},

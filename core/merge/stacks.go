@@ -154,7 +154,7 @@ func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[str
 			hint = fmt.Sprintf("keep resource %q in one plugin only and have the other change it with a patch (constructs.patches), or make %q and %q define it identically",
 				k, first, plugin)
 		}
-		m.fatal(plugin, stackPath(st.s.Name, sec, k),
+		m.conflict(plugin, first, stackPath(st.s.Name, sec, k),
 			fmt.Sprintf("%s is defined differently by %s: %s", what, by(first, plugin), describeJSONDiff(first, prev, plugin, v)),
 			hint)
 	}
@@ -182,7 +182,7 @@ func mergeValues[V comparable](m *merger, plugin string, st *stackAcc, sec secti
 			continue
 		}
 		first := st.owner[ownerKey{sec, k}]
-		m.fatal(plugin, stackPath(st.s.Name, sec, k),
+		m.conflict(plugin, first, stackPath(st.s.Name, sec, k),
 			fmt.Sprintf("%s %q of stack %q is set differently by %s: %q sets %q, %q sets %q",
 				noun, k, st.s.Name, by(first, plugin), first, fmt.Sprint(prev), plugin, fmt.Sprint(v)),
 			resolveHint(first, plugin, "the "+noun))

@@ -223,17 +223,23 @@ func under(a, b []string) bool {
 }
 
 // clash reports whether two writes of different plugins to one resource
-// would give a result that depends on which applies first. Appends to a
-// list never clash with each other or with changes to its elements (they
-// only add at the end); identical values set, or the same path removed by
-// both, do not clash either.
+// would give a result that depends on which applies first, or that
+// CloudFormation would refuse. Appends to a list never clash with each
+// other or with changes to its elements (they only add at the end), except
+// two different items of one key appended to a keyed list (KeyedList);
+// identical values set, or the same path removed by both, do not clash
+// either.
 func clash(a, b write) bool {
 	if a.kind == wRead && b.kind == wRead {
 		return false
 	}
 	if a.kind == wAppend || b.kind == wAppend {
 		if a.kind == wAppend && b.kind == wAppend {
-			return false
+			// Items of a keyed list are the same item when their keys
+			// are: two values for one key clash (CloudFormation refuses
+			// the list); the same value twice is kept once.
+			_, _, same := sameKey(a, b)
+			return same && !valueEqual(a.value, b.value)
 		}
 		app, other := a, b
 		if b.kind == wAppend {

@@ -12,6 +12,19 @@ import (
 	"unicode"
 )
 
+// CredentialsDir is the folder beside cluster.yaml where kube-aws keeps the
+// secrets plugins generate (plugins/host.Credentials); kube-aws init
+// git-ignores it. What a plugin keeps there is its own: another plugin or
+// command asks it through the protocol instead of opening its files.
+const CredentialsDir = "credentials"
+
+// GeneratedSecretFile is where kube-aws keeps a plugin's generated secret
+// key, relative to cluster.yaml's folder (credentials/<plugin>/<key>): for
+// the plugin to tell the operator where their copy is.
+func GeneratedSecretFile(plugin, key string) string {
+	return CredentialsDir + "/" + plugin + "/" + key
+}
+
 // Stacks the built-in plugins make. A node pool's stack is NodePoolStack.
 const (
 	// StackNetwork holds the VPC, subnets and the security groups of every
@@ -25,12 +38,27 @@ const (
 	// StackIAM holds a role, policy and instance profile per machine role;
 	// the iam plugin renders it late, from the merged IAM statements.
 	StackIAM = "iam"
-
-	nodePoolStackPrefix = "nodepool-"
 )
 
+// NodePoolPrefix starts the names of a node pool's stack and machine role:
+// nodepool-<pool>.
+const NodePoolPrefix = "nodepool-"
+
 // NodePoolStack is the stack of one node pool: nodepool-<pool>.
-func NodePoolStack(pool string) string { return nodePoolStackPrefix + pool }
+func NodePoolStack(pool string) string { return NodePoolPrefix + pool }
+
+// NodePoolRole is the role of one node pool's machines, nodepool-<pool>:
+// the name of their userdata, their S3 role folder (roles/<role>/), their
+// KMS encryption context and their settings (core/nodeplan.Settings). It
+// equals the pool's stack name (UserDataName).
+func NodePoolRole(pool string) string { return NodePoolPrefix + pool }
+
+// NodePoolOf is the pool of a node pool's role or stack name, and whether
+// name is one (nodepool-<pool> with a pool name).
+func NodePoolOf(name string) (pool string, ok bool) {
+	pool, ok = strings.CutPrefix(name, NodePoolPrefix)
+	return pool, ok && pool != ""
+}
 
 // StackName is a rendered stack's CloudFormation name: <cluster>-<stack>.
 func StackName(cluster, stack string) string { return cluster + "-" + stack }
@@ -52,7 +80,7 @@ func UserDataName(stack string) string {
 		return RoleController
 	case stack == StackEtcd:
 		return RoleEtcd
-	case strings.HasPrefix(stack, nodePoolStackPrefix):
+	case strings.HasPrefix(stack, NodePoolPrefix):
 		return stack
 	}
 	return ""
@@ -144,6 +172,38 @@ const (
 	OutputLoadBalancerDNS = "LoadBalancerDNS"
 )
 
+// Cluster outputs: the deploy result's outputs (kube-aws up prints them,
+// --outputs-file writes them), which deploy lifts from the stacks' outputs
+// by ClusterOutput.
+const (
+	// ClusterOutputAPIEndpoint is the URL of the Kubernetes API, the
+	// control-plane stack's OutputAPIEndpoint under its own name; kube-aws
+	// kubeconfig reaches the API there by default.
+	ClusterOutputAPIEndpoint = OutputAPIEndpoint
+	// ClusterOutputAPILoadBalancerDNS is the API load balancer's DNS name
+	// (OutputLoadBalancerDNS).
+	ClusterOutputAPILoadBalancerDNS = "APILoadBalancerDNS"
+	// ClusterOutputVPCID is the VPC's id (OutputVpcID).
+	ClusterOutputVPCID = "VPCId"
+)
+
+// ClusterOutput is the cluster output that deploy lifts a stack output to,
+// or "" for a stack output that stays the stack's. This is the one list of
+// the stack output names deploy accepts for each cluster output: the
+// cloudformation plugin's, and for the VPC's id also the cluster output's
+// own spelling.
+func ClusterOutput(stackOutput string) string {
+	switch stackOutput {
+	case OutputAPIEndpoint:
+		return ClusterOutputAPIEndpoint
+	case OutputLoadBalancerDNS:
+		return ClusterOutputAPILoadBalancerDNS
+	case OutputVpcID, ClusterOutputVPCID:
+		return ClusterOutputVPCID
+	}
+	return ""
+}
+
 // Logical IDs in the network stack other plugins patch or refer to.
 const (
 	ControllerSecurityGroup = "ControllerSecurityGroup"
@@ -198,6 +258,9 @@ const (
 	TagCluster = "kube-aws:cluster"
 	// TagStack tags every stack with its rendered name.
 	TagStack = "kube-aws:stack"
+	// TagRole tags a resource with what it serves (the etcd members'
+	// data volumes: etcd-data).
+	TagRole = "kube-aws:role"
 	// ReservedTagPrefix is kube-aws's own tag namespace.
 	ReservedTagPrefix = "kube-aws:"
 )
@@ -211,6 +274,20 @@ func StackTags(cluster, stack string) map[string]string {
 // Kubernetes nodes (controllers, node pools): Auto Scaling holds a leaving
 // instance until the controllers' drainer has drained its node.
 const DrainLifecycleHook = "kube-aws-drain"
+
+// Node labels and taints that several plugins agree on.
+const (
+	// LabelRole marks a node with its machine role (RoleController on the
+	// controllers): a label the kubelet may set itself, which
+	// node-role.kubernetes.io/* is not (reserved). The kubernetes plugin
+	// puts it on the controllers, whose add-ons (the cloud controller
+	// manager) select it; a plugin that runs something there selects it
+	// too.
+	LabelRole = "node.kube-aws.io/role"
+	// TaintControlPlane (NoSchedule) keeps workloads off the controllers,
+	// as on kubeadm's control-plane nodes; what belongs there tolerates it.
+	TaintControlPlane = "node-role.kubernetes.io/control-plane"
+)
 
 // KubernetesClusterTag is the tag Kubernetes' AWS cloud provider finds the
 // cluster's resources by (value "owned").

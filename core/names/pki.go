@@ -109,17 +109,3 @@ const (
 	UserAPIServerKubeletClient = "kube-apiserver-kubelet-client"
 	UserAPIServerEtcdClient    = "kube-apiserver-etcd-client"
 )
-
-// What the pki plugin keeps in kube-aws's store of generated secrets, whose
-// plain text lives in CredentialsDir/PKIPlugin/<name> beside cluster.yaml
-// (the operator's copy of the CAs): `kube-aws kubeconfig` reads the admin
-// certificate and the cluster CA there.
-const (
-	// CredentialsDir is the folder of generated secrets beside cluster.yaml
-	// (git-ignored by kube-aws init).
-	CredentialsDir   = "credentials"
-	PKIPlugin        = "pki"
-	PKIKeptCACert    = "ca.crt"
-	PKIKeptAdminCert = "admin.crt"
-	PKIKeptAdminKey  = "admin.key"
-)

@@ -9,8 +9,14 @@
 // (kube-aws-node) share these types, so a plan a plugin renders is one the
 // machine understands: a plugin builds the Go value, calls Validate, and
 // writes Encode's bytes as a file construct at the plan's Path. The package
-// imports only the standard library, because every plugin imports it and
-// package init is start-up time of every plugin process.
+// imports only the standard library and core/names (which imports nothing
+// else), because every plugin imports it and package init is start-up time
+// of every plugin process.
+//
+// It also declares kube-aws-node's steps (Step): the name of each, the plan
+// it reads and what it needs, and derives from the needs the order a
+// machine runs them in (Steps), which the userdata plugin's runcmd and
+// kube-aws-node's own list follow.
 //
 // Conventions every plan follows:
 //   - JSON, fields in lowerCamelCase, unknown fields refused (a typo in a

@@ -2,6 +2,7 @@ package nodeplan
 
 import (
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"sort"
@@ -152,4 +153,59 @@ func sorted(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// docs/node-agent.md's table of steps is the declarations: every step in
+// the order Steps derives, with its plan, whether runcmd starts it, and
+// what it needs.
+func TestDocsListSteps(t *testing.T) {
+	b, err := os.ReadFile("../../docs/node-agent.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n### Steps\n")
+	section, _, _ = strings.Cut(section, "\n###")
+	var rows [][]string
+	for _, l := range strings.Split(section, "\n") {
+		if strings.HasPrefix(l, "| `") {
+			cells := strings.Split(strings.Trim(l, "|"), "|")
+			for i := range cells {
+				cells[i] = strings.TrimSpace(cells[i])
+			}
+			rows = append(rows, cells)
+		}
+	}
+	var steps []Step
+	for _, s := range Steps() {
+		if s.Name != Units {
+			steps = append(steps, s)
+		}
+	}
+	if len(rows) != len(steps) {
+		t.Fatalf("the table has %d steps, %d are declared", len(rows), len(steps))
+	}
+	for i, s := range steps {
+		row := rows[i]
+		if row[0] != "`"+s.Name+"`" {
+			t.Errorf("row %d is %s, want %s (the declared order)", i, row[0], s.Name)
+			continue
+		}
+		if plan := row[1]; (s.Plan == "" && !strings.HasPrefix(plan, "(")) || (s.Plan != "" && !strings.HasPrefix(plan, "`"+path.Base(s.Plan)+"`")) {
+			t.Errorf("%s: plan %s, declared %q", s.Name, plan, s.Plan)
+		}
+		if strings.Contains(row[2], "runcmd") != s.RunCmd {
+			t.Errorf("%s: started by %s, declared RunCmd %v", s.Name, row[2], s.RunCmd)
+		}
+		var needs []string
+		for _, n := range s.Needs {
+			if n.Step == Units {
+				needs = append(needs, Units)
+			} else {
+				needs = append(needs, "`"+n.Step+"`")
+			}
+		}
+		if got, want := row[3], strings.Join(needs, ", "); got != want {
+			t.Errorf("%s: needs %q, declared %q", s.Name, got, want)
+		}
+	}
 }

@@ -14,8 +14,8 @@ var MarkerPattern = regexp.MustCompile(`\(\(secret:[A-Za-z0-9._~%/-]+\)\)`)
 // SecretsPlan (SecretsPath) lists every file the role's userdata writes
 // with ((secret:...)) markers in it. The `secrets` step fetches each
 // marker's ciphertext from roles/<role>/secrets/<sha256 of the marker>,
-// decrypts it with KMS (encryption context {"kube-aws:cluster": <cluster>,
-// "kube-aws:role": <role>}) and replaces the marker by its value, encoded
+// decrypts it with KMS under the role's encryption context
+// (Settings.EncryptionContext) and replaces the marker by its value, encoded
 // for the file's Format. Only listed files are touched: a marker in any
 // other file stays as it is.
 type SecretsPlan struct {

@@ -3,13 +3,15 @@ package nodeplan
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // The environment the launch template's bootstrap sets when it execs
 // `kube-aws-node boot`. boot copies them to SettingsEnvPath.
 const (
 	// EnvCluster is the cluster's name: the KMS encryption context of
-	// every secret ("kube-aws:cluster").
+	// every secret (names.EncryptionContextCluster).
 	EnvCluster = "KUBE_AWS_CLUSTER"
 	// EnvRegion is the AWS region of the cluster.
 	EnvRegion = "KUBE_AWS_REGION"
@@ -105,17 +107,16 @@ func (s Settings) Validate() error {
 // Key is the full S3 key of a key relative to the cluster's prefix.
 func (s Settings) Key(rel string) string { return Key(s.Prefix, rel) }
 
-// EncryptionContext is the KMS encryption context of the role's secrets.
+// EncryptionContext is the KMS encryption context of the role's secrets,
+// the one deploy encrypted them under (names.EncryptionContext).
 func (s Settings) EncryptionContext() map[string]string {
-	return map[string]string{"kube-aws:cluster": s.Cluster, "kube-aws:role": s.Role}
+	return names.EncryptionContext(s.Cluster, s.Role)
 }
 
 func validRole(r string) bool {
-	switch {
-	case r == "controller" || r == "etcd":
+	if r == names.RoleController || r == names.RoleEtcd {
 		return true
-	case strings.HasPrefix(r, "nodepool-") && len(r) > len("nodepool-"):
-		return dnsLabel.MatchString(strings.TrimPrefix(r, "nodepool-"))
 	}
-	return false
+	pool, ok := names.NodePoolOf(r)
+	return ok && dnsLabel.MatchString(pool)
 }

@@ -26,18 +26,24 @@ const (
 // All lists the stages in the order they run.
 var All = []Name{Initialise, Render, Deploy, Validate}
 
-// Operations are called like a stage, but are no stage of the pipeline:
-// kube-aws diff and destroy run initialise and render, then the operation,
-// in the plugins that implement it (the deploy plugin), and persist nothing.
+// Operations are called like a stage, but are no stage of the pipeline, and
+// persist nothing: kube-aws diff and destroy run initialise and render,
+// then the operation, in the plugins that implement it (the deploy plugin);
+// kube-aws kubeconfig asks for the admin credential with no stage before
+// it, from the plugin that implements that operation (the pki plugin).
 const (
 	// Diff previews a deploy: what each stack would change. Nothing changes.
 	Diff Name = "diff"
 	// Destroy deletes what deploy made.
 	Destroy Name = "destroy"
+	// AdminCredential returns the cluster's admin credential
+	// (Result.AdminCredential) as the plugin that implements it keeps it.
+	// It makes nothing and changes nothing.
+	AdminCredential Name = "admin-credential"
 )
 
 // Operations lists the operations.
-var Operations = []Name{Diff, Destroy}
+var Operations = []Name{Diff, Destroy, AdminCredential}
 
 // Parse turns a user-typed stage name into a Name.
 func Parse(s string) (Name, error) {
@@ -126,7 +132,7 @@ type PluginValues struct {
 
 // Result is what one plugin returns from a stage. Each stage reads only the
 // fields it defines: initialise Values and Constructs, render Files and
-// Stacks, deploy Deploy, the diff and destroy operations Diff and Destroy;
+// Stacks, deploy Deploy, the operations Diff, Destroy and AdminCredential;
 // every stage may return Diagnostics.
 type Result struct {
 	Values      json.RawMessage `json:"values,omitempty"`
@@ -137,7 +143,31 @@ type Result struct {
 	Diff        *DiffResult     `json:"diff,omitempty"`
 	Destroy     *DestroyResult  `json:"destroy,omitempty"`
 	Diagnostics diag.List       `json:"diagnostics,omitempty"`
+	// AdminCredential holds a private key: it is never encoded as JSON
+	// (state, reports), only carried in memory and on the plugin wire.
+	AdminCredential *Credential `json:"-"`
 }
+
+// Credential is what a kubeconfig embeds to reach the cluster: the CA the
+// API server's certificate chains to, and a client certificate with its
+// private key, all PEM (the admin-credential operation returns one with
+// cluster-admin rights). The key is a secret: it travels in memory
+// and on the plugin wire only, and fmt prints the value redacted.
+type Credential struct {
+	// CACert is the cluster CA's certificate
+	// (certificate-authority-data).
+	CACert []byte
+	// Cert and Key are the client certificate and its private key
+	// (client-certificate-data, client-key-data).
+	Cert, Key []byte
+}
+
+// String keeps the key out of logs and error messages: %v and %+v print
+// this, not the PEM.
+func (Credential) String() string { return "credential (redacted)" }
+
+// GoString does the same for %#v.
+func (c Credential) GoString() string { return c.String() }
 
 // Stack actions a diff reports.
 const (

@@ -81,6 +81,9 @@ type Options struct {
 	// FreshFacts reads the instance facts from IMDS even when kept ones
 	// exist (boot does: the machine may be new).
 	FreshFacts bool
+	// DryRun changes nothing on the machine: facts are not kept and the
+	// status is not written (a step's --dry-run).
+	DryRun bool
 }
 
 // Env is one step's world.
@@ -95,6 +98,8 @@ type Env struct {
 	Store    *blob.Store
 	Facts    nodeplan.Facts
 	Report   *report.Reporter
+	// dryRun keeps facts in memory only.
+	dryRun bool
 }
 
 // New sets up a step's Env.
@@ -106,7 +111,7 @@ func New(ctx context.Context, step string, o Options) (*Env, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	e := &Env{Step: step, Root: root, Stderr: o.Stderr}
+	e := &Env{Step: step, Root: root, Stderr: o.Stderr, dryRun: o.DryRun}
 	out := report.Writers(o.Stderr, report.Console(o.Console))
 	// Until the facts are known, lines name the role only.
 	e.Report = &report.Reporter{Out: out}
@@ -149,9 +154,12 @@ func New(ctx context.Context, step string, o Options) (*Env, error) {
 	}
 	e.Report = &report.Reporter{
 		Role: e.Settings.Role, InstanceID: e.Facts[nodeplan.FactInstanceID], Address: e.Facts[nodeplan.FactPrivateIPv4],
-		Start: start, Out: out, Status: e.Store,
-		StatusKey: e.Settings.Key(nodeplan.StatusKey(e.Settings.Role, e.Facts[nodeplan.FactInstanceID])),
-		Local:     e.Path(filepath.Join(nodeplan.StateDir, "status.json")),
+		Start: start, Out: out,
+	}
+	if !o.DryRun {
+		e.Report.Status = e.Store
+		e.Report.StatusKey = e.Settings.Key(nodeplan.StatusKey(e.Settings.Role, e.Facts[nodeplan.FactInstanceID]))
+		e.Report.Local = e.Path(filepath.Join(nodeplan.StateDir, "status.json"))
 	}
 	return e, nil
 }
@@ -198,13 +206,20 @@ func (e *Env) loadFacts(ctx context.Context, fresh bool) error {
 		}
 	}
 	e.Facts = f
-	return facts.Save(e.Root, f)
+	return e.saveFacts()
 }
 
 // AddFacts keeps facts a step derived, for the steps and units after it.
 func (e *Env) AddFacts(more nodeplan.Facts) error {
 	for k, v := range more {
 		e.Facts[k] = v
+	}
+	return e.saveFacts()
+}
+
+func (e *Env) saveFacts() error {
+	if e.dryRun {
+		return nil
 	}
 	return facts.Save(e.Root, e.Facts)
 }

@@ -91,6 +91,13 @@ func (st *Store) Put(ctx context.Context, key string, body []byte, contentType s
 	return nil
 }
 
+// Cached returns the path of a verified copy of the object whose sha256 is
+// sum in the cache, if there is one; it downloads nothing.
+func (st *Store) Cached(sum string) (string, bool) {
+	p := filepath.Join(st.CacheDir, sum)
+	return p, nodeplan.IsSHA256(sum) && HasSum(p, sum)
+}
+
 // Fetch returns the path of a verified copy of src in the cache,
 // downloading it when it is not there yet. A copy whose sha256 is wrong is
 // never kept.
@@ -98,10 +105,10 @@ func (st *Store) Fetch(ctx context.Context, src Source) (string, error) {
 	if !nodeplan.IsSHA256(src.SHA256) {
 		return "", retry.Permanent(fmt.Errorf("%s: %q is not a sha256", src, src.SHA256))
 	}
-	dest := filepath.Join(st.CacheDir, src.SHA256)
-	if HasSum(dest, src.SHA256) {
-		return dest, nil
+	if p, ok := st.Cached(src.SHA256); ok {
+		return p, nil
 	}
+	dest := filepath.Join(st.CacheDir, src.SHA256)
 	if err := os.MkdirAll(st.CacheDir, 0o700); err != nil {
 		return "", err
 	}

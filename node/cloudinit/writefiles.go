@@ -13,24 +13,33 @@ import (
 // to every path ("/" on a machine). log is told of each file. The first
 // failure stops the run and names the entry.
 func (u *Userdata) Write(root string, log func(string)) error {
-	for _, deferred := range []bool{false, true} {
-		for _, f := range u.WriteFiles {
-			if f.Defer != deferred {
-				continue
+	for _, f := range u.WriteOrder() {
+		if err := f.write(root); err != nil {
+			return fmt.Errorf("write_files (line %d) %s: %w", f.Line, f.Path, err)
+		}
+		if log != nil {
+			verb := "wrote"
+			if f.Append {
+				verb = "appended to"
 			}
-			if err := f.write(root); err != nil {
-				return fmt.Errorf("write_files (line %d) %s: %w", f.Line, f.Path, err)
-			}
-			if log != nil {
-				verb := "wrote"
-				if f.Append {
-					verb = "appended to"
-				}
-				log(fmt.Sprintf("%s %s (%d bytes, mode %04o)", verb, f.Path, len(f.Content), f.Mode))
-			}
+			log(fmt.Sprintf("%s %s (%d bytes, mode %04o)", verb, f.Path, len(f.Content), f.Mode))
 		}
 	}
 	return nil
+}
+
+// WriteOrder is the write_files entries in the order Write writes them:
+// those without defer, then the deferred ones, each in userdata order.
+func (u *Userdata) WriteOrder() []WriteFile {
+	out := make([]WriteFile, 0, len(u.WriteFiles))
+	for _, deferred := range []bool{false, true} {
+		for _, f := range u.WriteFiles {
+			if f.Defer == deferred {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // write is cloud-init's util.write_file and chownbyname: make the parent

@@ -18,6 +18,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // The three benchmarks live in one file so that one `go test -bench` run
@@ -124,7 +125,7 @@ func runAllStages(b *testing.B, ps []*host.Plugin) {
 
 func BenchmarkTrivialPluginAllStages(b *testing.B) {
 	bin := plugintest.Build(b, "../testdata/trivial")
-	cands := []host.Candidate{candidate(bin)}
+	cands := []source.Candidate{candidate(bin)}
 	opts := host.Options{Stderr: io.Discard}
 	measure(b, 1, func() {
 		ps, err := host.Launch(context.Background(), cands, opts)
@@ -138,7 +139,7 @@ func BenchmarkTrivialPluginAllStages(b *testing.B) {
 
 func BenchmarkTwentyTrivialPlugins(b *testing.B) {
 	bin := plugintest.Build(b, "../testdata/trivial")
-	var cands []host.Candidate
+	var cands []source.Candidate
 	for i := 1; i <= 20; i++ {
 		c := candidate(bin)
 		c.Name = fmt.Sprintf("trivial-%02d", i)

@@ -16,6 +16,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 	"github.com/kube-aws/kube-aws/plugins/protocol"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // TestMain doubles as a helper kube-aws: with $KUBE_AWS_TEST_HELPER set the
@@ -40,7 +41,7 @@ func helperLaunch() {
 	if os.Getenv("KUBE_AWS_TEST_HELPER_SIGNALS") != "" {
 		host.CleanupOnSignal()
 	}
-	ps, err := host.Launch(context.Background(), []host.Candidate{{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: host.SourceUser}}, host.Options{})
+	ps, err := host.Launch(context.Background(), []source.Candidate{{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: source.User}}, host.Options{})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)
@@ -130,7 +131,7 @@ func assertGone(t *testing.T, pid int, d time.Duration) {
 
 // userPlugin copies a built plugin into dir/plugins/<name>/<name>, the layout
 // of a user plugin beside cluster.yaml, and returns its candidate.
-func userPlugin(t *testing.T, dir, bin, name string) host.Candidate {
+func userPlugin(t *testing.T, dir, bin, name string) source.Candidate {
 	t.Helper()
 	pdir := filepath.Join(dir, "plugins", name)
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
@@ -138,7 +139,7 @@ func userPlugin(t *testing.T, dir, bin, name string) host.Candidate {
 	}
 	path := filepath.Join(pdir, name)
 	copyFile(t, bin, path)
-	return host.Candidate{Name: name, Path: path, Dir: pdir, Source: host.SourceUser}
+	return source.Candidate{Name: name, Path: path, Dir: pdir, Source: source.User}
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -155,8 +156,8 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-func candidate(bin string) host.Candidate {
-	return host.Candidate{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: host.SourceUser}
+func candidate(bin string) source.Candidate {
+	return source.Candidate{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: source.User}
 }
 
 func mustContain(t *testing.T, err error, parts ...string) {

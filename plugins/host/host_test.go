@@ -15,11 +15,12 @@ import (
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
-func launchOne(t *testing.T, c host.Candidate, opts host.Options) (*host.Plugin, error) {
+func launchOne(t *testing.T, c source.Candidate, opts host.Options) (*host.Plugin, error) {
 	t.Helper()
-	ps, err := host.Launch(context.Background(), []host.Candidate{c}, opts)
+	ps, err := host.Launch(context.Background(), []source.Candidate{c}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func TestLaunchFailureKillsTheRest(t *testing.T) {
 	good := plugintest.Build(t, "../testdata/trivial")
 	bad := plugintest.Build(t, "../testdata/stdoutgarbage")
 	proto := plugintest.Build(t, "../testdata/badproto")
-	_, err := host.Launch(context.Background(), []host.Candidate{candidate(good), candidate(bad), candidate(proto)}, host.Options{Stderr: &plugintest.Buffer{}})
+	_, err := host.Launch(context.Background(), []source.Candidate{candidate(good), candidate(bad), candidate(proto)}, host.Options{Stderr: &plugintest.Buffer{}})
 	mustContain(t, err, "plugin stdoutgarbage", "plugin badproto")
 	if strings.Contains(err.Error(), "plugin trivial") {
 		t.Errorf("the good plugin is blamed: %v", err)
@@ -327,7 +328,7 @@ func TestLaunchOrderAndPluginError(t *testing.T) {
 	echo := plugintest.Build(t, "../testdata/echo")
 	trivial := plugintest.Build(t, "../testdata/trivial")
 	fatal := plugintest.Build(t, "../testdata/fatal")
-	ps, err := host.Launch(context.Background(), []host.Candidate{candidate(echo), candidate(trivial), candidate(fatal)}, host.Options{Stderr: &plugintest.Buffer{}})
+	ps, err := host.Launch(context.Background(), []source.Candidate{candidate(echo), candidate(trivial), candidate(fatal)}, host.Options{Stderr: &plugintest.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,149 +15,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/kube-aws/kube-aws/core/diag"
-	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/core/version"
 	"github.com/kube-aws/kube-aws/plugins/protocol"
 	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
-
-const (
-	// DefaultStartTimeout bounds the handshake and GetInfo of one plugin.
-	DefaultStartTimeout = 10 * time.Second
-	// DefaultStageTimeout bounds one stage call of one plugin. Deploy waits
-	// for CloudFormation, hence minutes.
-	DefaultStageTimeout = 10 * time.Minute
-	// DefaultCancelGrace is Options.CancelGrace's default.
-	DefaultCancelGrace = 30 * time.Second
-)
-
-// Options configure Launch.
-type Options struct {
-	// StartTimeout bounds the handshake and GetInfo (default 10s).
-	StartTimeout time.Duration
-	// StageTimeout bounds each stage call (default 10m).
-	StageTimeout time.Duration
-	// Lock, when set, is checked before any non-built-in plugin starts.
-	Lock *Lockfile
-	// Stderr receives the plugins' output, one line at a time prefixed
-	// "[<name>] " (default os.Stderr).
-	Stderr io.Writer
-	// StoreDir holds each plugin's key-value store as <plugin>.json
-	// (normally .kube-aws/store); empty keeps stores in memory.
-	StoreDir string
-	// Credentials keeps the secrets plugins generate (normally
-	// credentials/ beside cluster.yaml); nil keeps them in memory.
-	Credentials *Credentials
-	// HostVersion is sent to plugins in GetInfo (default core/version.Version).
-	HostVersion string
-	// Env is added to the plugins' environment (KEY=VALUE), over kube-aws's own.
-	Env []string
-	// CancelGrace is how long a plugin that reaches AWS may take to wind a
-	// stage call up once kube-aws is interrupted (it is asked to stop, and
-	// its waits end), before the call is cut and the plugin killed
-	// (default 30s).
-	CancelGrace time.Duration
-}
-
-func (o Options) withDefaults() Options {
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
-	if o.StageTimeout <= 0 {
-		o.StageTimeout = DefaultStageTimeout
-	}
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	if o.HostVersion == "" {
-		o.HostVersion = version.Version
-	}
-	if o.CancelGrace <= 0 {
-		o.CancelGrace = DefaultCancelGrace
-	}
-	return o
-}
-
-// Plugin is a started plugin that has answered GetInfo. Its process is its
-// own, or shared with the other built-in plugins of one executable (see
-// Launch).
-type Plugin struct {
-	Candidate
-	// Info is what the plugin said about itself.
-	Info stage.PluginInfo
-	// ProtocolVersion is the protocol version negotiated with the plugin.
-	ProtocolVersion int
-
-	proc     *process // its options are the plugin's
-	rpc      protocol.Plugin
-	store    *Store
-	services *services
-	// credentials are shared by every plugin of the run.
-	credentials *Credentials
-
-	mu   sync.Mutex
-	dead error // why the plugin can no longer be called
-}
-
-// Store is the plugin's key-value store.
-func (p *Plugin) Store() *Store { return p.store }
-
-// Pid is the plugin's process id (0 if it never started).
-func (p *Plugin) Pid() int { return p.proc.pid() }
-
-// Exited reports whether the plugin process has ended.
-func (p *Plugin) Exited() bool { return p.proc.client.Exited() }
-
-// process is one started plugin executable and the plugins it serves: one,
-// or every built-in plugin of an executable that serves several
-// (sdk.ServeAll).
-type process struct {
-	// label names the process in its output lines and errors.
-	label   string
-	opts    Options
-	client  *plugin.Client
-	sink    *stderrSink
-	writers []*lineWriter
-
-	killOnce sync.Once
-	mu       sync.Mutex
-	proc     *os.Process // set once the process has started
-	members  []*Plugin
-}
-
-func (pr *process) pid() int {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if pr.proc != nil {
-		return pr.proc.Pid
-	}
-	return 0
-}
-
-// sigkill ends the process at once, without go-plugin's graceful shutdown.
-func (pr *process) sigkill() {
-	pr.mu.Lock()
-	proc := pr.proc
-	pr.mu.Unlock()
-	if proc != nil {
-		_ = proc.Kill()
-	}
-}
-
-// live tracks every started plugin process so that CleanupOnSignal can end
-// them all.
-var live = struct {
-	sync.Mutex
-	m map[*process]struct{}
-}{m: map[*process]struct{}{}}
 
 // Launch starts the candidates concurrently, does the go-plugin handshake and
 // GetInfo with each, and returns them in input order. If any fails, every
@@ -169,7 +35,7 @@ var live = struct {
 // process: a render starts one process for the built-ins instead of one
 // each, and each started process costs about 10 ms of CPU
 // (docs/benchmarks.md). Every other candidate gets a process of its own.
-func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, error) {
+func Launch(ctx context.Context, cands []source.Candidate, opts Options) ([]*Plugin, error) {
 	opts = opts.withDefaults()
 	out := make([]*Plugin, len(cands))
 	errs := make([]error, len(cands))
@@ -183,7 +49,7 @@ func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, er
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			members := make([]Candidate, len(group))
+			members := make([]source.Candidate, len(group))
 			for i, at := range group {
 				members[i] = cands[at]
 			}
@@ -204,7 +70,7 @@ func Launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, er
 // byExecutable groups the candidates that share a process: built-ins whose
 // executables are the same file. Each group lists indexes into cands, in
 // order; every other candidate is a group of its own.
-func byExecutable(cands []Candidate) [][]int {
+func byExecutable(cands []source.Candidate) [][]int {
 	var (
 		groups [][]int
 		shared []os.FileInfo // the executable of each group that may take more
@@ -212,7 +78,7 @@ func byExecutable(cands []Candidate) [][]int {
 	)
 	for i, c := range cands {
 		var fi os.FileInfo
-		if c.Source == SourceBuiltin && c.Problem == "" {
+		if c.Source == source.Builtin && c.Problem == "" {
 			fi, _ = os.Stat(c.Path)
 		}
 		if fi != nil {
@@ -238,7 +104,7 @@ func hostLogger() hclog.Logger {
 // launch starts one process for cands (one candidate, or built-ins that
 // share an executable) and returns each plugin or why it failed, in order.
 // A failure to start is reported once, on the first candidate.
-func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []error) {
+func launch(ctx context.Context, cands []source.Candidate, opts Options) ([]*Plugin, []error) {
 	out := make([]*Plugin, len(cands))
 	errs := make([]error, len(cands))
 	c := cands[0]
@@ -368,7 +234,7 @@ func launch(ctx context.Context, cands []Candidate, opts Options) ([]*Plugin, []
 }
 
 // who names the plugins of one process in an error.
-func who(cands []Candidate) string {
+func who(cands []source.Candidate) string {
 	if len(cands) == 1 {
 		return "plugin " + cands[0].Name
 	}
@@ -379,39 +245,15 @@ func who(cands []Candidate) string {
 	return "built-in plugins " + strings.Join(names, ", ")
 }
 
-// checkLock checks a non-built-in candidate against plugins.lock before it
-// starts, and returns go-plugin's SecureConfig for the executable's hash
-// and that hash.
-func checkLock(c Candidate, opts Options) (*plugin.SecureConfig, string, error) {
-	if opts.Lock == nil || c.Source == SourceBuiltin {
-		return nil, "", nil
-	}
-	e := opts.Lock.Entry(c.Name)
-	if e == nil {
-		return nil, "", notLockedError(c)
-	}
-	// A registry plugin is checked against its build for this platform.
-	e, err := e.forCandidate(c)
-	if err != nil {
+// checkLock checks a candidate against plugins.lock before it starts
+// (plugins/source decides what the lock says), and returns go-plugin's
+// SecureConfig for the executable's hash and that hash.
+func checkLock(c source.Candidate, opts Options) (*plugin.SecureConfig, string, error) {
+	sum, err := opts.Lock.CheckBeforeStart(c)
+	if err != nil || sum == nil {
 		return nil, "", err
 	}
-	// The executable is checked by go-plugin's SecureConfig as it
-	// starts; its source and the files beside it (a script plugin's
-	// code) are checked here, also before anything runs. When they
-	// differ, the executable is hashed here as well, so that every
-	// difference is reported at once.
-	if errs := verifyEntry(c, e, false); len(errs) > 0 {
-		if have, err := fileutil.SHA256(c.Path); err == nil && have != strings.ToLower(e.SHA256) {
-			errs = append([]error{mismatchError(c, e.SHA256, have)}, errs...)
-		}
-		return nil, "", errors.Join(errs...)
-	}
-	want := strings.ToLower(e.SHA256)
-	sum, err := hex.DecodeString(want)
-	if err != nil {
-		return nil, "", fmt.Errorf("plugins.lock has an invalid sha256 for plugin %s: %v; run `kube-aws plugins lock`", c.Name, err)
-	}
-	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, want, nil
+	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, hex.EncodeToString(sum), nil
 }
 
 var (
@@ -421,7 +263,7 @@ var (
 
 // startError turns go-plugin's start-up errors into ones that say which
 // plugin, what went wrong and what to do.
-func (pr *process) startError(cands []Candidate, err error, want string) error {
+func (pr *process) startError(cands []source.Candidate, err error, want string) error {
 	c, w := cands[0], who(cands)
 	msg := err.Error()
 	switch {
@@ -430,7 +272,7 @@ func (pr *process) startError(cands []Candidate, err error, want string) error {
 		if herr != nil {
 			have = "unreadable: " + herr.Error()
 		}
-		return mismatchError(c, want, have)
+		return source.MismatchError(c, want, have)
 	case strings.Contains(msg, "error verifying checksum"):
 		return fmt.Errorf("%s (%s) could not be checked against plugins.lock: %v", w, c.Path, err)
 	case strings.Contains(msg, "incompatible API version with plugin"):
@@ -467,377 +309,4 @@ func (pr *process) stderrNote() string {
 		return ""
 	}
 	return "; its stderr ended with:\n    " + strings.Join(lines, "\n    ")
-}
-
-// Register tells the plugin whether kube-aws accepted it (and why not).
-func (p *Plugin) Register(ctx context.Context, reg stage.Registration) error {
-	if err := p.usable(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.proc.opts.StartTimeout)
-	defer cancel()
-	if err := p.rpc.NotifyRegistration(ctx, reg); err != nil {
-		return fmt.Errorf("plugin %s (%s): sending the registration result: %s", p.Name, p.Path, status.Convert(err).Message())
-	}
-	return nil
-}
-
-func (p *Plugin) usable() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dead != nil {
-		return p.dead
-	}
-	if p.rpc == nil {
-		return fmt.Errorf("plugin %s (%s) was not started", p.Name, p.Path)
-	}
-	return nil
-}
-
-// StageError is a plugin failing a stage: an error it returned, a panic, a
-// crash, or not finishing within the stage timeout. It carries what a
-// diagnostic needs.
-type StageError struct {
-	Plugin string
-	Path   string
-	Stage  stage.Name
-	// Message says what happened, naming the plugin and the stage.
-	Message string
-	Hint    string
-	// Killed is set when kube-aws killed the plugin (timeout, cancellation)
-	// or it died; the plugin cannot be called again.
-	Killed bool
-}
-
-func (e *StageError) Error() string {
-	s := e.Message + " (" + e.Path + ")"
-	if e.Hint != "" {
-		s += "; " + e.Hint
-	}
-	return s
-}
-
-// Diagnostic renders the failure as a fatal diagnostic.
-func (e *StageError) Diagnostic() diag.Diagnostic {
-	return diag.Diagnostic{Severity: diag.Fatal, Plugin: e.Plugin, Stage: string(e.Stage), Message: e.Message, Hint: e.Hint, File: e.Path}
-}
-
-// Run calls one stage of the plugin with the stage timeout. onEvent (may be
-// nil) receives the events the plugin reports while the stage runs. Calls to
-// one plugin must not overlap: stages run one after another. The
-// result's diagnostics and files are stamped with the plugin's name and the
-// stage. On failure the error is a *StageError.
-func (p *Plugin) Run(ctx context.Context, in *stage.Input, onEvent func(stage.Event)) (*stage.Result, error) {
-	if in == nil {
-		return nil, fmt.Errorf("plugin %s: Run called without input", p.Name)
-	}
-	if err := p.usable(); err != nil {
-		return nil, err
-	}
-	if !p.Info.Implements(in.Stage) {
-		return nil, &StageError{Plugin: p.Name, Path: p.Path, Stage: in.Stage,
-			Message: fmt.Sprintf("plugin %s does not implement stage %s (it implements %v)", p.Name, in.Stage, p.Info.Stages)}
-	}
-	// A plugin that reaches AWS acts on the world outside: when ctx is
-	// cancelled (kube-aws interrupted) its call is not cut at once; it is
-	// asked to stop and given CancelGrace to return its result, so that it
-	// can stop its waits and release what it holds (the deploy plugin's
-	// lock). Only then, or at once when it cannot be asked, is the call cut.
-	// Any other plugin only computes: its call is cut at once.
-	base := ctx
-	if p.Info.ReachesAWS {
-		base = context.WithoutCancel(ctx)
-	}
-	sctx, cancel := context.WithTimeout(base, p.proc.opts.StageTimeout)
-	defer cancel()
-	if p.Info.ReachesAWS {
-		returned := make(chan struct{})
-		defer close(returned)
-		go p.cancelOnInterrupt(ctx, returned, cancel)
-	}
-
-	emit := func(ev stage.Event) error {
-		if ev.Diagnostic != nil {
-			d := diag.List{*ev.Diagnostic}.Reported(p.Name, string(in.Stage))[0]
-			ev.Diagnostic = &d
-		}
-		if onEvent != nil {
-			onEvent(ev)
-		}
-		return nil
-	}
-	p.services.setEmit(emit)
-	defer p.services.setEmit(nil)
-
-	res, err := p.rpc.RunStage(sctx, in, p.services, emit)
-	if err == nil {
-		res.Diagnostics = res.Diagnostics.Reported(p.Name, string(in.Stage))
-		if len(res.Diagnostics) == 0 {
-			res.Diagnostics = nil
-		}
-		for i := range res.Files {
-			res.Files[i].Plugin = p.Name
-		}
-		return res, nil
-	}
-	return nil, p.stageError(ctx, sctx, in.Stage, err)
-}
-
-// cancelOnInterrupt waits until the stage call returns or ctx is
-// cancelled; then it asks the plugin to stop (protocol.Cancel) and cuts the
-// call (cut) when the plugin does not return within CancelGrace, or cannot
-// be asked.
-func (p *Plugin) cancelOnInterrupt(ctx context.Context, returned <-chan struct{}, cut context.CancelFunc) {
-	select {
-	case <-returned:
-		return
-	case <-ctx.Done():
-	}
-	actx, done := context.WithTimeout(context.Background(), p.proc.opts.StartTimeout)
-	err := protocol.Cancel(actx, p.rpc)
-	done()
-	if err != nil {
-		cut()
-		return
-	}
-	t := time.NewTimer(p.proc.opts.CancelGrace)
-	defer t.Stop()
-	select {
-	case <-returned:
-	case <-t.C:
-		p.proc.sink.line(fmt.Sprintf("plugin %s did not stop within %s of being interrupted; killed", p.Name, p.proc.opts.CancelGrace))
-		cut()
-	}
-}
-
-func (p *Plugin) stageError(parent, sctx context.Context, st stage.Name, err error) error {
-	se := &StageError{Plugin: p.Name, Path: p.Path, Stage: st}
-	code := status.Code(err)
-	switch {
-	// gRPC sends the deadline to the plugin, whose side may end the stream a
-	// moment before our own timer fires, so a passed deadline counts as
-	// expired even while ctx.Err() is still nil.
-	case expired(parent):
-		p.killProcess(fmt.Errorf("plugin %s was killed when stage %s was cancelled", p.Name, st))
-		se.Killed = true
-		cause := parent.Err()
-		if cause == nil {
-			cause = context.DeadlineExceeded
-		}
-		se.Message = fmt.Sprintf("plugin %s was stopped in stage %s: %v; killed", p.Name, st, cause)
-	case expired(sctx):
-		p.killProcess(fmt.Errorf("plugin %s was killed after it did not finish stage %s within %s", p.Name, st, p.proc.opts.StageTimeout))
-		se.Killed = true
-		se.Message = fmt.Sprintf("plugin %s did not finish stage %s within %s; killed", p.Name, st, p.proc.opts.StageTimeout)
-		se.Hint = "report the hang to the plugin's author, or raise the stage timeout if it is merely slow"
-	case p.crashed(err):
-		// Kill waits until go-plugin has drained the plugin's stderr, so the
-		// panic line is there to quote.
-		p.killProcess(fmt.Errorf("plugin %s crashed in stage %s", p.Name, st))
-		se.Killed = true
-		why := p.proc.sink.panicLine()
-		if why == "" {
-			why = "the process exited: " + status.Convert(err).Message()
-		}
-		se.Message = fmt.Sprintf("plugin %s crashed in stage %s: %s", p.Name, st, why)
-		se.Hint = "this is a bug in the plugin: report it to its author with the plugin's stderr above"
-	case code == codes.Canceled || code == codes.DeadlineExceeded || code == codes.Unavailable || code == codes.Internal:
-		// The connection, not the plugin, failed: its state is unknown, so
-		// it is not called again.
-		p.killProcess(fmt.Errorf("plugin %s was killed after losing its connection in stage %s", p.Name, st))
-		se.Killed = true
-		se.Message = fmt.Sprintf("plugin %s lost its connection in stage %s: %s; killed", p.Name, st, status.Convert(err).Message())
-		se.Hint = "run again with KUBE_AWS_DEBUG=1 to see go-plugin's log"
-	default:
-		msg := status.Convert(err).Message()
-		se.Message = fmt.Sprintf("plugin %s failed in stage %s: %s", p.Name, st, msg)
-		if strings.HasPrefix(msg, "panic: ") {
-			se.Hint = "this is a bug in the plugin: report it to its author with the plugin's stderr above"
-		}
-	}
-	return se
-}
-
-func expired(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
-}
-
-// crashed reports whether a failed call means the process died.
-func (p *Plugin) crashed(err error) bool {
-	code := status.Code(err)
-	if code != codes.Unavailable && code != codes.Canceled && code != codes.Internal {
-		return false
-	}
-	// The connection drops a moment before go-plugin notices the exit.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if p.proc.client.Exited() {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return false
-}
-
-// Kill stops the plugin: its process is ended, once every plugin it
-// serves has been stopped, and waited for. It is safe to call more than once
-// and from several goroutines.
-func (p *Plugin) Kill() {
-	p.markDead(fmt.Errorf("plugin %s (%s) was already stopped", p.Name, p.Path))
-	if p.proc.allDead() {
-		p.proc.kill()
-	}
-}
-
-// killProcess ends the plugin's process at once (a hang, a crash, a lost
-// connection): every plugin it serves can no longer be called.
-func (p *Plugin) killProcess(why error) {
-	p.markDead(why)
-	for _, m := range p.proc.members {
-		if m != p {
-			m.markDead(fmt.Errorf("plugin %s was stopped because plugin %s, which shares its process, was: %v", m.Name, p.Name, why))
-		}
-	}
-	p.proc.kill()
-}
-
-func (p *Plugin) markDead(why error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dead == nil {
-		p.dead = why
-	}
-}
-
-func (p *Plugin) isDead() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.dead != nil
-}
-
-func (p *Plugin) started() (protocol.Plugin, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.rpc, p.rpc != nil
-}
-
-func (pr *process) allDead() bool {
-	for _, m := range pr.members {
-		if !m.isDead() {
-			return false
-		}
-	}
-	return true
-}
-
-// kill ends the process and waits until it is gone. It is safe to call more
-// than once and from several goroutines.
-func (pr *process) kill() {
-	pr.killOnce.Do(func() {
-		var (
-			rpcs []protocol.Plugin
-			busy bool
-		)
-		for _, m := range pr.members {
-			if rpc, ok := m.started(); ok {
-				rpcs = append(rpcs, rpc)
-			}
-			busy = busy || m.services.busy()
-		}
-		// A plugin that is mid-call (hung, or being cancelled) would
-		// only delay go-plugin's graceful shutdown: SIGKILL it first.
-		if len(rpcs) == 0 || busy {
-			pr.sigkill()
-		}
-		// A plugin killed by a signal cannot remove its socket file;
-		// remember where it is to remove it for the plugin.
-		var sock string
-		if rc := pr.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
-			sock = rc.Addr.String()
-		}
-		for _, rpc := range rpcs {
-			protocol.Settle(rpc)
-		}
-		pr.client.Kill()
-		if sock != "" {
-			_ = os.Remove(sock) // usually gone already: the plugin removes it on a clean exit
-		}
-		for _, w := range pr.writers {
-			w.flush()
-		}
-		live.Lock()
-		delete(live.m, pr)
-		live.Unlock()
-	})
-}
-
-// KillAll kills the plugins concurrently and waits for all of them. Nil
-// entries are skipped.
-func KillAll(ps []*Plugin) {
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		if p == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.Kill()
-		}()
-	}
-	wg.Wait()
-}
-
-// services is the Host implementation kube-aws serves to one plugin: events
-// go to the running stage's callback, the store to the plugin's Store.
-type services struct {
-	p *Plugin
-
-	mu   sync.Mutex
-	emit func(stage.Event) error
-}
-
-func (s *services) setEmit(f func(stage.Event) error) {
-	s.mu.Lock()
-	s.emit = f
-	s.mu.Unlock()
-}
-
-func (s *services) busy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.emit != nil
-}
-
-func (s *services) Emit(ev stage.Event) error {
-	s.mu.Lock()
-	f := s.emit
-	s.mu.Unlock()
-	if f != nil {
-		return f(ev)
-	}
-	// Between stages there is no one to hand events to: log them.
-	if len(s.p.proc.members) > 1 {
-		s.p.proc.sink.line(fmt.Sprintf("%s: %s: %s", s.p.Name, ev.Kind, ev.Message))
-	} else {
-		s.p.proc.sink.line(fmt.Sprintf("%s: %s", ev.Kind, ev.Message))
-	}
-	return nil
-}
-
-func (s *services) StoreGet(key string) ([]byte, bool, error) { return s.p.store.Get(key) }
-func (s *services) StorePut(key string, v []byte) error       { return s.p.store.Put(key, v) }
-func (s *services) StoreDelete(key string) error              { return s.p.store.Delete(key) }
-func (s *services) SecretGet(key string) ([]byte, bool, error) {
-	return s.p.credentials.Get(s.p.Name, key)
-}
-func (s *services) SecretPut(key string, v []byte) (string, error) {
-	return s.p.credentials.Put(s.p.Name, key, v)
-}
-func (s *services) StoreList(prefix string) ([]string, error) {
-	return s.p.store.List(prefix)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // A script plugin is an entry script plus the code beside it; the lock
@@ -39,22 +40,22 @@ func TestLockCoversTheFilesBesideAUserPlugin(t *testing.T) {
 	write(filepath.Join(dir, "lib", "util.py"), "X = 1\n")
 	write(filepath.Join(dir, "lib", "__pycache__", "util.cpython-311.pyc"), "bytecode v1")
 
-	cands, err := host.Discover(host.Sources{UserDirs: []string{filepath.Join(cluster, "plugins")}})
+	cands, err := source.Discover(source.Folders{UserDirs: []string{filepath.Join(cluster, "plugins")}})
 	if err != nil || len(cands) != 1 {
 		t.Fatalf("discover: %v %+v", err, cands)
 	}
-	lock, err := host.LockCandidates(cands)
+	lock, err := source.LockCandidates(cands)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := lock.Entry("py"); e == nil || len(e.Files) != 2 || len(e.Files["plugin.py"]) != 64 || len(e.Files["lib/util.py"]) != 64 {
 		t.Fatalf("the entry records a hash of each of the folder's other files: %+v", e)
 	}
-	path := filepath.Join(cluster, host.LockfileName)
+	path := filepath.Join(cluster, source.LockfileName)
 	if err := lock.Write(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := host.ReadLockfile(path)
+	back, err := source.ReadLockfile(path)
 	if err != nil || !reflect.DeepEqual(back.Entry("py").Files, lock.Entry("py").Files) {
 		t.Fatalf("files hash does not survive the file: %v %+v", err, back)
 	}
@@ -98,13 +99,13 @@ func TestLockCoversTheFilesBesideAUserPlugin(t *testing.T) {
 
 // discoverAndLock finds the plugins in src and locks them, as `kube-aws
 // plugins lock` does.
-func discoverAndLock(t *testing.T, src host.Sources) ([]host.Candidate, *host.Lockfile) {
+func discoverAndLock(t *testing.T, src source.Folders) ([]source.Candidate, *source.Lockfile) {
 	t.Helper()
-	cands, err := host.Discover(src)
+	cands, err := source.Discover(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := host.LockCandidates(cands)
+	lock, err := source.LockCandidates(cands)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +146,8 @@ func copyTree(t *testing.T, from, to string) {
 func TestALockVerifiesACopyOfTheSameBinariesElsewhere(t *testing.T) {
 	trivial := plugintest.Build(t, "../testdata/trivial")
 	here, there := t.TempDir(), t.TempDir()
-	layout := func(root string) host.Sources {
-		return host.Sources{
+	layout := func(root string) source.Folders {
+		return source.Folders{
 			BuiltinDir: filepath.Join(root, "opt", "kube-aws-plugins", "builtin"),
 			ContribDir: filepath.Join(root, "opt", "kube-aws-plugins", "contrib"),
 			UserDirs:   []string{filepath.Join(root, "work", "cluster", "plugins"), filepath.Join(root, "work", "shared-plugins")},
@@ -161,7 +162,7 @@ func TestALockVerifiesACopyOfTheSameBinariesElsewhere(t *testing.T) {
 	}
 	copyFile(t, trivial, filepath.Join(src.UserDirs[1], "shared", "shared")) // a --plugin-dir outside the cluster folder
 	_, lock := discoverAndLock(t, src)
-	path := filepath.Join(here, "work", "cluster", host.LockfileName)
+	path := filepath.Join(here, "work", "cluster", source.LockfileName)
 	if err := lock.Write(path); err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +182,11 @@ func TestALockVerifiesACopyOfTheSameBinariesElsewhere(t *testing.T) {
 	// Another machine: the same files under another root.
 	copyTree(t, filepath.Join(here, "opt"), filepath.Join(there, "opt"))
 	copyTree(t, filepath.Join(here, "work"), filepath.Join(there, "work"))
-	moved, err := host.Discover(layout(there))
+	moved, err := source.Discover(layout(there))
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := host.ReadLockfile(filepath.Join(there, "work", "cluster", host.LockfileName))
+	back, err := source.ReadLockfile(filepath.Join(there, "work", "cluster", source.LockfileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestEveryMismatchIsReportedNamingItsFile(t *testing.T) {
 	write(filepath.Join(dir, "plugin.py"), "print('v1')\n", 0o644)
 	write(filepath.Join(dir, "lib", "util.py"), "X = 1\n", 0o644)
 	write(filepath.Join(contribDir, "extra"), "#!/bin/sh\ntouch "+marker+"\n", 0o755)
-	cands, lock := discoverAndLock(t, host.Sources{ContribDir: contribDir, UserDirs: []string{filepath.Join(cluster, "plugins")}})
+	cands, lock := discoverAndLock(t, source.Folders{ContribDir: contribDir, UserDirs: []string{filepath.Join(cluster, "plugins")}})
 
 	write(exe, "#!/bin/sh\ntouch "+marker+"\necho changed\n", 0o755)
 	write(filepath.Join(dir, "plugin.py"), "print('v2')\n", 0o644)

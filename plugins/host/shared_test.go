@@ -11,12 +11,13 @@ import (
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // linkedBuiltins makes a built-in folder whose names link to one executable
 // serving alpha, beta and hangs, as `make build` links the built-ins, and
 // returns its candidates.
-func linkedBuiltins(t *testing.T, names ...string) []host.Candidate {
+func linkedBuiltins(t *testing.T, names ...string) []source.Candidate {
 	t.Helper()
 	bin := plugintest.Build(t, "../testdata/several")
 	dir := t.TempDir()
@@ -25,7 +26,7 @@ func linkedBuiltins(t *testing.T, names ...string) []host.Candidate {
 			t.Fatal(err)
 		}
 	}
-	cands, err := host.Discover(host.Sources{BuiltinDir: dir})
+	cands, err := source.Discover(source.Folders{BuiltinDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestSharedExecutableEdges(t *testing.T) {
 	mustContain(t, err, "plugin gamma", "failed to describe itself (GetInfo)", `serves the plugins alpha, beta, hangs, not "gamma"`)
 
 	bin := plugintest.Build(t, "../testdata/several")
-	var cands []host.Candidate
+	var cands []source.Candidate
 	for _, n := range []string{"alpha", "beta"} {
 		dir := filepath.Join(t.TempDir(), n)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

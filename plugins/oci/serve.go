@@ -17,6 +17,7 @@ import (
 	"github.com/kube-aws/kube-aws/plugins/oci/cache"
 	"github.com/kube-aws/kube-aws/plugins/oci/cosign"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 // Serve is the kube-aws-oci helper: it reads one helper.Request from in,
@@ -297,8 +298,8 @@ func createdTime(s string) (time.Time, error) {
 // ReadInfo starts a plugin executable as kube-aws does, asks GetInfo and
 // stops it.
 func ReadInfo(ctx context.Context, exe string) (Info, error) {
-	ps, err := host.Launch(ctx, []host.Candidate{{
-		Name: filepath.Base(exe), Path: exe, Dir: filepath.Dir(exe), Source: host.SourceUser,
+	ps, err := host.Launch(ctx, []source.Candidate{{
+		Name: filepath.Base(exe), Path: exe, Dir: filepath.Dir(exe), Source: source.User,
 	}}, host.Options{Stderr: io.Discard})
 	if err != nil {
 		return Info{}, fmt.Errorf("asking the plugin for its name and version: %w", err)

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
+	"github.com/kube-aws/kube-aws/plugins/source"
 )
 
 type build struct {
@@ -47,8 +49,12 @@ var (
 
 // Build compiles the main package pkg (an import path, or a path relative to
 // the test's folder such as "." or "./testdata/myplugin") and returns the
-// binary's path. The binary is named after the package's last path element,
-// which is the plugin's name when it takes its name from its executable.
+// binary's path. The binary is named as kube-aws would find the plugin,
+// plugins/<name>/<name>: after the name the plugin gives in its Info, asked
+// of the built binary, so a plugin whose source sits in a folder named
+// otherwise (plugin/, cmd/) is still the plugin its Info names. A package
+// that is not a plugin (it imports neither the SDK nor go-plugin), or one
+// that does not start, keeps the package's last path element.
 // Plugins are built static (CGO_ENABLED=0) unless the environment sets
 // CGO_ENABLED: static plugins start faster (see docs/benchmarks.md).
 // Each package is built once per test binary; tests must not modify the
@@ -93,12 +99,49 @@ func Build(t testing.TB, pkg string) string {
 			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
 			return
 		}
+		if name := pluginName(pkg, out); name != "" && name != filepath.Base(out) {
+			named := filepath.Join(sub, name)
+			if err := os.Rename(out, named); err != nil {
+				b.err = err
+				return
+			}
+			out = named
+		}
 		b.path = out
 	})
 	if b.err != nil {
 		t.Fatalf("plugintest.Build: %v", b.err)
 	}
 	return b.path
+}
+
+// pluginName is the name the plugin built from pkg at bin gives in its
+// Info, or "" when pkg is not a plugin's main package or the binary does
+// not answer as one. Only a package that imports the SDK or go-plugin is
+// started: any other program is not run at all.
+func pluginName(pkg, bin string) string {
+	imports, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pkg).Output()
+	if err != nil {
+		return ""
+	}
+	plugin := false
+	for _, imp := range strings.Split(string(imports), "\n") {
+		plugin = plugin || imp == "github.com/kube-aws/kube-aws/plugins/sdk" || imp == "github.com/hashicorp/go-plugin"
+	}
+	if !plugin {
+		return ""
+	}
+	cand := source.Candidate{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: source.User}
+	ps, err := host.Launch(context.Background(), []source.Candidate{cand}, host.Options{Stderr: io.Discard})
+	if err != nil {
+		return ""
+	}
+	defer ps[0].Kill()
+	name := ps[0].Info.Name
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return ""
+	}
+	return name
 }
 
 // Main runs the tests and then removes the binaries Build made. Use it as
@@ -180,7 +223,7 @@ func RunWith(t testing.TB, binaryPath string, opts host.Options, in *stage.Input
 	if err != nil {
 		return out, err
 	}
-	cand := host.Candidate{Name: filepath.Base(abs), Path: abs, Dir: filepath.Dir(abs), Source: host.SourceUser}
+	cand := source.Candidate{Name: filepath.Base(abs), Path: abs, Dir: filepath.Dir(abs), Source: source.User}
 	ctx := context.Background()
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if dl, ok := d.Deadline(); ok {
@@ -189,13 +232,19 @@ func RunWith(t testing.TB, binaryPath string, opts host.Options, in *stage.Input
 			defer cancel()
 		}
 	}
-	ps, err := host.Launch(ctx, []host.Candidate{cand}, opts)
+	ps, err := host.Launch(ctx, []source.Candidate{cand}, opts)
 	if err != nil {
 		return out, err
 	}
 	p := ps[0]
 	out.Plugin = p
 	defer p.Kill()
+	if p.Info.Name != cand.Name {
+		// kube-aws refuses such a plugin at registration: the test would
+		// pass values to one name and the plugin read another's.
+		return out, fmt.Errorf("plugin %s says its name is %q, but its executable is named %q: kube-aws runs a plugin only from an executable of its own name (plugins/<name>/<name>), and refuses this one; name the file %q (plugintest.Build does)",
+			binaryPath, p.Info.Name, cand.Name, p.Info.Name)
+	}
 	if err := p.Register(ctx, stage.Registration{Accepted: true}); err != nil {
 		return out, err
 	}

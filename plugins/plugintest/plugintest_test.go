@@ -2,14 +2,52 @@ package plugintest_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
+
+// A plugin's source may sit in a folder named otherwise (here plugin/, as
+// an author's repository may have it): Build names the binary after the
+// plugin's Info, so Run calls it by its name and it reads the values given
+// under that name. A binary named otherwise is refused, as kube-aws refuses
+// it, instead of running with values meant for another name.
+func TestBuildNamesThePluginAfterItsInfo(t *testing.T) {
+	bin := plugintest.Build(t, "../testdata/plugin")
+	if filepath.Base(bin) != "audit-trail" {
+		t.Fatalf("Build named the binary %s, want audit-trail (the plugin's Info name)", bin)
+	}
+	in := &stage.Input{Values: map[string]stage.PluginValues{"audit-trail": {Values: json.RawMessage(`{"retentionDays": 7}`)}}}
+	out := plugintest.Run(t, bin, in)
+	if out.Plugin.Name != "audit-trail" {
+		t.Errorf("the plugin ran as %q", out.Plugin.Name)
+	}
+	files := out.Results[stage.Initialise].Constructs.Files
+	if len(files) != 1 || files[0].Content != "7\n" {
+		t.Errorf("the plugin did not read its values: %+v", files)
+	}
+
+	renamed := filepath.Join(t.TempDir(), "plugin")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(renamed, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = plugintest.RunWith(t, renamed, host.Options{}, in)
+	if err == nil || !strings.Contains(err.Error(), `says its name is "audit-trail", but its executable is named "plugin"`) ||
+		!strings.Contains(err.Error(), `name the file "audit-trail"`) {
+		t.Fatalf("a binary named otherwise than its plugin: %v", err)
+	}
+}
 
 // The echo test plugin goes through every stage it implements: its values
 // come back from initialise, its construct reaches render, its events arrive

@@ -93,17 +93,18 @@ func convSlice[A, B any](in []A, f func(A) B) []B {
 // DiagnosticToPB converts a diagnostic to the wire.
 func DiagnosticToPB(d diag.Diagnostic) *pb.Diagnostic {
 	return &pb.Diagnostic{
-		Severity:   string(d.Severity),
-		Plugin:     d.Plugin,
-		Stage:      d.Stage,
-		Path:       d.Path,
-		File:       d.File,
-		Line:       int32(d.Line),
-		Column:     int32(d.Column),
-		Message:    d.Message,
-		Hint:       d.Hint,
-		Code:       d.Code,
-		ReportedBy: d.ReportedBy,
+		Severity:      string(d.Severity),
+		Plugin:        d.Plugin,
+		Stage:         d.Stage,
+		Path:          d.Path,
+		File:          d.File,
+		Line:          int32(d.Line),
+		Column:        int32(d.Column),
+		Message:       d.Message,
+		Hint:          d.Hint,
+		Code:          d.Code,
+		ReportedBy:    d.ReportedBy,
+		ConflictsWith: d.ConflictsWith,
 	}
 }
 
@@ -113,17 +114,18 @@ func DiagnosticFromPB(d *pb.Diagnostic) diag.Diagnostic {
 		return diag.Diagnostic{}
 	}
 	return diag.Diagnostic{
-		Severity:   diag.Severity(d.GetSeverity()),
-		Plugin:     d.GetPlugin(),
-		Stage:      d.GetStage(),
-		Path:       d.GetPath(),
-		File:       d.GetFile(),
-		Line:       int(d.GetLine()),
-		Column:     int(d.GetColumn()),
-		Message:    d.GetMessage(),
-		Hint:       d.GetHint(),
-		Code:       d.GetCode(),
-		ReportedBy: d.GetReportedBy(),
+		Severity:      diag.Severity(d.GetSeverity()),
+		Plugin:        d.GetPlugin(),
+		Stage:         d.GetStage(),
+		Path:          d.GetPath(),
+		File:          d.GetFile(),
+		Line:          int(d.GetLine()),
+		Column:        int(d.GetColumn()),
+		Message:       d.GetMessage(),
+		Hint:          d.GetHint(),
+		Code:          d.GetCode(),
+		ReportedBy:    d.GetReportedBy(),
+		ConflictsWith: d.GetConflictsWith(),
 	}
 }
 
@@ -257,28 +259,30 @@ func ResultToPB(r *stage.Result) *pb.StageResult {
 		return &pb.StageResult{}
 	}
 	return &pb.StageResult{
-		ValuesJson:  bytesOf(r.Values),
-		Constructs:  SetToPB(r.Constructs),
-		Files:       convSlice(r.Files, fileToPB),
-		Stacks:      convSlice(r.Stacks, stackSpecToPB),
-		Deploy:      deployToPB(r.Deploy),
-		Diff:        diffToPB(r.Diff),
-		Destroy:     destroyToPB(r.Destroy),
-		Diagnostics: diagsToPB(r.Diagnostics),
+		ValuesJson:      bytesOf(r.Values),
+		Constructs:      SetToPB(r.Constructs),
+		Files:           convSlice(r.Files, fileToPB),
+		Stacks:          convSlice(r.Stacks, stackSpecToPB),
+		Deploy:          deployToPB(r.Deploy),
+		Diff:            diffToPB(r.Diff),
+		Destroy:         destroyToPB(r.Destroy),
+		Diagnostics:     diagsToPB(r.Diagnostics),
+		AdminCredential: credentialToPB(r.AdminCredential),
 	}
 }
 
 // ResultFromPB converts a stage result from the wire.
 func ResultFromPB(r *pb.StageResult) *stage.Result {
 	return &stage.Result{
-		Values:      raw(r.GetValuesJson()),
-		Constructs:  SetFromPB(r.GetConstructs()),
-		Files:       convSlice(r.GetFiles(), fileFromPB),
-		Stacks:      convSlice(r.GetStacks(), stackSpecFromPB),
-		Deploy:      deployFromPB(r.GetDeploy()),
-		Diff:        diffFromPB(r.GetDiff()),
-		Destroy:     destroyFromPB(r.GetDestroy()),
-		Diagnostics: diagsFromPB(r.GetDiagnostics()),
+		Values:          raw(r.GetValuesJson()),
+		Constructs:      SetFromPB(r.GetConstructs()),
+		Files:           convSlice(r.GetFiles(), fileFromPB),
+		Stacks:          convSlice(r.GetStacks(), stackSpecFromPB),
+		Deploy:          deployFromPB(r.GetDeploy()),
+		Diff:            diffFromPB(r.GetDiff()),
+		Destroy:         destroyFromPB(r.GetDestroy()),
+		Diagnostics:     diagsFromPB(r.GetDiagnostics()),
+		AdminCredential: credentialFromPB(r.GetAdminCredential()),
 	}
 }
 
@@ -438,6 +442,20 @@ func destroyFromPB(d *pb.DestroyResult) *stage.DestroyResult {
 		return nil
 	}
 	return &stage.DestroyResult{Deleted: strs(d.GetDeleted()), Absent: strs(d.GetAbsent()), Orphans: strs(d.GetOrphans())}
+}
+
+func credentialToPB(c *stage.Credential) *pb.Credential {
+	if c == nil {
+		return nil
+	}
+	return &pb.Credential{CaCertPem: c.CACert, CertPem: c.Cert, KeyPem: c.Key}
+}
+
+func credentialFromPB(c *pb.Credential) *stage.Credential {
+	if c == nil {
+		return nil
+	}
+	return &stage.Credential{CACert: c.GetCaCertPem(), Cert: c.GetCertPem(), Key: c.GetKeyPem()}
 }
 
 // ---- constructs ----

@@ -133,7 +133,7 @@ func fullDeploy() *stage.DeployResult {
 }
 
 func fullDiag() diag.Diagnostic {
-	return diag.Diagnostic{Severity: diag.Fatal, Plugin: "dex", Stage: "render", Path: "plugins.dex.values.issuer", File: "cluster.yaml", Line: 12, Column: 5, Message: "bad issuer", Hint: "use https", Code: diag.CodeNeedsConfirmation, ReportedBy: "helm"}
+	return diag.Diagnostic{Severity: diag.Fatal, Plugin: "dex", Stage: "render", Path: "plugins.dex.values.issuer", File: "cluster.yaml", Line: 12, Column: 5, Message: "bad issuer", Hint: "use https", Code: diag.CodeNeedsConfirmation, ReportedBy: "helm", ConflictsWith: "kube2iam"}
 }
 
 func fullResult() *stage.Result {
@@ -151,6 +151,8 @@ func fullResult() *stage.Result {
 		},
 		Destroy:     &stage.DestroyResult{Deleted: []string{"network"}, Absent: []string{"iam"}, Orphans: []string{"c1-nodepool-old"}},
 		Diagnostics: diag.List{fullDiag(), {Severity: diag.Warning, Message: "deprecated"}},
+		AdminCredential: &stage.Credential{CACert: []byte("-----BEGIN CERTIFICATE-----\nCA"),
+			Cert: []byte("-----BEGIN CERTIFICATE-----\nADMIN"), Key: []byte("-----BEGIN PRIVATE KEY-----\nKEY")},
 	}
 }
 

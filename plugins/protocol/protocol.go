@@ -332,6 +332,8 @@ func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host,
 		stream, err = c.client.Diff(ctx, req)
 	case stage.Destroy:
 		stream, err = c.client.Destroy(ctx, req)
+	case stage.AdminCredential:
+		stream, err = c.client.AdminCredential(ctx, req)
 	default:
 		return nil, fmt.Errorf("unknown stage %q", in.Stage)
 	}
@@ -492,6 +494,10 @@ func (r *router) Diff(req *pb.StageRequest, stream pb.Plugin_DiffServer) error {
 
 func (r *router) Destroy(req *pb.StageRequest, stream pb.Plugin_DestroyServer) error {
 	return r.stream(stage.Destroy, req, stream)
+}
+
+func (r *router) AdminCredential(req *pb.StageRequest, stream pb.Plugin_AdminCredentialServer) error {
+	return r.stream(stage.AdminCredential, req, stream)
 }
 
 // ErrStageOver is returned by emit once the stage has returned.

@@ -79,6 +79,26 @@ func TestRouting(t *testing.T) {
 	}
 }
 
+// Every stage and operation reaches the plugin through its own RPC: the
+// plugin side takes the stage from the RPC, whatever the request says.
+func TestEveryStageHasItsRPC(t *testing.T) {
+	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginKey: &GRPCPlugin{Impl: named("solo")}})
+	defer client.Close()
+	defer server.Stop()
+	raw, err := client.Dispense(PluginKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append(append([]stage.Name{}, stage.All...), stage.Operations...) {
+		res, err := raw.(*pluginClient).RunStage(context.Background(), &stage.Input{Stage: n}, nil, nil)
+		if err != nil {
+			t.Errorf("%s: %v", n, err)
+		} else if string(res.Values) != `"solo/`+string(n)+`"` {
+			t.Errorf("%s reached the plugin as %s", n, res.Values)
+		}
+	}
+}
+
 // A process is served one plugin or several, never both or none.
 func TestServedPlugins(t *testing.T) {
 	for name, p := range map[string]*GRPCPlugin{

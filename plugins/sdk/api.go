@@ -1,6 +1,7 @@
 // Package sdk is what a Go plugin author imports. Implement Plugin plus only
-// the stage interfaces you need (Initialiser, Renderer, Deployer, Validator)
-// and call Serve from main; the SDK does the go-plugin handshake, the gRPC
+// the stage interfaces you need (Initialiser, Renderer, Deployer, Validator,
+// and the operations Differ, Destroyer, AdminCredentialProvider) and call
+// Serve from main; the SDK does the go-plugin handshake, the gRPC
 // server, protocol negotiation, event streaming and exits when kube-aws dies.
 //
 //	type hello struct{}
@@ -56,6 +57,18 @@ type Differ interface {
 // one plugin after another in reverse plugin order.
 type Destroyer interface {
 	Destroy(ctx context.Context, req *Request) (*stage.Result, error)
+}
+
+// AdminCredentialProvider implements the admin-credential operation: the
+// cluster's admin credential as the plugin keeps it (Result.AdminCredential:
+// the CA certificate, a client certificate with cluster-admin rights and its
+// key). kube-aws kubeconfig calls it with no stage before it (the input
+// carries cluster.yaml and the plugins' values, nothing rendered), in the
+// one enabled plugin that implements it (the pki built-in). It must make
+// and change nothing; a credential not made yet is a fatal diagnostic that
+// says how to make it. kube-aws keeps the credential in memory only.
+type AdminCredentialProvider interface {
+	AdminCredential(ctx context.Context, req *Request) (*stage.Result, error)
 }
 
 // RegistrationObserver is told whether kube-aws accepted the plugin.

@@ -140,6 +140,9 @@ func StagesOf(p Plugin) []stage.Name {
 	if _, ok := p.(Destroyer); ok {
 		out = append(out, stage.Destroy)
 	}
+	if _, ok := p.(AdminCredentialProvider); ok {
+		out = append(out, stage.AdminCredential)
+	}
 	return out
 }
 
@@ -210,6 +213,10 @@ func Call(ctx context.Context, p Plugin, req *Request) (res *stage.Result, err e
 	case stage.Destroy:
 		if i, ok := p.(Destroyer); ok {
 			fn = i.Destroy
+		}
+	case stage.AdminCredential:
+		if i, ok := p.(AdminCredentialProvider); ok {
+			fn = i.AdminCredential
 		}
 	}
 	if l, ok := p.(stageLister); ok && !slices.Contains(l.implemented(), req.Stage) {

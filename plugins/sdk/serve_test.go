@@ -41,6 +41,45 @@ func TestInfoOf(t *testing.T) {
 	}
 }
 
+// everything implements every stage and operation; each answers with its
+// own name.
+type everything struct{}
+
+func (everything) Info() stage.PluginInfo { return stage.PluginInfo{Name: "everything"} }
+func said(n stage.Name) (*stage.Result, error) {
+	return &stage.Result{Values: []byte(`"` + string(n) + `"`)}, nil
+}
+func (everything) Initialise(context.Context, *Request) (*stage.Result, error) {
+	return said(stage.Initialise)
+}
+func (everything) Render(context.Context, *Request) (*stage.Result, error) { return said(stage.Render) }
+func (everything) Deploy(context.Context, *Request) (*stage.Result, error) { return said(stage.Deploy) }
+func (everything) Validate(context.Context, *Request) (*stage.Result, error) {
+	return said(stage.Validate)
+}
+func (everything) Diff(context.Context, *Request) (*stage.Result, error) { return said(stage.Diff) }
+func (everything) Destroy(context.Context, *Request) (*stage.Result, error) {
+	return said(stage.Destroy)
+}
+func (everything) AdminCredential(context.Context, *Request) (*stage.Result, error) {
+	return said(stage.AdminCredential)
+}
+
+// A plugin that implements every stage and operation declares each of
+// them, and Call reaches the method of each.
+func TestEveryStageAndOperation(t *testing.T) {
+	want := append(append([]stage.Name{}, stage.All...), stage.Operations...)
+	if got := StagesOf(everything{}); !reflect.DeepEqual(got, want) {
+		t.Errorf("stages %v, want %v", got, want)
+	}
+	for _, n := range want {
+		res, err := Call(context.Background(), everything{}, &Request{Input: &stage.Input{Stage: n}})
+		if err != nil || string(res.Values) != `"`+string(n)+`"` {
+			t.Errorf("%s: %v %v", n, res, err)
+		}
+	}
+}
+
 func TestCall(t *testing.T) {
 	ctx := context.Background()
 	// A nil result becomes an empty one.

@@ -86,6 +86,9 @@ type (
 	TypedDestroyer[V any] interface {
 		Destroy(ctx context.Context, in *Input[V]) (*stage.Result, error)
 	}
+	TypedAdminCredentialProvider[V any] interface {
+		AdminCredential(ctx context.Context, in *Input[V]) (*stage.Result, error)
+	}
 )
 
 // Typed serves p, whose stage methods take *Input[V] (TypedInitialiser,
@@ -120,6 +123,9 @@ func Typed[V any](p Plugin) Plugin {
 	}
 	if d, ok := p.(TypedDestroyer[V]); ok {
 		t.add(stage.Destroy, d.Destroy)
+	}
+	if a, ok := p.(TypedAdminCredentialProvider[V]); ok {
+		t.add(stage.AdminCredential, a.AdminCredential)
 	}
 	return t
 }
@@ -184,6 +190,9 @@ func (t *typed[V]) Diff(ctx context.Context, req *Request) (*stage.Result, error
 	return t.run(ctx, req)
 }
 func (t *typed[V]) Destroy(ctx context.Context, req *Request) (*stage.Result, error) {
+	return t.run(ctx, req)
+}
+func (t *typed[V]) AdminCredential(ctx context.Context, req *Request) (*stage.Result, error) {
 	return t.run(ctx, req)
 }
 

@@ -74,3 +74,45 @@ func TestTyped(t *testing.T) {
 		t.Error("registration not passed on")
 	}
 }
+
+// typedEverything has a typed method for every stage and operation.
+type typedEverything struct{}
+
+func (typedEverything) Info() stage.PluginInfo { return stage.PluginInfo{Name: "typed"} }
+func (typedEverything) Initialise(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.Initialise)
+}
+func (typedEverything) Render(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.Render)
+}
+func (typedEverything) Deploy(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.Deploy)
+}
+func (typedEverything) Validate(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.Validate)
+}
+func (typedEverything) Diff(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.Diff)
+}
+func (typedEverything) Destroy(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.Destroy)
+}
+func (typedEverything) AdminCredential(context.Context, *Input[NoValues]) (*stage.Result, error) {
+	return said(stage.AdminCredential)
+}
+
+// Typed declares and reaches every stage and operation as Serve does for a
+// plugin written against *Request.
+func TestTypedEveryStageAndOperation(t *testing.T) {
+	p := Typed[NoValues](typedEverything{})
+	want := append(append([]stage.Name{}, stage.All...), stage.Operations...)
+	if got := InfoOf(p).Stages; !reflect.DeepEqual(got, want) {
+		t.Errorf("stages %v, want %v", got, want)
+	}
+	for _, n := range want {
+		res, err := Call(context.Background(), p, &Request{Input: &stage.Input{Stage: n, Config: json.RawMessage(`{"clusterName":"demo"}`)}})
+		if err != nil || string(res.Values) != `"`+string(n)+`"` {
+			t.Errorf("%s: %v %v", n, res, err)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 # shellcheck shell=bash
 # Sourced by scripts/demo.sh and scripts/bench-up.sh: moto in server mode on a
 # free 127.0.0.1 port, and the copy of cluster.yaml.example that moto can
-# take. The caller sets PY (the .venv python), MOTO (.venv/bin/moto_server)
-# and work (a temporary folder), and calls moto_stop from its EXIT trap.
+# take. The caller sets root (the repository), PY (the .venv python, with
+# moto) and work (a temporary folder), and calls moto_stop from its EXIT trap.
+# moto runs through the project's launcher, test/awstest/motoaws.py, as every
+# test's moto does: moto with the patches that make it behave as AWS where
+# kube-aws's rolls depend on it (docs/e2e-cluster.md).
 
 moto_pid=""
 endpoint=""
@@ -13,7 +16,7 @@ moto_start() {
 	local port
 	port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 	endpoint="http://127.0.0.1:$port"
-	setsid "$MOTO" -H 127.0.0.1 -p "$port" >"$work/moto.log" 2>&1 &
+	setsid "$PY" "$root/test/awstest/motoaws.py" -H 127.0.0.1 -p "$port" >"$work/moto.log" 2>&1 &
 	moto_pid=$!
 	for _ in $(seq 100); do
 		if "$PY" -c "import urllib.request; urllib.request.urlopen('$endpoint/moto-api/', timeout=1)" 2>/dev/null; then

@@ -14,6 +14,7 @@ package action
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -188,11 +189,29 @@ type Validate struct {
 	AWS stage.AWSSettings
 }
 
-// Run validates the deployed cluster.
+// Run validates the deployed cluster. Validate checks what the last `kube-aws
+// up` deployed, so when that deploy no longer matches cluster.yaml, the
+// plugins or the render output (or nothing was deployed from this folder),
+// it refuses and names the command that deploys, not the per-stage commands
+// of CI that the state files are named after.
 func (a *Validate) Run(ctx context.Context) (*stages.Outcome, error) {
-	return run(ctx, a.withAWS(a.AWS, a.Options.OutDir), func(s *stages.Session) (*stages.Outcome, error) {
+	out, err := run(ctx, a.withAWS(a.AWS, a.Options.OutDir), func(s *stages.Session) (*stages.Outcome, error) {
 		return s.Run(ctx, stage.Validate)
 	})
+	var e *stages.Error
+	if errors.As(err, &e) && e.Stale != nil {
+		return out, &stages.Error{Code: e.Code, Stale: e.Stale, Msg: staleForValidate(e.Stale)}
+	}
+	return out, err
+}
+
+// staleForValidate is what validate says when the deploy it would check is
+// not there or not what cluster.yaml describes now.
+func staleForValidate(st *stages.Stale) string {
+	if st.Missing {
+		return fmt.Sprintf("nothing to validate: no cluster was deployed from this folder yet (no state for stage %s: %s): run `kube-aws up` first", st.Stage, st.Why)
+	}
+	return fmt.Sprintf("the deployed cluster is not what this folder describes now (state of stage %s is stale: %s): run `kube-aws up` to deploy the change, then `kube-aws validate` (`kube-aws diff` shows what up would change; a CI pipeline runs `kube-aws stage %s` and the stages after it)", st.Stage, st.Why, st.Stage)
 }
 
 // Diff renders and asks the plugins what a deploy would change.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -62,7 +63,7 @@ func Init(path string, opts config.InitOptions) error {
 		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	if err := gitIgnoreCredentials(dir); err != nil {
-		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("wrote %s, but %v; add %s/ to it yourself: it holds the secrets plugins generate", path, err, stages.CredentialsDir)}
+		return &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("wrote %s, but %v; add %s/ to it yourself: it holds the secrets plugins generate", path, err, names.CredentialsDir)}
 	}
 	return nil
 }
@@ -72,13 +73,13 @@ func Init(path string, opts config.InitOptions) error {
 // cluster folder committed to git never holds a CA key.
 func gitIgnoreCredentials(dir string) error {
 	p := filepath.Join(dir, ".gitignore")
-	line := "/" + stages.CredentialsDir + "/"
+	line := "/" + names.CredentialsDir + "/"
 	b, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w", p, err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l == line || l == stages.CredentialsDir+"/" || l == stages.CredentialsDir || l == "/"+stages.CredentialsDir {
+		if l = strings.TrimSpace(l); l == line || l == names.CredentialsDir+"/" || l == names.CredentialsDir || l == "/"+names.CredentialsDir {
 			return nil
 		}
 	}

@@ -1,6 +1,7 @@
 package action
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,16 +13,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
-// Kubeconfig writes the operator's admin kubeconfig: the pki plugin's admin
-// certificate and key and the cluster CA, kept beside cluster.yaml
-// (credentials/pki/), embedded in one file of mode 0600, reaching the API
-// at Server.
+// Kubeconfig writes the operator's admin kubeconfig: the admin credential
+// (the cluster CA, a client certificate with cluster-admin rights and its
+// key), which the plugin that provides it (the pki built-in) returns through
+// the admin-credential operation, embedded in one file of mode 0600,
+// reaching the API at Server.
 type Kubeconfig struct {
 	Config
 	// Server is the API's URL; empty means https://<apiEndpoint.dnsName>,
@@ -36,11 +39,12 @@ type Kubeconfig struct {
 // cluster.yaml's folder.
 const DefaultKubeconfig = names.CredentialsDir + "/kubeconfig"
 
-// Run writes the kubeconfig and returns its path.
-func (a *Kubeconfig) Run() (string, error) {
-	plan, err := stages.NewPlan(a.Options)
+// Run writes the kubeconfig and returns its path, and the warnings of the
+// plugins' registration and of the operation.
+func (a *Kubeconfig) Run(ctx context.Context) (string, diag.List, error) {
+	plan, err := stages.NewPlanContext(ctx, a.Options)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	c := plan.Config.Cluster
 	server := a.Server
@@ -49,56 +53,60 @@ func (a *Kubeconfig) Run() (string, error) {
 	}
 	if server == "" {
 		if server, err = deployedEndpoint(plan.Options.StateDir); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	pemOf := func(name string) ([]byte, error) {
-		rel := filepath.Join(names.CredentialsDir, names.PKIPlugin, name)
-		b, err := os.ReadFile(filepath.Join(plan.ClusterDir, rel))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, stages.ConfigError("%s not found: run kube-aws render first (the pki plugin issues the admin certificate), or restore credentials/ from your copy", rel)
-		}
-		return b, err
+	if err := checkServer(server); err != nil {
+		return "", nil, err
 	}
-	ca, err := pemOf(names.PKIKeptCACert)
-	if err != nil {
-		return "", err
+	s, err := plan.Launch(ctx)
+	if s != nil {
+		defer s.Close()
 	}
-	cert, err := pemOf(names.PKIKeptAdminCert)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	key, err := pemOf(names.PKIKeptAdminKey)
+	cred, warnings, err := s.AdminCredential(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	b, err := AdminKubeconfig(c.ClusterName, server, ca, cert, key)
+	b, err := AdminKubeconfig(c.ClusterName, server, cred)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	out := a.Out
 	if out == "" {
 		out = filepath.Join(plan.ClusterDir, DefaultKubeconfig)
 		if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if err := fileutil.WriteAtomic(out, b, 0o600); err != nil {
-		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+		return "", nil, fmt.Errorf("writing the kubeconfig: %w", err)
 	}
-	return out, nil
+	return out, warnings, nil
+}
+
+// checkServer refuses an API server URL a kubeconfig cannot use with a
+// client certificate.
+func checkServer(server string) error {
+	if !strings.HasPrefix(server, "https://") {
+		return stages.ConfigError("the API server URL %q is not https://...", server)
+	}
+	return nil
 }
 
 // AdminKubeconfig is a kubeconfig of one cluster, user and context, all
-// named after the cluster, with the CA, certificate and key embedded.
-func AdminKubeconfig(cluster, server string, caPEM, certPEM, keyPEM []byte) ([]byte, error) {
-	if !strings.HasPrefix(server, "https://") {
-		return nil, stages.ConfigError("the API server URL %q is not https://...", server)
+// named after the cluster, with the credential's CA, certificate and key
+// embedded.
+func AdminKubeconfig(cluster, server string, cred *stage.Credential) ([]byte, error) {
+	if err := checkServer(server); err != nil {
+		return nil, err
 	}
 	cfg := clientcmdapi.NewConfig()
 	user := cluster + "-admin"
-	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cred.CACert}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cred.Cert, ClientKeyData: cred.Key}
 	cfg.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
 	cfg.CurrentContext = cluster
 	return clientcmd.Write(*cfg)
@@ -117,8 +125,8 @@ func deployedEndpoint(stateDir string) (string, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return "", fmt.Errorf("reading the deploy state: %w", err)
 	}
-	if st.Result.Deploy == nil || st.Result.Deploy.Outputs[names.OutputAPIEndpoint] == "" {
-		return "", stages.ConfigError("the last deploy recorded no %s output; pass --server", names.OutputAPIEndpoint)
+	if st.Result.Deploy == nil || st.Result.Deploy.Outputs[names.ClusterOutputAPIEndpoint] == "" {
+		return "", stages.ConfigError("the last deploy recorded no %s output; pass --server", names.ClusterOutputAPIEndpoint)
 	}
-	return st.Result.Deploy.Outputs[names.OutputAPIEndpoint], nil
+	return st.Result.Deploy.Outputs[names.ClusterOutputAPIEndpoint], nil
 }

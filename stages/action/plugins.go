@@ -11,8 +11,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
-	"github.com/kube-aws/kube-aws/plugins/host"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -21,7 +20,7 @@ type PluginSummary struct {
 	Name            string       `json:"name"`
 	Version         string       `json:"version,omitempty"`
 	Description     string       `json:"description,omitempty"`
-	Source          host.Source  `json:"source"`
+	Source          source.Kind  `json:"source"`
 	Path            string       `json:"path"`
 	Enabled         bool         `json:"enabled"`
 	Stages          []stage.Name `json:"stages"`
@@ -59,7 +58,7 @@ func ListPlugins(ctx context.Context, opts stages.Options) ([]PluginSummary, err
 			continue
 		}
 		wg.Add(1)
-		go func(i int, c host.Candidate) {
+		go func(i int, c source.Candidate) {
 			defer wg.Done()
 			_, on := enabled[c.Name]
 			out[i] = summarise(ctx, p, c, on)
@@ -134,7 +133,7 @@ func DescribePlugin(ctx context.Context, opts stages.Options, name string) (*Plu
 func summariseTogether(ctx context.Context, p *stages.Plan, enabled map[string]int, out []PluginSummary) []bool {
 	asked := make([]bool, len(p.All))
 	var at []int
-	var cands []host.Candidate
+	var cands []source.Candidate
 	for i, c := range p.All {
 		if c.Problem == "" {
 			at, cands = append(at, i), append(cands, c)
@@ -162,7 +161,7 @@ func summariseTogether(ctx context.Context, p *stages.Plan, enabled map[string]i
 }
 
 // summarise starts one plugin, reads its info and kills it.
-func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bool) PluginSummary {
+func summarise(ctx context.Context, p *stages.Plan, c source.Candidate, enabled bool) PluginSummary {
 	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
 	if c.Problem != "" {
 		if enabled {
@@ -175,7 +174,7 @@ func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bo
 	opts, err := p.LaunchOptions()
 	var started []stages.Plugin
 	if err == nil {
-		started, err = p.Deps.Launch(ctx, []host.Candidate{c}, opts)
+		started, err = p.Deps.Launch(ctx, []source.Candidate{c}, opts)
 	}
 	defer func() {
 		for _, pl := range started {
@@ -194,7 +193,7 @@ func summarise(ctx context.Context, p *stages.Plan, c host.Candidate, enabled bo
 }
 
 // summaryOf describes a started plugin.
-func summaryOf(c host.Candidate, enabled bool, pl stages.Plugin) PluginSummary {
+func summaryOf(c source.Candidate, enabled bool, pl stages.Plugin) PluginSummary {
 	s := PluginSummary{Name: c.Name, Source: c.Source, Path: c.Path, Enabled: enabled, Stages: []stage.Name{}}
 	info := pl.Info()
 	s.Version, s.Description, s.Capabilities = info.Version, info.Description, info.Capabilities
@@ -210,20 +209,15 @@ func summaryOf(c host.Candidate, enabled bool, pl stages.Plugin) PluginSummary {
 // every plugin that is not built in, and returns its path and the plugins
 // it locked. Plugins from registries keep the pins installing them made
 // (and are installed first if they were not).
-func LockPlugins(ctx context.Context, opts stages.Options) (string, []host.Candidate, error) {
+func LockPlugins(ctx context.Context, opts stages.Options) (string, []source.Candidate, error) {
 	opts.ConfigOptional = true
 	p, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return "", nil, err
 	}
-	path := filepath.Join(p.ClusterDir, "plugins.lock")
-	var locked []host.Candidate
-	for _, c := range p.All {
-		if c.Source != host.SourceBuiltin && c.Problem == "" {
-			locked = append(locked, c)
-		}
-	}
-	if err := p.Deps.Lock(p.All, path); err != nil {
+	path := filepath.Join(p.ClusterDir, source.LockfileName)
+	locked, err := p.Deps.Lock(p.All, path)
+	if err != nil {
 		return path, nil, &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("writing %s: %v", path, err)}
 	}
 	return path, locked, nil
@@ -235,12 +229,12 @@ func LockPlugins(ctx context.Context, opts stages.Options) (string, []host.Candi
 // is not in the cache is a difference too.
 func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 	opts.ConfigOptional = true
-	opts.Registry.Mode = ensure.Offline
+	opts.Registry.Mode = source.Offline
 	p, err := stages.NewPlan(opts)
 	if err != nil {
 		return "", nil, err
 	}
-	path := filepath.Join(p.ClusterDir, "plugins.lock")
+	path := filepath.Join(p.ClusterDir, source.LockfileName)
 	var diags diag.List
 	for _, e := range p.Deps.Verify(p.All, path) {
 		diags = append(diags, diag.Diagnostic{Severity: diag.Fatal, File: path, Message: e.Error(),

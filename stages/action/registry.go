@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kube-aws/kube-aws/plugins/host"
-	"github.com/kube-aws/kube-aws/plugins/oci/ensure"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -29,23 +28,23 @@ type RegistryResult struct {
 	// LockPath is plugins.lock; LockWritten says it changed.
 	LockPath    string
 	LockWritten bool
-	Changes     []ensure.Change
+	Changes     []source.Change
 	// Installed are the plugins in the cache, by name.
-	Installed []host.Candidate
+	Installed []source.Candidate
 }
 
 // Run installs or upgrades.
 func (a *RegistryPlugins) Run(ctx context.Context) (*RegistryResult, error) {
 	opts := a.Options
-	opts.Registry.Mode, opts.Registry.Names = ensure.Install, a.Names
+	opts.Registry.Mode, opts.Registry.Names = source.Install, a.Names
 	if a.Upgrade {
-		opts.Registry.Mode = ensure.Upgrade
+		opts.Registry.Mode = source.Upgrade
 	}
 	p, err := stages.NewPlanContext(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	res := &RegistryResult{LockPath: filepath.Join(p.ClusterDir, host.LockfileName)}
+	res := &RegistryResult{LockPath: filepath.Join(p.ClusterDir, source.LockfileName)}
 	if p.Registry != nil {
 		res.LockWritten = p.Registry.Lock != nil
 		res.Changes = p.Registry.Changes

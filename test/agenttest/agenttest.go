@@ -3,17 +3,22 @@
 // AWS_ENDPOINT_URL setting, as a machine whose image sets it), an instance
 // metadata service speaking IMDSv2 (reached through the SDK's
 // AWS_EC2_METADATA_SERVICE_ENDPOINT), a bucket, and an agent.Env made by
-// agent.New exactly as on a machine, with its files under a temporary root.
+// agent.New exactly as on a machine, with its files under a temporary root;
+// and a step's dry run, checked to change nothing under that root.
 package agenttest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +33,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
 	"github.com/kube-aws/kube-aws/node/awsenv"
+	"github.com/kube-aws/kube-aws/node/step"
 	"github.com/kube-aws/kube-aws/test/awstest"
 )
 
@@ -288,4 +294,115 @@ func UploadSecrets(t testing.TB, e *agent.Env, role string, context map[string]s
 			t.Fatal(err)
 		}
 	}
+}
+
+// DryEnv is e's machine as `kube-aws-node <step> --dry-run` sees it: an
+// Env made by agent.New with DryRun, under e's root, with the settings of
+// the process's environment and the facts e kept.
+func DryEnv(t testing.TB, e *agent.Env) (*agent.Env, *Output) {
+	t.Helper()
+	out := &Output{}
+	d, err := agent.New(context.Background(), e.Step, agent.Options{Root: e.Root, Stderr: out, DryRun: true})
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	return d, out
+}
+
+// DryRun runs s's dry run on e, as `kube-aws-node <step> --dry-run --json`
+// does, fails the test if anything under e's root changed meanwhile, and
+// returns the changes it printed, as Change.String says them.
+func DryRun(t testing.TB, e *agent.Env, s step.Step) ([]string, error) {
+	t.Helper()
+	before := tree(t, e.Root)
+	var out bytes.Buffer
+	err := step.DryRun(context.Background(), e, s, &out, true)
+	if after := tree(t, e.Root); !maps.Equal(before, after) {
+		for p, v := range after {
+			if before[p] != v {
+				t.Errorf("the dry run changed %s", p)
+			}
+		}
+		for p := range before {
+			if _, ok := after[p]; !ok {
+				t.Errorf("the dry run removed %s", p)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var printed struct {
+		Step    string
+		Changes step.Changes
+	}
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil || printed.Step != s.Name() || printed.Changes == nil {
+		t.Fatalf("the dry run printed %s (%v)", out.Bytes(), err)
+	}
+	lines := []string{}
+	for _, c := range printed.Changes {
+		lines = append(lines, c.String())
+	}
+	return lines, nil
+}
+
+// Want is what a dry run should say: its changes, as Change.String says
+// them, or an error holding Err with exit code Code.
+type Want struct {
+	Changes []string
+	Err     string
+	Code    int
+}
+
+// ExpectDryRun runs DryRun and checks what it said against want.
+func ExpectDryRun(t testing.TB, e *agent.Env, s step.Step, want Want) {
+	t.Helper()
+	got, err := DryRun(t, e, s)
+	switch {
+	case want.Err != "":
+		if err == nil || !strings.Contains(err.Error(), want.Err) || agent.ExitCode(err) != want.Code {
+			t.Errorf("dry run: err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), want.Err, want.Code)
+		}
+	case err != nil:
+		t.Errorf("dry run: %v", err)
+	case strings.Join(got, "\n") != strings.Join(want.Changes, "\n"):
+		t.Errorf("dry run: changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want.Changes, "\n"))
+	}
+}
+
+// tree is every file, folder and link under root: its mode, time and
+// content (a link's target).
+func tree(t testing.TB, root string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := fmt.Sprintf("%v %d", info.Mode(), info.ModTime().UnixNano())
+		switch {
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + nodeplan.SHA256Hex(b)
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			v += " -> " + target
+		}
+		m[p] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

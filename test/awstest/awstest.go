@@ -1,14 +1,19 @@
 // Package awstest starts moto, a real AWS API emulator, in server mode on
 // 127.0.0.1 for tests, benchmarks and the demo. kube-aws has no AWS account to
-// test against: every AWS call in tests goes over HTTP to a moto_server that
+// test against: every AWS call in tests goes over HTTP to a moto server that
 // this package started and stops again.
 //
-// moto_server is looked up in $KUBE_AWS_VENV/bin, else in <repo root>/.venv/bin
-// (`make venv` creates it).
+// The server is moto with the project's patches (motoaws.py, embedded here):
+// where kube-aws's rolls depend on AWS, it behaves as AWS does (Auto Scaling
+// groups updated in place by CloudFormation, each instance's launch template
+// version, termination lifecycle hooks). Its python is looked up in
+// $KUBE_AWS_VENV/bin, else in <repo root>/.venv/bin (`make venv` creates it).
 package awstest
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,17 +49,34 @@ func Credentials() aws.CredentialsProvider {
 	return credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, "")
 }
 
-// MotoServerPath finds moto_server in the project's virtualenv (VenvBin).
-func MotoServerPath() (string, error) {
-	p, err := VenvBin("moto_server")
+// motoaws is the launcher: it patches moto and runs moto's server main with
+// moto_server's arguments. It refuses a moto other than the one it was
+// written for (requirements-dev.txt), and says why on stderr.
+//
+//go:embed motoaws.py
+var motoaws []byte
+
+// PythonPath finds the python of the project's virtualenv (VenvBin), which
+// has moto[server].
+func PythonPath() (string, error) {
+	p, err := VenvBin("python")
 	if err != nil {
-		return "", fmt.Errorf("moto_server not found (%v): run `make venv` in the repository root, or set KUBE_AWS_VENV to a virtualenv with moto[server] installed", err)
+		return "", fmt.Errorf("the project's python with moto not found (%v): run `make venv` in the repository root, or set KUBE_AWS_VENV to a virtualenv with requirements-dev.txt installed", err)
 	}
 	return p, nil
 }
 
-// VenvBin finds a program of the project's Python virtualenv (moto_server,
-// python with grpcio): $KUBE_AWS_VENV/bin/<name>, else <repo root>/.venv/bin/<name>,
+// motoCommand runs the launcher with args (moto_server's) by py. The
+// launcher is read from stdin: no file is written, and none another user
+// of a shared temporary folder could change under a root test.
+func motoCommand(py string, args ...string) *exec.Cmd {
+	cmd := exec.Command(py, append([]string{"-"}, args...)...)
+	cmd.Stdin = bytes.NewReader(motoaws)
+	return cmd
+}
+
+// VenvBin finds a program of the project's Python virtualenv (python with
+// moto and grpcio, cfn-lint): $KUBE_AWS_VENV/bin/<name>, else <repo root>/.venv/bin/<name>,
 // where the repo root is the nearest folder above the working directory
 // holding go.mod (`make venv` creates it).
 func VenvBin(name string) (string, error) {
@@ -100,17 +122,17 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// StartServer starts moto_server on 127.0.0.1 on a free port and waits until
-// it answers. stop kills its whole process group (moto_server may fork) and
-// is safe to call more than once.
+// StartServer starts the patched moto (motoaws.py) on 127.0.0.1 on a free
+// port and waits until it answers. stop kills its whole process group (moto
+// may fork) and is safe to call more than once.
 func StartServer() (url string, stop func(), err error) {
-	bin, err := MotoServerPath()
+	py, err := PythonPath()
 	if err != nil {
 		return "", nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		url, stop, err := startOnce(bin)
+		url, stop, err := startOnce(py)
 		if err == nil {
 			return url, stop, nil
 		}
@@ -119,12 +141,12 @@ func StartServer() (url string, stop func(), err error) {
 	return "", nil, lastErr
 }
 
-func startOnce(bin string) (string, func(), error) {
+func startOnce(py string) (string, func(), error) {
 	port, err := localport.Free()
 	if err != nil {
 		return "", nil, fmt.Errorf("finding a free port for moto: %w", err)
 	}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd := motoCommand(py, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	// Its own process group, so that stop reaches every child, and so that a
 	// Ctrl-C meant for the test is not what kills moto half way.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -136,7 +158,7 @@ func startOnce(bin string) (string, func(), error) {
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		os.Remove(logf.Name())
-		return "", nil, fmt.Errorf("starting %s: %w", bin, err)
+		return "", nil, fmt.Errorf("starting moto (%s, test/awstest/motoaws.py): %w", py, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -166,7 +188,7 @@ func startOnce(bin string) (string, func(), error) {
 		case <-exited:
 			out, _ := os.ReadFile(logf.Name())
 			stop()
-			return "", nil, fmt.Errorf("moto_server exited before it was ready:\n%s", out)
+			return "", nil, fmt.Errorf("moto (test/awstest/motoaws.py) exited before it was ready:\n%s", out)
 		default:
 		}
 		// /moto-api/ is moto's own dashboard: a 200 there means the server
@@ -181,7 +203,7 @@ func startOnce(bin string) (string, func(), error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	stop()
-	return "", nil, fmt.Errorf("moto_server on %s did not answer within 30s", url)
+	return "", nil, fmt.Errorf("moto on %s did not answer within 30s", url)
 }
 
 // pids maps the URL of each running moto to its process id, for CPUTime.

@@ -34,7 +34,7 @@ func TestStartServerAnswersAndStops(t *testing.T) {
 func TestMissingVenvSaysWhatToDo(t *testing.T) {
 	t.Setenv("KUBE_AWS_VENV", t.TempDir())
 	t.Chdir(t.TempDir()) // no go.mod above: the repo fallback finds nothing
-	_, err := MotoServerPath()
+	_, err := PythonPath()
 	if err == nil || !strings.Contains(err.Error(), "make venv") {
 		t.Fatalf("want an error telling to run make venv, got %v", err)
 	}

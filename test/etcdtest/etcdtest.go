@@ -24,7 +24,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
-	"github.com/kube-aws/kube-aws/node/certs"
+	"github.com/kube-aws/kube-aws/node/steps/certificates"
 )
 
 // Paths of the member's PKI under the machine's root.
@@ -106,14 +106,14 @@ func issuePKI(t testing.TB, root string) {
 	os.MkdirAll(filepath.Join(root, filepath.Dir(CACert)), 0o755)
 	os.WriteFile(root+CACert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 	os.WriteFile(root+CAKey, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600)
-	for _, c := range []certs.Spec{
+	for _, c := range []certificates.Spec{
 		{Certificate: nodeplan.Certificate{Name: "server", Cert: ServerCert, Key: ServerKey, Usages: []nodeplan.Usage{nodeplan.UsageServerAuth}},
 			CommonName: "etcd0", IPs: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}},
 		{Certificate: nodeplan.Certificate{Name: "client", Cert: ClientCert, Key: ClientKey, Usages: []nodeplan.Usage{nodeplan.UsageClientAuth}},
 			CommonName: "kube-aws-node"},
 	} {
 		c.CACert, c.CAKey, c.Validity = CACert, CAKey, time.Hour
-		if _, err := certs.Ensure(root, &c, time.Now()); err != nil {
+		if _, err := certificates.Ensure(root, &c, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -342,8 +342,12 @@ func (h *Harness) prepare(s *cloud.Snapshot) error {
 	for _, lb := range s.LoadBalancers {
 		errs = append(errs, h.serveLB(lb))
 	}
-	// Connections to targets that left (a terminated instance) end now,
-	// as a load balancer ends them when it deregisters a target.
+	// Connections to a machine that is gone (a terminated instance) end
+	// now: nobody would send a reset for it. A target deregistered while
+	// its machine runs (an instance in Terminating:Wait, drained) keeps
+	// its open connections, as a load balancer's deregistration delay
+	// lets them finish; it gets no new ones (targets).
+	alive := h.alive()
 	keys := make([]string, 0, len(h.lbPorts))
 	for k := range h.lbPorts {
 		keys = append(keys, k)
@@ -351,11 +355,34 @@ func (h *Harness) prepare(s *cloud.Snapshot) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		lp := h.lbPorts[k]
-		if n := lp.p.Retain(h.targets(lp.lb, lp.port)); n > 0 {
-			h.logf("load balancer %s port %d: closed %d connections to targets that left", lp.lb, lp.port, n)
+		if n := lp.p.RetainIf(alive); n > 0 {
+			h.logf("load balancer %s port %d: closed %d connections to machines that are gone", lp.lb, lp.port, n)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// alive says whether a target address (ip:port) is on a running instance
+// that has a machine.
+func (h *Harness) alive() func(target string) bool {
+	ips := map[netip.Addr]bool{}
+	if s := h.snap.Load(); s != nil {
+		for _, in := range s.Instances {
+			if !in.Running() {
+				continue
+			}
+			if h.player != nil {
+				if _, ok := h.player.Machine(in.ID); !ok {
+					continue
+				}
+			}
+			ips[in.PrivateIP] = true
+		}
+	}
+	return func(target string) bool {
+		ap, err := netip.ParseAddrPort(target)
+		return err == nil && ips[ap.Addr()]
+	}
 }
 
 // lbPort is one listener of a load balancer.
@@ -421,11 +448,15 @@ func (h *Harness) serveLB(lb cloud.LoadBalancer) error {
 	return errors.Join(errs...)
 }
 
-// targets are the addresses behind a load balancer's port now: its
-// registered instances that are running and have a machine. An instance
-// whose machine is gone (killed, or not booted yet) is no target, as a load
-// balancer's health check takes it out: sending to it would hang each
-// connection until the dial timeout.
+// targets are the addresses new connections to a load balancer's port go
+// to now: its registered instances that are running, have a machine and are
+// not leaving their group. An instance whose machine is gone (killed, or not
+// booted yet) is no target, as a load balancer's health check takes it out:
+// sending to it would hang each connection until the dial timeout. An
+// instance its group is terminating (Terminating:*) is no target either:
+// Auto Scaling deregisters it before any termination hook waits (moto does
+// too, with the project's patches; this holds if a registration outlived it,
+// as one the mender made may until its next poll).
 func (h *Harness) targets(lbName string, port int32) []string {
 	s := h.snap.Load()
 	if s == nil {
@@ -442,7 +473,7 @@ func (h *Harness) targets(lbName string, port int32) []string {
 			}
 			for _, t := range li.Targets {
 				in, ok := s.Instances[t.InstanceID]
-				if !ok || !in.Running() {
+				if !ok || !in.Running() || in.Leaving() {
 					continue
 				}
 				if h.player != nil {

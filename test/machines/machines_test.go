@@ -51,18 +51,22 @@ func TestDNSData(t *testing.T) {
 	}
 }
 
-// TestTargets: a load balancer spreads to the running registered
-// instances' private addresses at the target port.
+// TestTargets: a load balancer spreads new connections to the running
+// registered instances' private addresses at the target port, leaving out
+// an instance its group is terminating; it keeps open connections to every
+// running instance, and only those.
 func TestTargets(t *testing.T) {
 	h := &Harness{}
 	h.snap.Store(&cloud.Snapshot{
 		Instances: map[string]*cloud.Instance{
-			"i-1": {ID: "i-1", State: "running", PrivateIP: netip.MustParseAddr("10.0.1.4")},
-			"i-2": {ID: "i-2", State: "shutting-down", PrivateIP: netip.MustParseAddr("10.0.1.5")},
-			"i-3": {ID: "i-3", State: "pending", PrivateIP: netip.MustParseAddr("10.0.2.4")},
+			"i-1": {ID: "i-1", State: "running", Lifecycle: "InService", PrivateIP: netip.MustParseAddr("10.0.1.4")},
+			"i-2": {ID: "i-2", State: "shutting-down", Lifecycle: "Terminating:Proceed", PrivateIP: netip.MustParseAddr("10.0.1.5")},
+			"i-3": {ID: "i-3", State: "pending", Lifecycle: "Pending", PrivateIP: netip.MustParseAddr("10.0.2.4")},
+			"i-4": {ID: "i-4", State: "running", Lifecycle: "Terminating:Wait", PrivateIP: netip.MustParseAddr("10.0.2.5")},
 		},
 		LoadBalancers: []cloud.LoadBalancer{{Name: "api", Listeners: []cloud.Listener{
-			{Port: 443, Targets: []cloud.Target{{InstanceID: "i-1", Port: 6443}, {InstanceID: "i-2", Port: 6443}, {InstanceID: "i-3", Port: 6443}, {InstanceID: "i-9", Port: 6443}}},
+			{Port: 443, Targets: []cloud.Target{{InstanceID: "i-1", Port: 6443}, {InstanceID: "i-2", Port: 6443}, {InstanceID: "i-3", Port: 6443},
+				{InstanceID: "i-4", Port: 6443}, {InstanceID: "i-9", Port: 6443}}},
 			{Port: 80, Targets: []cloud.Target{{InstanceID: "i-1", Port: 8080}}},
 		}}},
 	})
@@ -72,5 +76,14 @@ func TestTargets(t *testing.T) {
 	}
 	if got := h.targets("other", 443); len(got) != 0 {
 		t.Fatalf("targets of an unknown load balancer = %v", got)
+	}
+	alive := h.alive()
+	for target, want := range map[string]bool{
+		"10.0.1.4:6443": true, "10.0.2.5:6443": true, "10.0.2.5:10250": true, // in service; leaving, still running
+		"10.0.1.5:6443": false, "10.9.9.9:6443": false, "bogus": false, // shutting down; no instance
+	} {
+		if alive(target) != want {
+			t.Errorf("connections to %s kept: %v, want %v", target, !want, want)
+		}
 	}
 }

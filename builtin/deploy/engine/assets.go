@@ -180,8 +180,8 @@ func roleSecrets(userdata []byte) ([]string, error) {
 }
 
 // uploadSecrets encrypts, for every role, each secret its userdata names
-// with the cluster's KMS key under the encryption context
-// {"kube-aws:cluster": <name>, "kube-aws:role": <role>} and uploads the
+// with the cluster's KMS key under the role's encryption context
+// (names.EncryptionContext) and uploads the
 // ciphertext to <prefix>/roles/<role>/secrets/<sha256 of the marker>, where
 // only that role's machines may read it and only they can decrypt it.
 // KMS ciphertext differs on every call, so "already there" means: the
@@ -235,7 +235,7 @@ func (e *Engine) uploadSecrets(ctx context.Context, p *prepared, a *assets) erro
 	return forEach(ctx, uploadParallelism, items, func(ctx context.Context, it item) error {
 		plain := []byte(p.t.Secrets[it.marker])
 		key := p.loc.key(nodeplan.SecretKey(it.role, it.marker))
-		ec := map[string]string{"kube-aws:cluster": p.t.Cluster.ClusterName, "kube-aws:role": it.role}
+		ec := names.EncryptionContext(p.t.Cluster.ClusterName, it.role)
 		same, err := e.secretUnchanged(ctx, p.loc.Bucket, key, plain, ec)
 		if err != nil {
 			return fmt.Errorf("sensitive value %s for %s: checking s3://%s/%s: %w", it.marker, it.role, p.loc.Bucket, key, err)

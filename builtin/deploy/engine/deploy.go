@@ -31,17 +31,6 @@ type Result struct {
 	Replaced map[string]int `json:"replaced,omitempty"`
 }
 
-// Cluster output names Deploy lifts from the control-plane stack's outputs.
-var clusterOutputs = map[string]string{
-	"APIEndpoint":     "APIEndpoint",
-	"APIEndpointURL":  "APIEndpoint",
-	"APIEndpointName": "APIEndpoint",
-	"APIServerURL":    "APIEndpoint",
-	"LoadBalancerDNS": "APILoadBalancerDNS",
-	"VPCId":           "VPCId",
-	"VpcId":           "VPCId",
-}
-
 // Deploy uploads assets and sensitive values, then creates or updates every
 // stack in dependency order, holding the cluster's deploy lock throughout.
 // A rerun after a failed or interrupted Deploy resumes it. The Result is
@@ -156,8 +145,9 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 	return res, nil
 }
 
-// liftOutputs copies well-known stack outputs (the API endpoint, say) to
-// cluster outputs; control-plane wins over network, which wins over others.
+// liftOutputs copies the stack outputs names.ClusterOutput knows (the API
+// endpoint, say) to cluster outputs; control-plane wins over network, which
+// wins over others.
 func liftOutputs(dst map[string]string, outputs map[string]map[string]string) {
 	stacks := make([]string, 0, len(outputs))
 	for s := range outputs {
@@ -185,7 +175,7 @@ func liftOutputs(dst map[string]string, outputs map[string]map[string]string) {
 		}
 		sort.Strings(keys)
 		for _, out := range keys {
-			if name, ok := clusterOutputs[out]; ok {
+			if name := names.ClusterOutput(out); name != "" {
 				if _, set := dst[name]; !set {
 					dst[name] = outputs[s][out]
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/host"
 	"github.com/kube-aws/kube-aws/plugins/plugintest"
+	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/test/builtintest"
 )
 
@@ -128,7 +129,7 @@ func initialiseAll(t *testing.T) *run {
 // values schema kube-aws validates with) and stops it.
 func getInfo(t *testing.T, bin string) stage.PluginInfo {
 	t.Helper()
-	ps, err := host.Launch(context.Background(), []host.Candidate{{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: host.SourceUser}}, host.Options{})
+	ps, err := host.Launch(context.Background(), []source.Candidate{{Name: filepath.Base(bin), Path: bin, Dir: filepath.Dir(bin), Source: source.User}}, host.Options{})
 	if err != nil {
 		t.Fatalf("launching %s: %v", bin, err)
 	}

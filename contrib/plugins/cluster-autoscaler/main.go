@@ -38,10 +38,8 @@ var chart embed.FS
 // Tags the autoscaler discovers node groups by
 // (--node-group-auto-discovery=asg:tag=...).
 const (
-	TagEnabled      = "k8s.io/cluster-autoscaler/enabled"
-	tagOwnerPrefix  = "k8s.io/cluster-autoscaler/"
-	RoleLabel       = "node.kube-aws.io/role"
-	controlPlaneKey = "node-role.kubernetes.io/control-plane"
+	TagEnabled     = "k8s.io/cluster-autoscaler/enabled"
+	tagOwnerPrefix = "k8s.io/cluster-autoscaler/"
 )
 
 // Values are the plugin's values (schema.json).
@@ -116,10 +114,11 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Resul
 	if v.RunOn == string(construct.Controller) {
 		// Controllers carry no role label of their own that a kubelet may
 		// set (node-role.kubernetes.io/* is reserved), so the plugin adds
-		// one and selects it, and tolerates the control-plane taint.
-		set.NodeLabels = []construct.NodeLabel{{Target: target, Key: RoleLabel, Value: string(construct.Controller)}}
-		nodeSelector[RoleLabel] = string(construct.Controller)
-		tolerations = []map[string]string{{"key": controlPlaneKey, "operator": "Exists", "effect": "NoSchedule"}}
+		// names.LabelRole (the kubernetes built-in adds the same) and
+		// selects it, and tolerates the control-plane taint.
+		set.NodeLabels = []construct.NodeLabel{{Target: target, Key: names.LabelRole, Value: string(construct.Controller)}}
+		nodeSelector[names.LabelRole] = string(construct.Controller)
+		tolerations = []map[string]string{{"key": names.TaintControlPlane, "operator": "Exists", "effect": "NoSchedule"}}
 	}
 
 	path, err := chartcache.Extract(chart, "charts/cluster-autoscaler", in.WorkDir, Name)

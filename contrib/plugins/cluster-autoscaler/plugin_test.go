@@ -9,6 +9,7 @@ import (
 	"github.com/kube-aws/kube-aws/contrib/internal/contribtest"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -72,7 +73,7 @@ func TestIAMForTheNodePoolsGroups(t *testing.T) {
 		t.Errorf("scaling is not limited to the cluster's groups: %s", scale.Condition)
 	}
 	// Controllers get a label the release selects.
-	if len(res.Constructs.NodeLabels) != 1 || res.Constructs.NodeLabels[0].Key != RoleLabel {
+	if len(res.Constructs.NodeLabels) != 1 || res.Constructs.NodeLabels[0].Key != names.LabelRole {
 		t.Errorf("labels %+v", res.Constructs.NodeLabels)
 	}
 }
@@ -106,8 +107,8 @@ func TestReleaseRenders(t *testing.T) {
 		"--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/demo",
 		"--max-node-provision-time=10m\n            - --scale-down-unneeded-time=5m",
 		`value: "us-east-1"`,
-		RoleLabel + ": controller",
-		"key: " + controlPlaneKey,
+		names.LabelRole + ": controller",
+		"key: " + names.TaintControlPlane,
 	} {
 		if !strings.Contains(dep, want) {
 			t.Errorf("deployment lacks %q:\n%s", want, dep)
@@ -138,7 +139,7 @@ func TestNoNodePoolsWarns(t *testing.T) {
 func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 	contribtest.ExpectRejected(t, Name, schema, `{"runOn": "etcd"}`, "plugins.cluster-autoscaler.values.runOn", "")
 	contribtest.ExpectRejected(t, Name, schema, `{"replicas": 5}`, "plugins.cluster-autoscaler.values.replicas", "")
-	contribtest.ExpectRejected(t, Name, schema, `{"extraArgs": {"--bad": "x"}}`, "plugins.cluster-autoscaler.values.extraArgs", "--bad")
+	contribtest.ExpectRejected(t, Name, schema, `{"extraArgs": {"--bad": "x"}}`, "plugins.cluster-autoscaler.values.extraArgs.--bad", `unknown key "--bad" in /extraArgs`)
 	contribtest.ExpectRejected(t, Name, schema, `{"extraArgs": {"expander": ["a"]}}`, "plugins.cluster-autoscaler.values.extraArgs.expander", "")
 	if d := contribtest.Validate(t, Name, schema, `{"runOn": "worker", "extraArgs": {"expander": "least-waste", "scan-interval": 10}}`); len(d) > 0 {
 		t.Errorf("good values rejected: %v", d)

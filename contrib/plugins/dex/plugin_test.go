@@ -177,7 +177,7 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 	contribtest.ExpectRejected(t, Name, schema, `{"issuerURL": "https://d", "replicas": 0}`, "plugins.dex.values.replicas", "")
 	contribtest.ExpectRejected(t, Name, schema, `{"issuerURL": "https://d", "serviceType": "Ingress"}`, "plugins.dex.values.serviceType", "")
 	contribtest.ExpectRejected(t, Name, schema, `{"issuerURL": "https://d", "staticClients": [{"id": "x", "redirectURIs": ["a"]}]}`, "plugins.dex.values.staticClients[0]", "secret")
-	contribtest.ExpectRejected(t, Name, schema, `{"issuerURL": "https://d", "issuer": "typo"}`, "plugins.dex.values", "issuer")
+	contribtest.ExpectRejected(t, Name, schema, `{"issuerURL": "https://d", "issuer": "typo"}`, "plugins.dex.values.issuer", `unknown key "issuer" (did you mean`)
 	if d := contribtest.Validate(t, Name, schema, goodValues); len(d) > 0 {
 		t.Errorf("good values rejected: %v", d)
 	}

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
@@ -63,6 +65,9 @@ func Validate(c *config.Cluster, plugin string, schema json.RawMessage, plain st
 		return diag.List{d}
 	}
 	var out diag.List
+	// The schema as a document, to name the keys an object allows when a
+	// value has one it does not (the schema compiled, so it decodes).
+	doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	// clusterErrs holds pointer+message of the cluster-level failures: a
 	// pool inherits them, and repeating each once per pool helps nobody.
 	clusterErrs := map[string]bool{}
@@ -80,28 +85,37 @@ func Validate(c *config.Cluster, plugin string, schema json.RawMessage, plain st
 			return
 		}
 		for _, leaf := range leaves(ve) {
-			ptr := pointer(leaf.InstanceLocation)
-			msg := config.Redact(leaf.ErrorKind.LocalizedString(printer), secrets)
-			key := ptr + "\x00" + msg
-			if pool == "" {
-				clusterErrs[key] = true
-			} else if clusterErrs[key] {
-				continue
-			}
-			path := valuesPath(c, plugin, pool, ptr)
-			where := ""
-			if pool != "" && !strings.HasPrefix(path, "nodePools[") {
-				where = fmt.Sprintf(" (in node pool %s)", pool)
-			}
-			d := diag.Fatalf("plugin %s values%s: %s: %s", plugin, where, displayPointer(ptr), msg).At(path).
-				WithHint(fmt.Sprintf("fix %s to match plugin %s's values schema (`kube-aws plugins describe %s` prints it)", path, plugin, plugin))
-			d.Plugin = plugin
-			if c != nil {
-				if file, line, col, ok := c.Position(path); ok {
-					d = d.InFile(file, line, col)
+			for _, p := range problems(leaf, doc, plugin, secrets) {
+				key := p.ptr + "\x00" + p.msg
+				if pool == "" {
+					clusterErrs[key] = true
+				} else if clusterErrs[key] {
+					continue
 				}
+				path := valuesPath(c, plugin, pool, p.ptr)
+				where := ""
+				if pool != "" && !strings.HasPrefix(path, "nodePools[") {
+					where = fmt.Sprintf(" (in node pool %s)", pool)
+				}
+				hint := fmt.Sprintf("fix %s to match plugin %s's values schema (`kube-aws plugins describe %s` prints it)", path, plugin, plugin)
+				if p.hint != "" {
+					hint = p.hint
+				}
+				var d diag.Diagnostic
+				if p.unknown {
+					d = diag.Fatalf("plugin %s values%s: %s", plugin, where, p.msg)
+				} else {
+					d = diag.Fatalf("plugin %s values%s: %s: %s", plugin, where, displayPointer(p.ptr), p.msg)
+				}
+				d = d.At(path).WithHint(hint)
+				d.Plugin = plugin
+				if c != nil {
+					if file, line, col, ok := c.Position(path); ok {
+						d = d.InFile(file, line, col)
+					}
+				}
+				out = append(out, d)
 			}
-			out = append(out, d)
 		}
 	}
 	check("", plain.Values)
@@ -114,6 +128,88 @@ func Validate(c *config.Cluster, plugin string, schema json.RawMessage, plain st
 		check(p, plain.NodePools[p])
 	}
 	return out
+}
+
+// problem is one schema failure, where it is and what to say.
+type problem struct {
+	ptr, msg, hint string
+	// unknown is a key the schema does not allow: its message names it.
+	unknown bool
+}
+
+// problems turns one schema failure into what to tell the user. A value
+// with keys its object does not allow (additionalProperties) gives one
+// problem per key, at the key, with the nearest allowed key as cluster.yaml's
+// unknown keys have it ("did you mean"); any other failure is itself.
+func problems(leaf *jsonschema.ValidationError, doc any, plugin string, secrets config.Secrets) []problem {
+	ptr := pointer(leaf.InstanceLocation)
+	extra, ok := leaf.ErrorKind.(*kind.AdditionalProperties)
+	if !ok {
+		return []problem{{ptr: ptr, msg: config.Redact(leaf.ErrorKind.LocalizedString(printer), secrets)}}
+	}
+	allowed, patterns := allowedKeys(doc, leaf.SchemaURL)
+	describe := fmt.Sprintf("`kube-aws plugins describe %s` prints the schema", plugin)
+	if len(patterns) > 0 {
+		describe = fmt.Sprintf("keys here match %s; %s", strings.Join(patterns, " or "), describe)
+	}
+	out := make([]problem, 0, len(extra.Properties))
+	for _, k := range extra.Properties {
+		in := ""
+		if ptr != "" {
+			in = " in " + ptr
+		}
+		p := problem{ptr: ptr + pointer([]string{k}), unknown: true, msg: fmt.Sprintf("unknown key %q%s", k, in)}
+		switch s := config.SuggestKey(k, allowed); {
+		case s != "":
+			p.msg += fmt.Sprintf(" (did you mean %q?)", s)
+			p.hint = fmt.Sprintf("rename it to %s (%s)", s, describe)
+		case len(allowed) > 0:
+			p.hint = fmt.Sprintf("valid keys here: %s (%s)", strings.Join(allowed, ", "), describe)
+		case len(patterns) > 0:
+			p.hint = fmt.Sprintf("rename or remove it (%s)", describe)
+		default:
+			p.hint = fmt.Sprintf("remove it: plugin %s takes no keys here (%s)", plugin, describe)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// allowedKeys lists, sorted, the properties the schema at schemaURL (a
+// location in the plugin's schema document, kube-aws:///...#/json/pointer)
+// declares, and the patterns of its patternProperties.
+func allowedKeys(doc any, schemaURL string) (keys, patterns []string) {
+	_, frag, _ := strings.Cut(schemaURL, "#")
+	cur := doc
+	if frag != "" {
+		for _, t := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+			t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+			switch v := cur.(type) {
+			case map[string]any:
+				cur = v[t]
+			case []any:
+				i, err := strconv.Atoi(t)
+				if err != nil || i < 0 || i >= len(v) {
+					return nil, nil
+				}
+				cur = v[i]
+			default:
+				return nil, nil
+			}
+		}
+	}
+	obj, _ := cur.(map[string]any)
+	props, _ := obj["properties"].(map[string]any)
+	for k := range props {
+		keys = append(keys, k)
+	}
+	pats, _ := obj["patternProperties"].(map[string]any)
+	for p := range pats {
+		patterns = append(patterns, p)
+	}
+	sort.Strings(keys)
+	sort.Strings(patterns)
+	return keys, patterns
 }
 
 // ValidateAll validates every plugin that has a schema, in name order.
@@ -175,31 +271,48 @@ func displayPointer(ptr string) string {
 	return ptr
 }
 
-// UnknownPluginsDiag reports every enabled plugin that no source (built-in,
-// contrib, user) provides, listing the available ones and the closest name.
-func UnknownPluginsDiag(enabled, available []string) diag.List {
+// UnknownPluginsDiag reports every plugin named under plugins: in
+// cluster.yaml (configured: each name's enabled setting, nil when unset)
+// that no source (built-in, contrib, user, registry) provides, listing the
+// available ones and suggesting the closest name as cluster.yaml's unknown
+// keys do. A name set to enabled: false is left alone: the user keeps its
+// settings for a plugin that is not installed here.
+func UnknownPluginsDiag(configured map[string]*bool, available []string) diag.List {
 	have := map[string]bool{}
 	for _, a := range available {
 		have[a] = true
 	}
 	sorted := append([]string(nil), available...)
 	sort.Strings(sorted)
+	names := make([]string, 0, len(configured))
+	for n := range configured {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	var out diag.List
-	seen := map[string]bool{}
-	for _, e := range enabled {
-		if have[e] || seen[e] {
+	for _, n := range names {
+		enabled := configured[n]
+		if have[n] || (enabled != nil && !*enabled) {
 			continue
 		}
-		seen[e] = true
+		var d diag.Diagnostic
+		if enabled != nil {
+			d = diag.Fatalf("plugin %s is enabled but no plugin source provides it", n)
+		} else {
+			d = diag.Fatalf("unknown plugin %q in plugins: no plugin source provides it, so its settings would be ignored", n)
+		}
 		hint := "available plugins: " + strings.Join(sorted, ", ") +
-			"; put a user plugin's executable at plugins/" + e + "/" + e + " beside cluster.yaml or in a --plugin-dir, or remove plugins." + e
+			"; put a user plugin's executable at plugins/" + n + "/" + n + " beside cluster.yaml or in a --plugin-dir, or remove plugins." + n
+		if enabled == nil {
+			hint += " (or set plugins." + n + ".enabled: false to keep its settings for later)"
+		}
 		if len(sorted) == 0 {
 			hint = "no plugins were found at all: check the kube-aws installation (bin/kube-aws-plugins/) and --plugin-dir"
-		} else if s := diag.Closest(e, sorted, 2); s != "" {
-			hint = fmt.Sprintf("did you mean %s? ", s) + hint
+		} else if s := config.SuggestKey(n, sorted); s != "" {
+			d.Message += fmt.Sprintf(" (did you mean %q?)", s)
+			hint = fmt.Sprintf("rename it to %s; ", s) + hint
 		}
-		out = append(out, diag.Fatalf("plugin %s is enabled but no plugin source provides it", e).
-			At(config.JoinPath("plugins", e)).WithHint(hint))
+		out = append(out, d.At(config.JoinPath("plugins", n)).WithHint(hint))
 	}
 	return out
 }

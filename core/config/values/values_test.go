@@ -66,7 +66,7 @@ plugins:
 		{"plugins.dex.values.replicas", 13, "got string, want integer"},
 		{"plugins.dex.values.clientSecret", 14, "((secret:dex/values/clientSecret))"},
 		{"plugins.dex.values.connectors[0]", 16, "missing property 'id'"},
-		{"plugins.dex.values", 12, "additional properties 'isuer' not allowed"},
+		{"plugins.dex.values.isuer", 17, `unknown key "isuer" (did you mean "issuer"?)`},
 		{"nodePools[1].plugins.dex.values.replicas", 8, "minimum: got 0, want 1"},
 	} {
 		found := false
@@ -90,6 +90,62 @@ plugins:
 	}
 }
 
+// An unknown key in a plugin's values is reported at the key, with the
+// nearest key the schema allows there, as cluster.yaml's unknown keys are;
+// the keys allowed are found wherever the schema declares them ($ref).
+func TestUnknownValuesKeysSuggest(t *testing.T) {
+	const schema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "retentionDays": {"type": "integer"},
+    "bucket": {"$ref": "#/$defs/bucket"},
+    "args": {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "string"}}, "additionalProperties": false}
+  },
+  "$defs": {"bucket": {"type": "object", "additionalProperties": false, "properties": {"name": {"type": "string"}, "prefix": {"type": "string"}}}}
+}`
+	src := `plugins:
+  audit-trail:
+    values:
+      retentonDays: 7
+      bucket:
+        nmae: logs
+        region: x
+      args:
+        Bad: x
+`
+	c, diags := config.Parse("cluster.yaml", []byte(src))
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	vals, _ := config.EffectiveValues(c, ".")
+	got := Validate(c, "audit-trail", json.RawMessage(schema), vals["audit-trail"], nil)
+	want := []struct {
+		path, msg, hint string
+		line            int
+	}{
+		{"plugins.audit-trail.values.retentonDays", `plugin audit-trail values: unknown key "retentonDays" (did you mean "retentionDays"?)`, "rename it to retentionDays", 4},
+		{"plugins.audit-trail.values.bucket.nmae", `plugin audit-trail values: unknown key "nmae" in /bucket (did you mean "name"?)`, "rename it to name", 6},
+		{"plugins.audit-trail.values.bucket.region", `plugin audit-trail values: unknown key "region" in /bucket`, "valid keys here: name, prefix", 7},
+		{"plugins.audit-trail.values.args.Bad", `plugin audit-trail values: unknown key "Bad" in /args`, "rename or remove it (keys here match ^[a-z]+$;", 9},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("want %d diagnostics, got:\n%s", len(want), got.Error())
+	}
+	for _, w := range want {
+		found := false
+		for _, d := range got {
+			if d.Path == w.path && d.Line == w.line && d.Message == w.msg &&
+				strings.HasPrefix(d.Hint, w.hint) && strings.Contains(d.Hint, "kube-aws plugins describe audit-trail") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing %+v in:\n%s", w, got.Error())
+		}
+	}
+}
+
 func TestValidValuesPass(t *testing.T) {
 	c, _ := config.Parse("cluster.yaml", []byte("plugins: {dex: {values: {issuer: 'https://x', replicas: 2}}}\n"))
 	vals, _ := config.EffectiveValues(c, ".")
@@ -109,19 +165,27 @@ func TestInvalidSchemaIsThePluginsBug(t *testing.T) {
 	}
 }
 
+// A name under plugins: that no source provides is refused with the
+// nearest available name, enabled or not, unless it is disabled.
 func TestUnknownPlugins(t *testing.T) {
-	d := UnknownPluginsDiag([]string{"cloudformation", "dexx", "mine"}, []string{"cloudformation", "dex", "helm"})
-	if len(d) != 2 {
+	on, off := true, false
+	d := UnknownPluginsDiag(map[string]*bool{"cloudformation": nil, "dexx": &on, "mine": &on, "cloudformaton": nil, "gone": &off},
+		[]string{"cloudformation", "dex", "helm"})
+	if len(d) != 3 {
 		t.Fatalf("%s", d.Error())
 	}
-	if d[0].Path != "plugins.dexx" || !strings.Contains(d[0].Message, "plugin dexx is enabled but no plugin source provides it") ||
-		!strings.Contains(d[0].Hint, "did you mean dex?") || !strings.Contains(d[0].Hint, "available plugins: cloudformation, dex, helm") {
+	if d[0].Path != "plugins.cloudformaton" || d[0].Message != `unknown plugin "cloudformaton" in plugins: no plugin source provides it, so its settings would be ignored (did you mean "cloudformation"?)` ||
+		!strings.HasPrefix(d[0].Hint, "rename it to cloudformation; ") || !strings.Contains(d[0].Hint, "enabled: false") {
 		t.Fatalf("%+v", d[0])
 	}
-	if strings.Contains(d[1].Hint, "did you mean") || !strings.Contains(d[1].Hint, "plugins/mine/mine") {
+	if d[1].Path != "plugins.dexx" || d[1].Message != `plugin dexx is enabled but no plugin source provides it (did you mean "dex"?)` ||
+		!strings.HasPrefix(d[1].Hint, "rename it to dex; ") || !strings.Contains(d[1].Hint, "available plugins: cloudformation, dex, helm") {
 		t.Fatalf("%+v", d[1])
 	}
-	if d := UnknownPluginsDiag([]string{"a"}, nil); len(d) != 1 || !strings.Contains(d[0].Hint, "no plugins were found") {
+	if strings.Contains(d[2].Message, "did you mean") || !strings.Contains(d[2].Hint, "plugins/mine/mine") {
+		t.Fatalf("%+v", d[2])
+	}
+	if d := UnknownPluginsDiag(map[string]*bool{"a": &on}, nil); len(d) != 1 || !strings.Contains(d[0].Hint, "no plugins were found") {
 		t.Fatalf("%s", d.Error())
 	}
 }

@@ -74,6 +74,11 @@ class PluginStub(object):
                 request_serializer=plugin__pb2.StageRequest.SerializeToString,
                 response_deserializer=plugin__pb2.StageEvent.FromString,
                 _registered_method=True)
+        self.AdminCredential = channel.unary_stream(
+                '/kubeaws.plugin.v1.Plugin/AdminCredential',
+                request_serializer=plugin__pb2.StageRequest.SerializeToString,
+                response_deserializer=plugin__pb2.StageEvent.FromString,
+                _registered_method=True)
         self.Cancel = channel.unary_unary(
                 '/kubeaws.plugin.v1.Plugin/Cancel',
                 request_serializer=plugin__pb2.CancelRequest.SerializeToString,
@@ -132,6 +137,14 @@ class PluginServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AdminCredential(self, request, context):
+        """The cluster's admin credential as the plugin keeps it
+        (StageResult.admin_credential); it makes and changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Cancel(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -178,6 +191,11 @@ def add_PluginServicer_to_server(servicer, server):
             ),
             'Destroy': grpc.unary_stream_rpc_method_handler(
                     servicer.Destroy,
+                    request_deserializer=plugin__pb2.StageRequest.FromString,
+                    response_serializer=plugin__pb2.StageEvent.SerializeToString,
+            ),
+            'AdminCredential': grpc.unary_stream_rpc_method_handler(
+                    servicer.AdminCredential,
                     request_deserializer=plugin__pb2.StageRequest.FromString,
                     response_serializer=plugin__pb2.StageEvent.SerializeToString,
             ),
@@ -401,6 +419,33 @@ class Plugin(object):
             request,
             target,
             '/kubeaws.plugin.v1.Plugin/Destroy',
+            plugin__pb2.StageRequest.SerializeToString,
+            plugin__pb2.StageEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdminCredential(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/kubeaws.plugin.v1.Plugin/AdminCredential',
             plugin__pb2.StageRequest.SerializeToString,
             plugin__pb2.StageEvent.FromString,
             options,

@@ -9,7 +9,9 @@
 // one call per stage the plugin implements, in order initialise, render,
 // deploy, validate. A stage call streams events and ends with exactly one
 // StageEvent carrying the result. Diff and Destroy are operations called
-// like a stage (after initialise and render) by kube-aws diff and destroy.
+// like a stage (after initialise and render) by kube-aws diff and destroy;
+// AdminCredential is an operation called with no stage before it (by
+// kube-aws kubeconfig) in the plugin that lists it in PluginInfo.stages.
 // Cancel asks the plugin to stop the calls it is serving and return what it
 // has (kube-aws was interrupted); the calls still end with their result.
 //
@@ -170,7 +172,8 @@ type PluginInfo struct {
 	Version          string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Description      string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	ProtocolVersions []int32                `protobuf:"varint,4,rep,packed,name=protocol_versions,json=protocolVersions,proto3" json:"protocol_versions,omitempty"`
-	// Stage names: initialise, render, deploy, validate.
+	// Stage names: initialise, render, deploy, validate, and the operations
+	// the plugin serves: diff, destroy, admin-credential.
 	Stages []string `protobuf:"bytes,5,rep,name=stages,proto3" json:"stages,omitempty"`
 	// JSON Schema of the plugin's values in cluster.yaml. A property with
 	// "x-kube-aws-sensitive": true holds a secret.
@@ -766,17 +769,20 @@ func (x *Event) GetDiagnostic() *Diagnostic {
 }
 
 type StageResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ValuesJson    []byte                 `protobuf:"bytes,1,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
-	Constructs    *ConstructSet          `protobuf:"bytes,2,opt,name=constructs,proto3" json:"constructs,omitempty"`
-	Files         []*File                `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
-	Stacks        []*StackSpec           `protobuf:"bytes,4,rep,name=stacks,proto3" json:"stacks,omitempty"`
-	Deploy        *DeployResult          `protobuf:"bytes,5,opt,name=deploy,proto3" json:"deploy,omitempty"`
-	Diagnostics   []*Diagnostic          `protobuf:"bytes,6,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
-	Diff          *DiffResult            `protobuf:"bytes,7,opt,name=diff,proto3" json:"diff,omitempty"`
-	Destroy       *DestroyResult         `protobuf:"bytes,8,opt,name=destroy,proto3" json:"destroy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ValuesJson  []byte                 `protobuf:"bytes,1,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
+	Constructs  *ConstructSet          `protobuf:"bytes,2,opt,name=constructs,proto3" json:"constructs,omitempty"`
+	Files       []*File                `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
+	Stacks      []*StackSpec           `protobuf:"bytes,4,rep,name=stacks,proto3" json:"stacks,omitempty"`
+	Deploy      *DeployResult          `protobuf:"bytes,5,opt,name=deploy,proto3" json:"deploy,omitempty"`
+	Diagnostics []*Diagnostic          `protobuf:"bytes,6,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	Diff        *DiffResult            `protobuf:"bytes,7,opt,name=diff,proto3" json:"diff,omitempty"`
+	Destroy     *DestroyResult         `protobuf:"bytes,8,opt,name=destroy,proto3" json:"destroy,omitempty"`
+	// The admin-credential operation's answer. It holds a private key:
+	// kube-aws keeps it in memory only.
+	AdminCredential *Credential `protobuf:"bytes,9,opt,name=admin_credential,json=adminCredential,proto3" json:"admin_credential,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StageResult) Reset() {
@@ -865,6 +871,75 @@ func (x *StageResult) GetDestroy() *DestroyResult {
 	return nil
 }
 
+func (x *StageResult) GetAdminCredential() *Credential {
+	if x != nil {
+		return x.AdminCredential
+	}
+	return nil
+}
+
+// What a kubeconfig embeds to reach the cluster, PEM: the CA the API
+// server's certificate chains to, a client certificate and its key.
+type Credential struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CaCertPem     []byte                 `protobuf:"bytes,1,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
+	CertPem       []byte                 `protobuf:"bytes,2,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	KeyPem        []byte                 `protobuf:"bytes,3,opt,name=key_pem,json=keyPem,proto3" json:"key_pem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Credential) Reset() {
+	*x = Credential{}
+	mi := &file_plugin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Credential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Credential) ProtoMessage() {}
+
+func (x *Credential) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Credential.ProtoReflect.Descriptor instead.
+func (*Credential) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Credential) GetCaCertPem() []byte {
+	if x != nil {
+		return x.CaCertPem
+	}
+	return nil
+}
+
+func (x *Credential) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *Credential) GetKeyPem() []byte {
+	if x != nil {
+		return x.KeyPem
+	}
+	return nil
+}
+
 type DiffResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Stacks  []*StackDiff           `protobuf:"bytes,1,rep,name=stacks,proto3" json:"stacks,omitempty"`
@@ -878,7 +953,7 @@ type DiffResult struct {
 
 func (x *DiffResult) Reset() {
 	*x = DiffResult{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +965,7 @@ func (x *DiffResult) String() string {
 func (*DiffResult) ProtoMessage() {}
 
 func (x *DiffResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +978,7 @@ func (x *DiffResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResult.ProtoReflect.Descriptor instead.
 func (*DiffResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DiffResult) GetStacks() []*StackDiff {
@@ -948,7 +1023,7 @@ type MachineDiff struct {
 
 func (x *MachineDiff) Reset() {
 	*x = MachineDiff{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1035,7 @@ func (x *MachineDiff) String() string {
 func (*MachineDiff) ProtoMessage() {}
 
 func (x *MachineDiff) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1048,7 @@ func (x *MachineDiff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineDiff.ProtoReflect.Descriptor instead.
 func (*MachineDiff) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MachineDiff) GetStack() string {
@@ -1032,7 +1107,7 @@ type StackDiff struct {
 
 func (x *StackDiff) Reset() {
 	*x = StackDiff{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1119,7 @@ func (x *StackDiff) String() string {
 func (*StackDiff) ProtoMessage() {}
 
 func (x *StackDiff) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1132,7 @@ func (x *StackDiff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StackDiff.ProtoReflect.Descriptor instead.
 func (*StackDiff) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StackDiff) GetStack() string {
@@ -1108,7 +1183,7 @@ type ResourceChange struct {
 
 func (x *ResourceChange) Reset() {
 	*x = ResourceChange{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1195,7 @@ func (x *ResourceChange) String() string {
 func (*ResourceChange) ProtoMessage() {}
 
 func (x *ResourceChange) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1208,7 @@ func (x *ResourceChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceChange.ProtoReflect.Descriptor instead.
 func (*ResourceChange) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResourceChange) GetAction() string {
@@ -1182,7 +1257,7 @@ type DestroyResult struct {
 
 func (x *DestroyResult) Reset() {
 	*x = DestroyResult{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1269,7 @@ func (x *DestroyResult) String() string {
 func (*DestroyResult) ProtoMessage() {}
 
 func (x *DestroyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1282,7 @@ func (x *DestroyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyResult.ProtoReflect.Descriptor instead.
 func (*DestroyResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DestroyResult) GetDeleted() []string {
@@ -1248,14 +1323,17 @@ type Diagnostic struct {
 	Code string `protobuf:"bytes,10,opt,name=code,proto3" json:"code,omitempty"`
 	// The plugin that reported the diagnostic, when plugin names another
 	// (the plugin whose contribution it is about). Filled by kube-aws.
-	ReportedBy    string `protobuf:"bytes,11,opt,name=reported_by,json=reportedBy,proto3" json:"reported_by,omitempty"`
+	ReportedBy string `protobuf:"bytes,11,opt,name=reported_by,json=reportedBy,proto3" json:"reported_by,omitempty"`
+	// The other plugin of a conflict between two plugins (plugin is the one
+	// it is blamed on, the later in plugin order).
+	ConflictsWith string `protobuf:"bytes,12,opt,name=conflicts_with,json=conflictsWith,proto3" json:"conflicts_with,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1267,7 +1345,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1280,7 +1358,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Diagnostic) GetSeverity() string {
@@ -1360,6 +1438,13 @@ func (x *Diagnostic) GetReportedBy() string {
 	return ""
 }
 
+func (x *Diagnostic) GetConflictsWith() string {
+	if x != nil {
+		return x.ConflictsWith
+	}
+	return ""
+}
+
 type File struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -1372,7 +1457,7 @@ type File struct {
 
 func (x *File) Reset() {
 	*x = File{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1469,7 @@ func (x *File) String() string {
 func (*File) ProtoMessage() {}
 
 func (x *File) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1482,7 @@ func (x *File) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use File.ProtoReflect.Descriptor instead.
 func (*File) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *File) GetPath() string {
@@ -1442,7 +1527,7 @@ type StackSpec struct {
 
 func (x *StackSpec) Reset() {
 	*x = StackSpec{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1539,7 @@ func (x *StackSpec) String() string {
 func (*StackSpec) ProtoMessage() {}
 
 func (x *StackSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1552,7 @@ func (x *StackSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StackSpec.ProtoReflect.Descriptor instead.
 func (*StackSpec) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StackSpec) GetName() string {
@@ -1523,7 +1608,7 @@ type Rendered struct {
 
 func (x *Rendered) Reset() {
 	*x = Rendered{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1620,7 @@ func (x *Rendered) String() string {
 func (*Rendered) ProtoMessage() {}
 
 func (x *Rendered) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1633,7 @@ func (x *Rendered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rendered.ProtoReflect.Descriptor instead.
 func (*Rendered) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Rendered) GetDir() string {
@@ -1585,7 +1670,7 @@ type ManifestFile struct {
 
 func (x *ManifestFile) Reset() {
 	*x = ManifestFile{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1682,7 @@ func (x *ManifestFile) String() string {
 func (*ManifestFile) ProtoMessage() {}
 
 func (x *ManifestFile) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1695,7 @@ func (x *ManifestFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestFile.ProtoReflect.Descriptor instead.
 func (*ManifestFile) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ManifestFile) GetPath() string {
@@ -1658,7 +1743,7 @@ type DeployResult struct {
 
 func (x *DeployResult) Reset() {
 	*x = DeployResult{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1755,7 @@ func (x *DeployResult) String() string {
 func (*DeployResult) ProtoMessage() {}
 
 func (x *DeployResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1768,7 @@ func (x *DeployResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeployResult.ProtoReflect.Descriptor instead.
 func (*DeployResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeployResult) GetStacks() []*StackStatus {
@@ -1713,7 +1798,7 @@ type StackStatus struct {
 
 func (x *StackStatus) Reset() {
 	*x = StackStatus{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1810,7 @@ func (x *StackStatus) String() string {
 func (*StackStatus) ProtoMessage() {}
 
 func (x *StackStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1823,7 @@ func (x *StackStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StackStatus.ProtoReflect.Descriptor instead.
 func (*StackStatus) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StackStatus) GetName() string {
@@ -1788,7 +1873,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1885,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1898,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Target) GetRole() string {
@@ -1851,7 +1936,7 @@ type ConstructSet struct {
 
 func (x *ConstructSet) Reset() {
 	*x = ConstructSet{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1948,7 @@ func (x *ConstructSet) String() string {
 func (*ConstructSet) ProtoMessage() {}
 
 func (x *ConstructSet) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1961,7 @@ func (x *ConstructSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConstructSet.ProtoReflect.Descriptor instead.
 func (*ConstructSet) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConstructSet) GetStacks() []*Stack {
@@ -1994,7 +2079,7 @@ type Stack struct {
 
 func (x *Stack) Reset() {
 	*x = Stack{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2091,7 @@ func (x *Stack) String() string {
 func (*Stack) ProtoMessage() {}
 
 func (x *Stack) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2104,7 @@ func (x *Stack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stack.ProtoReflect.Descriptor instead.
 func (*Stack) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Stack) GetName() string {
@@ -2124,7 +2209,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2221,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2234,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Patch) GetStack() string {
@@ -2200,7 +2285,7 @@ type Protected struct {
 
 func (x *Protected) Reset() {
 	*x = Protected{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2297,7 @@ func (x *Protected) String() string {
 func (*Protected) ProtoMessage() {}
 
 func (x *Protected) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2310,7 @@ func (x *Protected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Protected.ProtoReflect.Descriptor instead.
 func (*Protected) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Protected) GetStack() string {
@@ -2277,7 +2362,7 @@ type Unit struct {
 
 func (x *Unit) Reset() {
 	*x = Unit{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2374,7 @@ func (x *Unit) String() string {
 func (*Unit) ProtoMessage() {}
 
 func (x *Unit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +2387,7 @@ func (x *Unit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unit.ProtoReflect.Descriptor instead.
 func (*Unit) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Unit) GetTarget() *Target {
@@ -2358,7 +2443,7 @@ type DropIn struct {
 
 func (x *DropIn) Reset() {
 	*x = DropIn{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2455,7 @@ func (x *DropIn) String() string {
 func (*DropIn) ProtoMessage() {}
 
 func (x *DropIn) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2468,7 @@ func (x *DropIn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropIn.ProtoReflect.Descriptor instead.
 func (*DropIn) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DropIn) GetName() string {
@@ -2424,7 +2509,7 @@ type FileConstruct struct {
 
 func (x *FileConstruct) Reset() {
 	*x = FileConstruct{}
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2436,7 +2521,7 @@ func (x *FileConstruct) String() string {
 func (*FileConstruct) ProtoMessage() {}
 
 func (x *FileConstruct) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2449,7 +2534,7 @@ func (x *FileConstruct) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileConstruct.ProtoReflect.Descriptor instead.
 func (*FileConstruct) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{30}
+	return file_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FileConstruct) GetTarget() *Target {
@@ -2519,7 +2604,7 @@ type Flag struct {
 
 func (x *Flag) Reset() {
 	*x = Flag{}
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2616,7 @@ func (x *Flag) String() string {
 func (*Flag) ProtoMessage() {}
 
 func (x *Flag) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2629,7 @@ func (x *Flag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flag.ProtoReflect.Descriptor instead.
 func (*Flag) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{31}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Flag) GetName() string {
@@ -2578,7 +2663,7 @@ type TargetedFlag struct {
 
 func (x *TargetedFlag) Reset() {
 	*x = TargetedFlag{}
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +2675,7 @@ func (x *TargetedFlag) String() string {
 func (*TargetedFlag) ProtoMessage() {}
 
 func (x *TargetedFlag) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +2688,7 @@ func (x *TargetedFlag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetedFlag.ProtoReflect.Descriptor instead.
 func (*TargetedFlag) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{32}
+	return file_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TargetedFlag) GetTarget() *Target {
@@ -2630,7 +2715,7 @@ type APIServer struct {
 
 func (x *APIServer) Reset() {
 	*x = APIServer{}
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2727,7 @@ func (x *APIServer) String() string {
 func (*APIServer) ProtoMessage() {}
 
 func (x *APIServer) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2740,7 @@ func (x *APIServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIServer.ProtoReflect.Descriptor instead.
 func (*APIServer) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{33}
+	return file_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *APIServer) GetFlags() []*Flag {
@@ -2684,7 +2769,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2781,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2794,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{34}
+	return file_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Volume) GetName() string {
@@ -2752,7 +2837,7 @@ type NodeLabel struct {
 
 func (x *NodeLabel) Reset() {
 	*x = NodeLabel{}
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2849,7 @@ func (x *NodeLabel) String() string {
 func (*NodeLabel) ProtoMessage() {}
 
 func (x *NodeLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2862,7 @@ func (x *NodeLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLabel.ProtoReflect.Descriptor instead.
 func (*NodeLabel) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{35}
+	return file_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NodeLabel) GetTarget() *Target {
@@ -2821,7 +2906,7 @@ type NodeTaint struct {
 
 func (x *NodeTaint) Reset() {
 	*x = NodeTaint{}
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2918,7 @@ func (x *NodeTaint) String() string {
 func (*NodeTaint) ProtoMessage() {}
 
 func (x *NodeTaint) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2931,7 @@ func (x *NodeTaint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTaint.ProtoReflect.Descriptor instead.
 func (*NodeTaint) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{36}
+	return file_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NodeTaint) GetTarget() *Target {
@@ -2899,7 +2984,7 @@ type IAMStatement struct {
 
 func (x *IAMStatement) Reset() {
 	*x = IAMStatement{}
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2911,7 +2996,7 @@ func (x *IAMStatement) String() string {
 func (*IAMStatement) ProtoMessage() {}
 
 func (x *IAMStatement) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2924,7 +3009,7 @@ func (x *IAMStatement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IAMStatement.ProtoReflect.Descriptor instead.
 func (*IAMStatement) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{37}
+	return file_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *IAMStatement) GetTarget() *Target {
@@ -2995,7 +3080,7 @@ type HelmRelease struct {
 
 func (x *HelmRelease) Reset() {
 	*x = HelmRelease{}
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3092,7 @@ func (x *HelmRelease) String() string {
 func (*HelmRelease) ProtoMessage() {}
 
 func (x *HelmRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3105,7 @@ func (x *HelmRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelmRelease.ProtoReflect.Descriptor instead.
 func (*HelmRelease) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{38}
+	return file_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *HelmRelease) GetName() string {
@@ -3077,7 +3162,7 @@ type Chart struct {
 
 func (x *Chart) Reset() {
 	*x = Chart{}
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3174,7 @@ func (x *Chart) String() string {
 func (*Chart) ProtoMessage() {}
 
 func (x *Chart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3187,7 @@ func (x *Chart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chart.ProtoReflect.Descriptor instead.
 func (*Chart) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{39}
+	return file_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Chart) GetPath() string {
@@ -3144,7 +3229,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3241,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3254,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{40}
+	return file_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Manifest) GetName() string {
@@ -3213,7 +3298,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3310,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3323,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{41}
+	return file_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Artifact) GetTarget() *Target {
@@ -3308,7 +3393,7 @@ type ArtifactFile struct {
 
 func (x *ArtifactFile) Reset() {
 	*x = ArtifactFile{}
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3405,7 @@ func (x *ArtifactFile) String() string {
 func (*ArtifactFile) ProtoMessage() {}
 
 func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3418,7 @@ func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactFile.ProtoReflect.Descriptor instead.
 func (*ArtifactFile) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{42}
+	return file_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ArtifactFile) GetName() string {
@@ -3374,7 +3459,7 @@ type ArtifactSource struct {
 
 func (x *ArtifactSource) Reset() {
 	*x = ArtifactSource{}
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3471,7 @@ func (x *ArtifactSource) String() string {
 func (*ArtifactSource) ProtoMessage() {}
 
 func (x *ArtifactSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3484,7 @@ func (x *ArtifactSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSource.ProtoReflect.Descriptor instead.
 func (*ArtifactSource) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{43}
+	return file_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ArtifactSource) GetUrl() string {
@@ -3446,7 +3531,7 @@ type StoreKey struct {
 
 func (x *StoreKey) Reset() {
 	*x = StoreKey{}
-	mi := &file_plugin_proto_msgTypes[44]
+	mi := &file_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3543,7 @@ func (x *StoreKey) String() string {
 func (*StoreKey) ProtoMessage() {}
 
 func (x *StoreKey) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[44]
+	mi := &file_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3556,7 @@ func (x *StoreKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreKey.ProtoReflect.Descriptor instead.
 func (*StoreKey) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{44}
+	return file_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StoreKey) GetKey() string {
@@ -3491,7 +3576,7 @@ type StoreValue struct {
 
 func (x *StoreValue) Reset() {
 	*x = StoreValue{}
-	mi := &file_plugin_proto_msgTypes[45]
+	mi := &file_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3588,7 @@ func (x *StoreValue) String() string {
 func (*StoreValue) ProtoMessage() {}
 
 func (x *StoreValue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[45]
+	mi := &file_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3601,7 @@ func (x *StoreValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreValue.ProtoReflect.Descriptor instead.
 func (*StoreValue) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{45}
+	return file_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StoreValue) GetFound() bool {
@@ -3543,7 +3628,7 @@ type StoreEntry struct {
 
 func (x *StoreEntry) Reset() {
 	*x = StoreEntry{}
-	mi := &file_plugin_proto_msgTypes[46]
+	mi := &file_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3640,7 @@ func (x *StoreEntry) String() string {
 func (*StoreEntry) ProtoMessage() {}
 
 func (x *StoreEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[46]
+	mi := &file_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3653,7 @@ func (x *StoreEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreEntry.ProtoReflect.Descriptor instead.
 func (*StoreEntry) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{46}
+	return file_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreEntry) GetKey() string {
@@ -3595,7 +3680,7 @@ type SecretRef struct {
 
 func (x *SecretRef) Reset() {
 	*x = SecretRef{}
-	mi := &file_plugin_proto_msgTypes[47]
+	mi := &file_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3607,7 +3692,7 @@ func (x *SecretRef) String() string {
 func (*SecretRef) ProtoMessage() {}
 
 func (x *SecretRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[47]
+	mi := &file_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3620,7 +3705,7 @@ func (x *SecretRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRef.ProtoReflect.Descriptor instead.
 func (*SecretRef) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{47}
+	return file_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SecretRef) GetMarker() string {
@@ -3639,7 +3724,7 @@ type StoreListRequest struct {
 
 func (x *StoreListRequest) Reset() {
 	*x = StoreListRequest{}
-	mi := &file_plugin_proto_msgTypes[48]
+	mi := &file_plugin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3651,7 +3736,7 @@ func (x *StoreListRequest) String() string {
 func (*StoreListRequest) ProtoMessage() {}
 
 func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[48]
+	mi := &file_plugin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3664,7 +3749,7 @@ func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListRequest.ProtoReflect.Descriptor instead.
 func (*StoreListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{48}
+	return file_plugin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StoreListRequest) GetPrefix() string {
@@ -3683,7 +3768,7 @@ type StoreListResponse struct {
 
 func (x *StoreListResponse) Reset() {
 	*x = StoreListResponse{}
-	mi := &file_plugin_proto_msgTypes[49]
+	mi := &file_plugin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +3780,7 @@ func (x *StoreListResponse) String() string {
 func (*StoreListResponse) ProtoMessage() {}
 
 func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[49]
+	mi := &file_plugin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +3793,7 @@ func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListResponse.ProtoReflect.Descriptor instead.
 func (*StoreListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{49}
+	return file_plugin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StoreListResponse) GetKeys() []string {
@@ -3796,7 +3881,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05total\x18\x05 \x01(\x03R\x05total\x12=\n" +
 	"\n" +
 	"diagnostic\x18\x06 \x01(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\n" +
-	"diagnostic\"\xbd\x03\n" +
+	"diagnostic\"\x87\x04\n" +
 	"\vStageResult\x12\x1f\n" +
 	"\vvalues_json\x18\x01 \x01(\fR\n" +
 	"valuesJson\x12?\n" +
@@ -3808,7 +3893,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06deploy\x18\x05 \x01(\v2\x1f.kubeaws.plugin.v1.DeployResultR\x06deploy\x12?\n" +
 	"\vdiagnostics\x18\x06 \x03(\v2\x1d.kubeaws.plugin.v1.DiagnosticR\vdiagnostics\x121\n" +
 	"\x04diff\x18\a \x01(\v2\x1d.kubeaws.plugin.v1.DiffResultR\x04diff\x12:\n" +
-	"\adestroy\x18\b \x01(\v2 .kubeaws.plugin.v1.DestroyResultR\adestroy\"\xb2\x01\n" +
+	"\adestroy\x18\b \x01(\v2 .kubeaws.plugin.v1.DestroyResultR\adestroy\x12H\n" +
+	"\x10admin_credential\x18\t \x01(\v2\x1d.kubeaws.plugin.v1.CredentialR\x0fadminCredential\"`\n" +
+	"\n" +
+	"Credential\x12\x1e\n" +
+	"\vca_cert_pem\x18\x01 \x01(\fR\tcaCertPem\x12\x19\n" +
+	"\bcert_pem\x18\x02 \x01(\fR\acertPem\x12\x17\n" +
+	"\akey_pem\x18\x03 \x01(\fR\x06keyPem\"\xb2\x01\n" +
 	"\n" +
 	"DiffResult\x124\n" +
 	"\x06stacks\x18\x01 \x03(\v2\x1c.kubeaws.plugin.v1.StackDiffR\x06stacks\x12\x18\n" +
@@ -3841,7 +3932,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\rDestroyResult\x12\x18\n" +
 	"\adeleted\x18\x01 \x03(\tR\adeleted\x12\x16\n" +
 	"\x06absent\x18\x02 \x03(\tR\x06absent\x12\x18\n" +
-	"\aorphans\x18\x03 \x03(\tR\aorphans\"\x8d\x02\n" +
+	"\aorphans\x18\x03 \x03(\tR\aorphans\"\xb4\x02\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x16\n" +
@@ -3856,7 +3947,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04code\x18\n" +
 	" \x01(\tR\x04code\x12\x1f\n" +
 	"\vreported_by\x18\v \x01(\tR\n" +
-	"reportedBy\"`\n" +
+	"reportedBy\x12%\n" +
+	"\x0econflicts_with\x18\f \x01(\tR\rconflictsWith\"`\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x12\n" +
@@ -4091,7 +4183,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x10StoreListRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"'\n" +
 	"\x11StoreListResponse\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\tR\x04keys2\xc1\x05\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys2\x96\x06\n" +
 	"\x06Plugin\x12K\n" +
 	"\aGetInfo\x12!.kubeaws.plugin.v1.GetInfoRequest\x1a\x1d.kubeaws.plugin.v1.PluginInfo\x12Y\n" +
 	"\x18NotifyRegistrationStatus\x12%.kubeaws.plugin.v1.RegistrationStatus\x1a\x16.kubeaws.plugin.v1.Ack\x12N\n" +
@@ -4101,7 +4193,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06Deploy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12L\n" +
 	"\bValidate\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12H\n" +
 	"\x04Diff\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12K\n" +
-	"\aDestroy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12B\n" +
+	"\aDestroy\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12S\n" +
+	"\x0fAdminCredential\x12\x1f.kubeaws.plugin.v1.StageRequest\x1a\x1d.kubeaws.plugin.v1.StageEvent0\x01\x12B\n" +
 	"\x06Cancel\x12 .kubeaws.plugin.v1.CancelRequest\x1a\x16.kubeaws.plugin.v1.Ack2\xfa\x03\n" +
 	"\x04Host\x128\n" +
 	"\x04Emit\x12\x18.kubeaws.plugin.v1.Event\x1a\x16.kubeaws.plugin.v1.Ack\x12F\n" +
@@ -4124,7 +4217,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_plugin_proto_goTypes = []any{
 	(*Ack)(nil),                // 0: kubeaws.plugin.v1.Ack
 	(*CancelRequest)(nil),      // 1: kubeaws.plugin.v1.CancelRequest
@@ -4137,168 +4230,172 @@ var file_plugin_proto_goTypes = []any{
 	(*StageEvent)(nil),         // 8: kubeaws.plugin.v1.StageEvent
 	(*Event)(nil),              // 9: kubeaws.plugin.v1.Event
 	(*StageResult)(nil),        // 10: kubeaws.plugin.v1.StageResult
-	(*DiffResult)(nil),         // 11: kubeaws.plugin.v1.DiffResult
-	(*MachineDiff)(nil),        // 12: kubeaws.plugin.v1.MachineDiff
-	(*StackDiff)(nil),          // 13: kubeaws.plugin.v1.StackDiff
-	(*ResourceChange)(nil),     // 14: kubeaws.plugin.v1.ResourceChange
-	(*DestroyResult)(nil),      // 15: kubeaws.plugin.v1.DestroyResult
-	(*Diagnostic)(nil),         // 16: kubeaws.plugin.v1.Diagnostic
-	(*File)(nil),               // 17: kubeaws.plugin.v1.File
-	(*StackSpec)(nil),          // 18: kubeaws.plugin.v1.StackSpec
-	(*Rendered)(nil),           // 19: kubeaws.plugin.v1.Rendered
-	(*ManifestFile)(nil),       // 20: kubeaws.plugin.v1.ManifestFile
-	(*DeployResult)(nil),       // 21: kubeaws.plugin.v1.DeployResult
-	(*StackStatus)(nil),        // 22: kubeaws.plugin.v1.StackStatus
-	(*Target)(nil),             // 23: kubeaws.plugin.v1.Target
-	(*ConstructSet)(nil),       // 24: kubeaws.plugin.v1.ConstructSet
-	(*Stack)(nil),              // 25: kubeaws.plugin.v1.Stack
-	(*Patch)(nil),              // 26: kubeaws.plugin.v1.Patch
-	(*Protected)(nil),          // 27: kubeaws.plugin.v1.Protected
-	(*Unit)(nil),               // 28: kubeaws.plugin.v1.Unit
-	(*DropIn)(nil),             // 29: kubeaws.plugin.v1.DropIn
-	(*FileConstruct)(nil),      // 30: kubeaws.plugin.v1.FileConstruct
-	(*Flag)(nil),               // 31: kubeaws.plugin.v1.Flag
-	(*TargetedFlag)(nil),       // 32: kubeaws.plugin.v1.TargetedFlag
-	(*APIServer)(nil),          // 33: kubeaws.plugin.v1.APIServer
-	(*Volume)(nil),             // 34: kubeaws.plugin.v1.Volume
-	(*NodeLabel)(nil),          // 35: kubeaws.plugin.v1.NodeLabel
-	(*NodeTaint)(nil),          // 36: kubeaws.plugin.v1.NodeTaint
-	(*IAMStatement)(nil),       // 37: kubeaws.plugin.v1.IAMStatement
-	(*HelmRelease)(nil),        // 38: kubeaws.plugin.v1.HelmRelease
-	(*Chart)(nil),              // 39: kubeaws.plugin.v1.Chart
-	(*Manifest)(nil),           // 40: kubeaws.plugin.v1.Manifest
-	(*Artifact)(nil),           // 41: kubeaws.plugin.v1.Artifact
-	(*ArtifactFile)(nil),       // 42: kubeaws.plugin.v1.ArtifactFile
-	(*ArtifactSource)(nil),     // 43: kubeaws.plugin.v1.ArtifactSource
-	(*StoreKey)(nil),           // 44: kubeaws.plugin.v1.StoreKey
-	(*StoreValue)(nil),         // 45: kubeaws.plugin.v1.StoreValue
-	(*StoreEntry)(nil),         // 46: kubeaws.plugin.v1.StoreEntry
-	(*SecretRef)(nil),          // 47: kubeaws.plugin.v1.SecretRef
-	(*StoreListRequest)(nil),   // 48: kubeaws.plugin.v1.StoreListRequest
-	(*StoreListResponse)(nil),  // 49: kubeaws.plugin.v1.StoreListResponse
-	nil,                        // 50: kubeaws.plugin.v1.StageRequest.ValuesEntry
-	nil,                        // 51: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	nil,                        // 52: kubeaws.plugin.v1.StageRequest.SecretsEntry
-	nil,                        // 53: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
-	nil,                        // 54: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	nil,                        // 55: kubeaws.plugin.v1.StackSpec.TagsEntry
-	nil,                        // 56: kubeaws.plugin.v1.DeployResult.OutputsEntry
-	nil,                        // 57: kubeaws.plugin.v1.StackStatus.OutputsEntry
-	nil,                        // 58: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	nil,                        // 59: kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	nil,                        // 60: kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	nil,                        // 61: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	nil,                        // 62: kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	nil,                        // 63: kubeaws.plugin.v1.Stack.TagsEntry
-	nil,                        // 64: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	nil,                        // 65: kubeaws.plugin.v1.Artifact.SourcesEntry
-	nil,                        // 66: kubeaws.plugin.v1.ArtifactSource.MembersEntry
-	nil,                        // 67: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	(*Credential)(nil),         // 11: kubeaws.plugin.v1.Credential
+	(*DiffResult)(nil),         // 12: kubeaws.plugin.v1.DiffResult
+	(*MachineDiff)(nil),        // 13: kubeaws.plugin.v1.MachineDiff
+	(*StackDiff)(nil),          // 14: kubeaws.plugin.v1.StackDiff
+	(*ResourceChange)(nil),     // 15: kubeaws.plugin.v1.ResourceChange
+	(*DestroyResult)(nil),      // 16: kubeaws.plugin.v1.DestroyResult
+	(*Diagnostic)(nil),         // 17: kubeaws.plugin.v1.Diagnostic
+	(*File)(nil),               // 18: kubeaws.plugin.v1.File
+	(*StackSpec)(nil),          // 19: kubeaws.plugin.v1.StackSpec
+	(*Rendered)(nil),           // 20: kubeaws.plugin.v1.Rendered
+	(*ManifestFile)(nil),       // 21: kubeaws.plugin.v1.ManifestFile
+	(*DeployResult)(nil),       // 22: kubeaws.plugin.v1.DeployResult
+	(*StackStatus)(nil),        // 23: kubeaws.plugin.v1.StackStatus
+	(*Target)(nil),             // 24: kubeaws.plugin.v1.Target
+	(*ConstructSet)(nil),       // 25: kubeaws.plugin.v1.ConstructSet
+	(*Stack)(nil),              // 26: kubeaws.plugin.v1.Stack
+	(*Patch)(nil),              // 27: kubeaws.plugin.v1.Patch
+	(*Protected)(nil),          // 28: kubeaws.plugin.v1.Protected
+	(*Unit)(nil),               // 29: kubeaws.plugin.v1.Unit
+	(*DropIn)(nil),             // 30: kubeaws.plugin.v1.DropIn
+	(*FileConstruct)(nil),      // 31: kubeaws.plugin.v1.FileConstruct
+	(*Flag)(nil),               // 32: kubeaws.plugin.v1.Flag
+	(*TargetedFlag)(nil),       // 33: kubeaws.plugin.v1.TargetedFlag
+	(*APIServer)(nil),          // 34: kubeaws.plugin.v1.APIServer
+	(*Volume)(nil),             // 35: kubeaws.plugin.v1.Volume
+	(*NodeLabel)(nil),          // 36: kubeaws.plugin.v1.NodeLabel
+	(*NodeTaint)(nil),          // 37: kubeaws.plugin.v1.NodeTaint
+	(*IAMStatement)(nil),       // 38: kubeaws.plugin.v1.IAMStatement
+	(*HelmRelease)(nil),        // 39: kubeaws.plugin.v1.HelmRelease
+	(*Chart)(nil),              // 40: kubeaws.plugin.v1.Chart
+	(*Manifest)(nil),           // 41: kubeaws.plugin.v1.Manifest
+	(*Artifact)(nil),           // 42: kubeaws.plugin.v1.Artifact
+	(*ArtifactFile)(nil),       // 43: kubeaws.plugin.v1.ArtifactFile
+	(*ArtifactSource)(nil),     // 44: kubeaws.plugin.v1.ArtifactSource
+	(*StoreKey)(nil),           // 45: kubeaws.plugin.v1.StoreKey
+	(*StoreValue)(nil),         // 46: kubeaws.plugin.v1.StoreValue
+	(*StoreEntry)(nil),         // 47: kubeaws.plugin.v1.StoreEntry
+	(*SecretRef)(nil),          // 48: kubeaws.plugin.v1.SecretRef
+	(*StoreListRequest)(nil),   // 49: kubeaws.plugin.v1.StoreListRequest
+	(*StoreListResponse)(nil),  // 50: kubeaws.plugin.v1.StoreListResponse
+	nil,                        // 51: kubeaws.plugin.v1.StageRequest.ValuesEntry
+	nil,                        // 52: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	nil,                        // 53: kubeaws.plugin.v1.StageRequest.SecretsEntry
+	nil,                        // 54: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	nil,                        // 55: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	nil,                        // 56: kubeaws.plugin.v1.StackSpec.TagsEntry
+	nil,                        // 57: kubeaws.plugin.v1.DeployResult.OutputsEntry
+	nil,                        // 58: kubeaws.plugin.v1.StackStatus.OutputsEntry
+	nil,                        // 59: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	nil,                        // 60: kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	nil,                        // 61: kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	nil,                        // 62: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	nil,                        // 63: kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	nil,                        // 64: kubeaws.plugin.v1.Stack.TagsEntry
+	nil,                        // 65: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	nil,                        // 66: kubeaws.plugin.v1.Artifact.SourcesEntry
+	nil,                        // 67: kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	nil,                        // 68: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	50, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
-	51, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	24, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
-	19, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
-	21, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	52, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
+	51, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
+	52, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	25, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
+	20, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
+	22, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
+	53, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
 	6,  // 6: kubeaws.plugin.v1.StageRequest.aws:type_name -> kubeaws.plugin.v1.AWSSettings
-	53, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	54, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
 	9,  // 8: kubeaws.plugin.v1.StageEvent.event:type_name -> kubeaws.plugin.v1.Event
 	10, // 9: kubeaws.plugin.v1.StageEvent.result:type_name -> kubeaws.plugin.v1.StageResult
-	16, // 10: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
-	24, // 11: kubeaws.plugin.v1.StageResult.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
-	17, // 12: kubeaws.plugin.v1.StageResult.files:type_name -> kubeaws.plugin.v1.File
-	18, // 13: kubeaws.plugin.v1.StageResult.stacks:type_name -> kubeaws.plugin.v1.StackSpec
-	21, // 14: kubeaws.plugin.v1.StageResult.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	16, // 15: kubeaws.plugin.v1.StageResult.diagnostics:type_name -> kubeaws.plugin.v1.Diagnostic
-	11, // 16: kubeaws.plugin.v1.StageResult.diff:type_name -> kubeaws.plugin.v1.DiffResult
-	15, // 17: kubeaws.plugin.v1.StageResult.destroy:type_name -> kubeaws.plugin.v1.DestroyResult
-	13, // 18: kubeaws.plugin.v1.DiffResult.stacks:type_name -> kubeaws.plugin.v1.StackDiff
-	12, // 19: kubeaws.plugin.v1.DiffResult.machines:type_name -> kubeaws.plugin.v1.MachineDiff
-	14, // 20: kubeaws.plugin.v1.StackDiff.changes:type_name -> kubeaws.plugin.v1.ResourceChange
-	54, // 21: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	55, // 22: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
-	20, // 23: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
-	18, // 24: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
-	22, // 25: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
-	56, // 26: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
-	57, // 27: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
-	25, // 28: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
-	26, // 29: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
-	27, // 30: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
-	28, // 31: kubeaws.plugin.v1.ConstructSet.units:type_name -> kubeaws.plugin.v1.Unit
-	30, // 32: kubeaws.plugin.v1.ConstructSet.files:type_name -> kubeaws.plugin.v1.FileConstruct
-	33, // 33: kubeaws.plugin.v1.ConstructSet.api_server:type_name -> kubeaws.plugin.v1.APIServer
-	32, // 34: kubeaws.plugin.v1.ConstructSet.kubelet_flags:type_name -> kubeaws.plugin.v1.TargetedFlag
-	35, // 35: kubeaws.plugin.v1.ConstructSet.node_labels:type_name -> kubeaws.plugin.v1.NodeLabel
-	36, // 36: kubeaws.plugin.v1.ConstructSet.node_taints:type_name -> kubeaws.plugin.v1.NodeTaint
-	37, // 37: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
-	38, // 38: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
-	40, // 39: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
-	41, // 40: kubeaws.plugin.v1.ConstructSet.artifacts:type_name -> kubeaws.plugin.v1.Artifact
-	58, // 41: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	59, // 42: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	60, // 43: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	61, // 44: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	62, // 45: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	63, // 46: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
-	64, // 47: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	23, // 48: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
-	29, // 49: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
-	23, // 50: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
-	23, // 51: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
-	31, // 52: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
-	31, // 53: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
-	34, // 54: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
-	23, // 55: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
-	23, // 56: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
-	23, // 57: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
-	39, // 58: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
-	23, // 59: kubeaws.plugin.v1.Artifact.target:type_name -> kubeaws.plugin.v1.Target
-	42, // 60: kubeaws.plugin.v1.Artifact.files:type_name -> kubeaws.plugin.v1.ArtifactFile
-	65, // 61: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
-	66, // 62: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
-	67, // 63: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
-	7,  // 64: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
-	43, // 65: kubeaws.plugin.v1.Artifact.SourcesEntry.value:type_name -> kubeaws.plugin.v1.ArtifactSource
-	2,  // 66: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
-	4,  // 67: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
-	5,  // 68: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 69: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 70: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 71: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 72: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 73: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
-	1,  // 74: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
-	9,  // 75: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
-	44, // 76: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
-	46, // 77: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
-	44, // 78: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
-	48, // 79: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
-	44, // 80: kubeaws.plugin.v1.Host.SecretGet:input_type -> kubeaws.plugin.v1.StoreKey
-	46, // 81: kubeaws.plugin.v1.Host.SecretPut:input_type -> kubeaws.plugin.v1.StoreEntry
-	3,  // 82: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
-	0,  // 83: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
-	8,  // 84: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 85: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 86: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 87: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 88: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 89: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
-	0,  // 90: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 91: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
-	45, // 92: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
-	0,  // 93: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 94: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
-	49, // 95: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
-	45, // 96: kubeaws.plugin.v1.Host.SecretGet:output_type -> kubeaws.plugin.v1.StoreValue
-	47, // 97: kubeaws.plugin.v1.Host.SecretPut:output_type -> kubeaws.plugin.v1.SecretRef
-	82, // [82:98] is the sub-list for method output_type
-	66, // [66:82] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	17, // 10: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
+	25, // 11: kubeaws.plugin.v1.StageResult.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
+	18, // 12: kubeaws.plugin.v1.StageResult.files:type_name -> kubeaws.plugin.v1.File
+	19, // 13: kubeaws.plugin.v1.StageResult.stacks:type_name -> kubeaws.plugin.v1.StackSpec
+	22, // 14: kubeaws.plugin.v1.StageResult.deploy:type_name -> kubeaws.plugin.v1.DeployResult
+	17, // 15: kubeaws.plugin.v1.StageResult.diagnostics:type_name -> kubeaws.plugin.v1.Diagnostic
+	12, // 16: kubeaws.plugin.v1.StageResult.diff:type_name -> kubeaws.plugin.v1.DiffResult
+	16, // 17: kubeaws.plugin.v1.StageResult.destroy:type_name -> kubeaws.plugin.v1.DestroyResult
+	11, // 18: kubeaws.plugin.v1.StageResult.admin_credential:type_name -> kubeaws.plugin.v1.Credential
+	14, // 19: kubeaws.plugin.v1.DiffResult.stacks:type_name -> kubeaws.plugin.v1.StackDiff
+	13, // 20: kubeaws.plugin.v1.DiffResult.machines:type_name -> kubeaws.plugin.v1.MachineDiff
+	15, // 21: kubeaws.plugin.v1.StackDiff.changes:type_name -> kubeaws.plugin.v1.ResourceChange
+	55, // 22: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	56, // 23: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
+	21, // 24: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
+	19, // 25: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
+	23, // 26: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
+	57, // 27: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
+	58, // 28: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
+	26, // 29: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
+	27, // 30: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
+	28, // 31: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
+	29, // 32: kubeaws.plugin.v1.ConstructSet.units:type_name -> kubeaws.plugin.v1.Unit
+	31, // 33: kubeaws.plugin.v1.ConstructSet.files:type_name -> kubeaws.plugin.v1.FileConstruct
+	34, // 34: kubeaws.plugin.v1.ConstructSet.api_server:type_name -> kubeaws.plugin.v1.APIServer
+	33, // 35: kubeaws.plugin.v1.ConstructSet.kubelet_flags:type_name -> kubeaws.plugin.v1.TargetedFlag
+	36, // 36: kubeaws.plugin.v1.ConstructSet.node_labels:type_name -> kubeaws.plugin.v1.NodeLabel
+	37, // 37: kubeaws.plugin.v1.ConstructSet.node_taints:type_name -> kubeaws.plugin.v1.NodeTaint
+	38, // 38: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
+	39, // 39: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
+	41, // 40: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
+	42, // 41: kubeaws.plugin.v1.ConstructSet.artifacts:type_name -> kubeaws.plugin.v1.Artifact
+	59, // 42: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	60, // 43: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	61, // 44: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	62, // 45: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	63, // 46: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	64, // 47: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
+	65, // 48: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	24, // 49: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
+	30, // 50: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
+	24, // 51: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
+	24, // 52: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
+	32, // 53: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
+	32, // 54: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
+	35, // 55: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
+	24, // 56: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
+	24, // 57: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
+	24, // 58: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
+	40, // 59: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
+	24, // 60: kubeaws.plugin.v1.Artifact.target:type_name -> kubeaws.plugin.v1.Target
+	43, // 61: kubeaws.plugin.v1.Artifact.files:type_name -> kubeaws.plugin.v1.ArtifactFile
+	66, // 62: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
+	67, // 63: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	68, // 64: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	7,  // 65: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
+	44, // 66: kubeaws.plugin.v1.Artifact.SourcesEntry.value:type_name -> kubeaws.plugin.v1.ArtifactSource
+	2,  // 67: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
+	4,  // 68: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
+	5,  // 69: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 70: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 71: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 72: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 73: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 74: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 75: kubeaws.plugin.v1.Plugin.AdminCredential:input_type -> kubeaws.plugin.v1.StageRequest
+	1,  // 76: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
+	9,  // 77: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
+	45, // 78: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
+	47, // 79: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
+	45, // 80: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
+	49, // 81: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
+	45, // 82: kubeaws.plugin.v1.Host.SecretGet:input_type -> kubeaws.plugin.v1.StoreKey
+	47, // 83: kubeaws.plugin.v1.Host.SecretPut:input_type -> kubeaws.plugin.v1.StoreEntry
+	3,  // 84: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
+	0,  // 85: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
+	8,  // 86: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 87: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 88: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 89: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 90: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 91: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 92: kubeaws.plugin.v1.Plugin.AdminCredential:output_type -> kubeaws.plugin.v1.StageEvent
+	0,  // 93: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 94: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
+	46, // 95: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
+	0,  // 96: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 97: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
+	50, // 98: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
+	46, // 99: kubeaws.plugin.v1.Host.SecretGet:output_type -> kubeaws.plugin.v1.StoreValue
+	48, // 100: kubeaws.plugin.v1.Host.SecretPut:output_type -> kubeaws.plugin.v1.SecretRef
+	84, // [84:101] is the sub-list for method output_type
+	67, // [67:84] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -4316,7 +4413,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   68,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

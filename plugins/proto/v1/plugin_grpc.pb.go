@@ -9,7 +9,9 @@
 // one call per stage the plugin implements, in order initialise, render,
 // deploy, validate. A stage call streams events and ends with exactly one
 // StageEvent carrying the result. Diff and Destroy are operations called
-// like a stage (after initialise and render) by kube-aws diff and destroy.
+// like a stage (after initialise and render) by kube-aws diff and destroy;
+// AdminCredential is an operation called with no stage before it (by
+// kube-aws kubeconfig) in the plugin that lists it in PluginInfo.stages.
 // Cancel asks the plugin to stop the calls it is serving and return what it
 // has (kube-aws was interrupted); the calls still end with their result.
 //
@@ -45,6 +47,7 @@ const (
 	Plugin_Validate_FullMethodName                 = "/kubeaws.plugin.v1.Plugin/Validate"
 	Plugin_Diff_FullMethodName                     = "/kubeaws.plugin.v1.Plugin/Diff"
 	Plugin_Destroy_FullMethodName                  = "/kubeaws.plugin.v1.Plugin/Destroy"
+	Plugin_AdminCredential_FullMethodName          = "/kubeaws.plugin.v1.Plugin/AdminCredential"
 	Plugin_Cancel_FullMethodName                   = "/kubeaws.plugin.v1.Plugin/Cancel"
 )
 
@@ -60,6 +63,9 @@ type PluginClient interface {
 	Validate(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
 	Diff(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
 	Destroy(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
+	// The cluster's admin credential as the plugin keeps it
+	// (StageResult.admin_credential); it makes and changes nothing.
+	AdminCredential(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error)
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*Ack, error)
 }
 
@@ -205,6 +211,25 @@ func (c *pluginClient) Destroy(ctx context.Context, in *StageRequest, opts ...gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Plugin_DestroyClient = grpc.ServerStreamingClient[StageEvent]
 
+func (c *pluginClient) AdminCredential(ctx context.Context, in *StageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StageEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Plugin_ServiceDesc.Streams[6], Plugin_AdminCredential_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StageRequest, StageEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_AdminCredentialClient = grpc.ServerStreamingClient[StageEvent]
+
 func (c *pluginClient) Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*Ack, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Ack)
@@ -227,6 +252,9 @@ type PluginServer interface {
 	Validate(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
 	Diff(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
 	Destroy(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
+	// The cluster's admin credential as the plugin keeps it
+	// (StageResult.admin_credential); it makes and changes nothing.
+	AdminCredential(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error
 	Cancel(context.Context, *CancelRequest) (*Ack, error)
 	mustEmbedUnimplementedPluginServer()
 }
@@ -261,6 +289,9 @@ func (UnimplementedPluginServer) Diff(*StageRequest, grpc.ServerStreamingServer[
 }
 func (UnimplementedPluginServer) Destroy(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error {
 	return status.Error(codes.Unimplemented, "method Destroy not implemented")
+}
+func (UnimplementedPluginServer) AdminCredential(*StageRequest, grpc.ServerStreamingServer[StageEvent]) error {
+	return status.Error(codes.Unimplemented, "method AdminCredential not implemented")
 }
 func (UnimplementedPluginServer) Cancel(context.Context, *CancelRequest) (*Ack, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
@@ -388,6 +419,17 @@ func _Plugin_Destroy_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Plugin_DestroyServer = grpc.ServerStreamingServer[StageEvent]
 
+func _Plugin_AdminCredential_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StageRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PluginServer).AdminCredential(m, &grpc.GenericServerStream[StageRequest, StageEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_AdminCredentialServer = grpc.ServerStreamingServer[StageEvent]
+
 func _Plugin_Cancel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CancelRequest)
 	if err := dec(in); err != nil {
@@ -455,6 +497,11 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Destroy",
 			Handler:       _Plugin_Destroy_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "AdminCredential",
+			Handler:       _Plugin_AdminCredential_Handler,
 			ServerStreams: true,
 		},
 	},

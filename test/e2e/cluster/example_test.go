@@ -516,6 +516,9 @@ func TestCluster(t *testing.T) {
 		}
 	}
 
+	// The order docs/plugins.md promises for releases and manifests.
+	e.checkAddonsOrder(cctx, t, cs, st)
+
 	if out, err := e.kubeAWS(cctx, "validate"); err != nil {
 		t.Errorf("kube-aws validate: %v\n%s", err, out)
 	} else {

@@ -438,21 +438,21 @@ func (e *example) poolScaled(ctx context.Context, t *testing.T) {
 		}
 	}
 	sort.Strings(fresh)
-	if len(fresh) > 1 {
-		// moto's CloudFormation updates an Auto Scaling group by deleting
-		// it and making a new one (AWS changes it in place): every
-		// instance of the pool is new. The pool's figure is theirs.
-		t.Logf("moto replaced the spot pool's group on update (AWS scales it in place): %v gone, %v new", ids(spotBefore), fresh)
-	}
-	// The other groups are untouched by the pool's change.
+	// The other groups are untouched by the pool's change, and the pool's
+	// group is scaled in place (CloudFormation changes a group in place on
+	// AWS, and on moto with the project's patches): its instances stay and
+	// one is added.
 	after, err := e.instances(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range all {
-		if !strings.Contains(in.group, "-nodepool-spot-") && !slices.Contains(ids(after), in.id) {
-			t.Errorf("instance %s of %s is gone after scaling the spot pool", in.id, in.group)
+		if !slices.Contains(ids(after), in.id) {
+			t.Errorf("instance %s of %s is gone after scaling the spot pool from %d to %d", in.id, in.group, len(spotBefore), len(spotBefore)+1)
 		}
+	}
+	if len(fresh) != 1 {
+		t.Errorf("the spot pool has %v new after scaling from %d to %d, want one beside %v", fresh, len(spotBefore), len(spotBefore)+1, ids(spotBefore))
 	}
 	var nodes map[string]corev1.Node
 	if err := eventually(ctx, "the new node Ready", func() error {

@@ -1,6 +1,7 @@
 // Package cloud reads, from the AWS API (moto in tests), what the harness
-// plays: the instances that Auto Scaling groups launched with their launch
-// template's user data and instance profile role, subnets and VPCs, volume
+// plays: the instances that Auto Scaling groups launched, each with its
+// lifecycle state and the user data and instance profile role of the launch
+// template version it was launched from, subnets and VPCs, volume
 // attachments, load balancers with their registered targets, and Route 53
 // records. A Snapshot is one consistent-enough view, taken every poll.
 package cloud
@@ -39,15 +40,29 @@ type Instance struct {
 	LaunchTime     time.Time
 	RootDevice     string // the root volume's device name (the machine's overlay plays it)
 	LaunchTemplate string // id
-	Version        string // the launch template version the group launched it with
-	UserData       []byte
-	ProfileARN     string
-	Role           string // role name of the instance profile
-	RoleARN        string
+	// Version is the launch template version the instance was launched
+	// from: EC2's aws:ec2launchtemplate:version tag (a number, even when the
+	// group names $Latest), else the version Auto Scaling reports for it.
+	Version string
+	// Lifecycle is its Auto Scaling lifecycle state: InService,
+	// Terminating:Wait (leaving, still running, out of its load balancers),
+	// Terminating:Proceed, Standby...
+	Lifecycle  string
+	UserData   []byte
+	ProfileARN string
+	Role       string // role name of the instance profile
+	RoleARN    string
 }
 
-// Running says whether the instance should have a machine.
+// Running says whether the instance should have a machine: its EC2 state,
+// whatever its lifecycle state (an instance waiting on a termination hook
+// runs until the hook's action ends).
 func (i *Instance) Running() bool { return i.State == "pending" || i.State == "running" }
+
+// Leaving says whether its group is terminating it (Terminating:*): Auto
+// Scaling has taken it out of its load balancers, and no new connection
+// goes to it.
+func (i *Instance) Leaving() bool { return strings.HasPrefix(i.Lifecycle, "Terminating") }
 
 // Subnet is one subnet.
 type Subnet struct {
@@ -117,6 +132,10 @@ type Zone struct {
 // Group is an Auto Scaling group.
 type Group struct {
 	Name string
+	// LaunchTemplate and Version are what the group launches new instances
+	// from now (Version as the group names it: a number, $Latest...).
+	LaunchTemplate string
+	Version        string
 	// Instances are the group's instances that are not terminating.
 	Instances []string
 	// LoadBalancerNames are the classic load balancers the group names.
@@ -218,7 +237,7 @@ func (r *Reader) readNetwork(ctx context.Context, s *Snapshot) error {
 }
 
 func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
-	type member struct{ group, lt, version string }
+	type member struct{ group, lt, version, lifecycle string }
 	members := map[string]member{}
 	gp := autoscaling.NewDescribeAutoScalingGroupsPaginator(r.asg, &autoscaling.DescribeAutoScalingGroupsInput{})
 	for gp.HasMorePages() {
@@ -228,11 +247,14 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 		}
 		for _, g := range out.AutoScalingGroups {
 			group := Group{Name: aws.ToString(g.AutoScalingGroupName), LoadBalancerNames: g.LoadBalancerNames}
+			if g.LaunchTemplate != nil {
+				group.LaunchTemplate, group.Version = aws.ToString(g.LaunchTemplate.LaunchTemplateId), aws.ToString(g.LaunchTemplate.Version)
+			}
 			for _, i := range g.Instances {
 				if !strings.HasPrefix(string(i.LifecycleState), "Terminat") {
 					group.Instances = append(group.Instances, aws.ToString(i.InstanceId))
 				}
-				m := member{group: aws.ToString(g.AutoScalingGroupName)}
+				m := member{group: aws.ToString(g.AutoScalingGroupName), lifecycle: string(i.LifecycleState)}
 				lt := i.LaunchTemplate
 				if lt == nil {
 					lt = g.LaunchTemplate
@@ -263,9 +285,19 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 			for _, i := range res.Instances {
 				id := aws.ToString(i.InstanceId)
 				m := members[id]
-				in := &Instance{ID: id, Group: m.group, LaunchTemplate: m.lt, Version: m.version,
+				in := &Instance{ID: id, Group: m.group, LaunchTemplate: m.lt, Version: m.version, Lifecycle: m.lifecycle,
 					Type: string(i.InstanceType), ImageID: aws.ToString(i.ImageId), SubnetID: aws.ToString(i.SubnetId),
 					LaunchTime: aws.ToTime(i.LaunchTime), RootDevice: aws.ToString(i.RootDeviceName)}
+				for _, tag := range i.Tags {
+					// EC2 records what it launched from; Auto Scaling may
+					// report $Latest, which the template has moved on from.
+					switch aws.ToString(tag.Key) {
+					case "aws:ec2launchtemplate:id":
+						in.LaunchTemplate = aws.ToString(tag.Value)
+					case "aws:ec2launchtemplate:version":
+						in.Version = aws.ToString(tag.Value)
+					}
+				}
 				if i.State != nil {
 					in.State = string(i.State.Name)
 				}
@@ -276,7 +308,7 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 				if i.IamInstanceProfile != nil {
 					in.ProfileARN = aws.ToString(i.IamInstanceProfile.Arn)
 				}
-				if in.Running() && m.lt != "" {
+				if in.Running() && in.LaunchTemplate != "" {
 					if err := r.fromTemplate(ctx, in); err != nil {
 						return err
 					}
@@ -289,8 +321,8 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 }
 
 // fromTemplate fills user data and the instance profile from the launch
-// template version the group launched the instance with (moto does not
-// copy the profile onto the instance).
+// template version the instance was launched from, not the group's current
+// one (moto does not copy the profile onto the instance).
 func (r *Reader) fromTemplate(ctx context.Context, in *Instance) error {
 	key := in.LaunchTemplate + "/" + in.Version
 	r.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func TestRead(t *testing.T) {
 			t.Errorf("%s: user data %q", in.ID, in.UserData)
 		case in.Role != "node-role" || in.RoleARN == "" || in.ProfileARN == "":
 			t.Errorf("%s: role %q %q profile %q", in.ID, in.Role, in.RoleARN, in.ProfileARN)
-		case !in.Running() || in.Zone != "us-east-1c" || in.Group == "" || in.Version != "1" || in.RootDevice == "":
+		case !in.Running() || in.Zone != "us-east-1c" || in.Group == "" || in.Version != "1" || in.Lifecycle != "InService" || in.RootDevice == "":
 			t.Errorf("%s: %+v", in.ID, in)
 		}
 	}
@@ -232,28 +233,54 @@ func mend(ctx context.Context, cfg aws.Config, m *Mender) (bool, error) {
 	return m.Mend(ctx, snap)
 }
 
-// TestMendKeepsAGroupAChangeSetMade: moto's update of a group (through a
-// change set, as kube-aws deploys) deletes it and makes a new one under a
-// new name without moving the stack's LastUpdatedTime; the mender must ask
-// the stack again rather than take the new group for an orphan.
+// TestMendKeepsAGroupAChangeSetMade: a change set (as kube-aws deploys)
+// that scales a stack's group and adds a second one: the first is updated
+// in place (its name and instances kept), and the mender, whose listing of
+// the stack's groups moto's missing LastUpdatedTime leaves stale, asks the
+// stack again rather than take the new group for an orphan.
 func TestMendKeepsAGroupAChangeSetMade(t *testing.T) {
 	url := awstest.Start(t)
 	ctx := context.Background()
 	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
 	cf := cloudformation.NewFromConfig(cfg)
-	group := func(n string) map[string]any {
+	as := autoscaling.NewFromConfig(cfg)
+	stack := func(n string, second bool) string {
 		res := template["Resources"].(map[string]any)
-		return map[string]any{"Resources": map[string]any{
+		group := map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
+			"MinSize": "0", "MaxSize": n, "DesiredCapacity": n, "VPCZoneIdentifier": []any{ref("Subnet")},
+			"LaunchTemplate": map[string]any{"LaunchTemplateId": ref("LT"), "Version": map[string]any{"Fn::GetAtt": []string{"LT", "LatestVersionNumber"}}}}}
+		r := map[string]any{
 			"VPC": res["VPC"], "Subnet": res["Subnet"],
 			"LT": map[string]any{"Type": "AWS::EC2::LaunchTemplate", "Properties": map[string]any{"LaunchTemplateData": map[string]any{
 				"ImageId": "ami-12c6146b", "InstanceType": "t3.small"}}},
-			"Group": map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
-				"MinSize": "0", "MaxSize": n, "DesiredCapacity": n, "VPCZoneIdentifier": []any{ref("Subnet")},
-				"LaunchTemplate": map[string]any{"LaunchTemplateId": ref("LT"), "Version": map[string]any{"Fn::GetAtt": []string{"LT", "LatestVersionNumber"}}}}},
-		}}
+			"Group": group,
+		}
+		if second {
+			r["Second"] = group
+		}
+		b, _ := json.Marshal(map[string]any{"Resources": r})
+		return string(b)
 	}
-	body, _ := json.Marshal(group("2"))
-	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(string(body))}); err != nil {
+	groupOf := func(logical string) string {
+		res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String(logical)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(res.StackResourceDetail.PhysicalResourceId)
+	}
+	instancesOf := func(group string) []string {
+		out, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{group}})
+		if err != nil || len(out.AutoScalingGroups) != 1 {
+			t.Fatalf("group %s: %+v, %v", group, out, err)
+		}
+		var ids []string
+		for _, i := range out.AutoScalingGroups[0].Instances {
+			ids = append(ids, aws.ToString(i.InstanceId))
+		}
+		sort.Strings(ids)
+		return ids
+	}
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("c"), TemplateBody: aws.String(stack("2", false))}); err != nil {
 		t.Fatal(err)
 	}
 	var said []string
@@ -261,31 +288,133 @@ func TestMendKeepsAGroupAChangeSetMade(t *testing.T) {
 	if _, err := mend(ctx, cfg, m); err != nil {
 		t.Fatal(err)
 	}
-	// Scale the group from 2 to 3 with a change set.
-	body, _ = json.Marshal(group("3"))
-	_, err := cf.CreateChangeSet(ctx, &cloudformation.CreateChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("scale"), ChangeSetType: cftypes.ChangeSetTypeUpdate,
-		TemplateBody: aws.String(string(body))})
+	first := groupOf("Group")
+	before := instancesOf(first)
+	_, err := cf.CreateChangeSet(ctx, &cloudformation.CreateChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("grow"), ChangeSetType: cftypes.ChangeSetTypeUpdate,
+		TemplateBody: aws.String(stack("3", true))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cf.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("scale")}); err != nil {
+	if _, err := cf.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{StackName: aws.String("c"), ChangeSetName: aws.String("grow")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mend(ctx, cfg, m); err != nil {
 		t.Fatal(err)
 	}
-	res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("c"), LogicalResourceId: aws.String("Group")})
-	if err != nil {
-		t.Fatal(err)
+	if g := groupOf("Group"); g != first {
+		t.Fatalf("the stack's group is %s after the change set, was %s: replaced, not updated in place", g, first)
 	}
-	out, err := autoscaling.NewFromConfig(cfg).DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{
-		AutoScalingGroupNames: []string{aws.ToString(res.StackResourceDetail.PhysicalResourceId)}})
-	if err != nil || len(out.AutoScalingGroups) != 1 || len(out.AutoScalingGroups[0].Instances) != 3 {
-		t.Fatalf("the stack's group %s after the change set and a mend: %+v, %v; want it with 3 instances (said %q)", aws.ToString(res.StackResourceDetail.PhysicalResourceId), out, err, said)
+	after := instancesOf(first)
+	if len(after) != 3 {
+		t.Errorf("group %s after the change set: %v, want 3", first, after)
+	}
+	for _, id := range before {
+		if !slices.Contains(after, id) {
+			t.Errorf("instance %s of %s is gone after scaling it from 2 to 3 (before %v, after %v)", id, first, before, after)
+		}
+	}
+	if got := instancesOf(groupOf("Second")); len(got) != 3 {
+		t.Errorf("the added group has %v, want 3 instances", got)
 	}
 	for _, s := range said {
 		if strings.Contains(s, "deleted Auto Scaling group") {
 			t.Errorf("the mender deleted a group: %q", s)
+		}
+	}
+}
+
+// rollTemplate: a group behind a classic load balancer, launched from its
+// launch template's latest version with userData, with a termination hook.
+func rollTemplate(userData string, desired int) string {
+	res := template["Resources"].(map[string]any)
+	b, _ := json.Marshal(map[string]any{"Resources": map[string]any{
+		"VPC": res["VPC"], "Subnet": res["Subnet"], "CLB": res["CLB"],
+		"LT": map[string]any{"Type": "AWS::EC2::LaunchTemplate", "Properties": map[string]any{"LaunchTemplateData": map[string]any{
+			"ImageId": "ami-12c6146b", "InstanceType": "t3.small", "UserData": map[string]any{"Fn::Base64": userData}}}},
+		"Group": map[string]any{"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": map[string]any{
+			"MinSize": "0", "MaxSize": "4", "DesiredCapacity": fmt.Sprint(desired), "VPCZoneIdentifier": []any{ref("Subnet")},
+			"LaunchTemplate":    map[string]any{"LaunchTemplateId": ref("LT"), "Version": map[string]any{"Fn::GetAtt": []string{"LT", "LatestVersionNumber"}}},
+			"LoadBalancerNames": []any{ref("CLB")},
+			"LifecycleHookSpecificationList": []any{map[string]any{"LifecycleHookName": "drain",
+				"LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING", "HeartbeatTimeout": 600, "DefaultResult": "CONTINUE"}}}},
+	}})
+	return string(b)
+}
+
+// TestReadVersionsAndLifecycle: after an update that gives the launch
+// template a new version, each instance reads the version it was launched
+// from and that version's user data (what its machine boots); an instance
+// its group scales in waits on the termination hook: still running (its
+// machine stays), leaving, out of the group's instances and its load
+// balancer, and the mender does not put it back.
+func TestReadVersionsAndLifecycle(t *testing.T) {
+	url := awstest.Start(t)
+	ctx := context.Background()
+	cfg := aws.Config{Region: awstest.Region, Credentials: awstest.Credentials(), BaseEndpoint: aws.String(url)}
+	cf := cloudformation.NewFromConfig(cfg)
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("r"), TemplateBody: aws.String(rollTemplate("v1", 2))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cf.UpdateStack(ctx, &cloudformation.UpdateStackInput{StackName: aws.String("r"), TemplateBody: aws.String(rollTemplate("v2", 3))}); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(cfg)
+	s, err := r.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Groups) != 1 || s.Groups[0].Version != "2" || s.Groups[0].LaunchTemplate == "" || len(s.Groups[0].Instances) != 3 {
+		t.Fatalf("groups %+v, want one at version 2 with 3 instances", s.Groups)
+	}
+	group := s.Groups[0].Name
+	versions := map[string]int{}
+	for id, in := range s.Instances {
+		versions[in.Version]++
+		want := map[string]string{"1": "v1", "2": "v2"}[in.Version]
+		if string(in.UserData) != want || in.Lifecycle != "InService" || in.Leaving() || in.LaunchTemplate != s.Groups[0].LaunchTemplate {
+			t.Errorf("instance %s: version %q, user data %q, lifecycle %q, template %q; want the user data of its version, in service",
+				id, in.Version, in.UserData, in.Lifecycle, in.LaunchTemplate)
+		}
+	}
+	if versions["1"] != 2 || versions["2"] != 1 {
+		t.Errorf("instances by version %v, want the 2 of before at 1 and the new one at 2", versions)
+	}
+
+	if _, err := autoscaling.NewFromConfig(cfg).SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String(group), DesiredCapacity: aws.Int32(2)}); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMender(cfg, func(string, ...any) {})
+	if _, err := mend(ctx, cfg, m); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = r.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leaving []string
+	for id, in := range s.Instances {
+		if in.Leaving() {
+			leaving = append(leaving, id)
+			if in.Lifecycle != "Terminating:Wait" || !in.Running() || in.Version != "1" || string(in.UserData) != "v1" {
+				t.Errorf("the leaving instance %s: %+v; want it waiting, running, of version 1", id, in)
+			}
+		}
+	}
+	if len(s.Instances) != 3 || len(leaving) != 1 {
+		t.Fatalf("instances %v, leaving %v; want one of the 3 leaving", s.Instances, leaving)
+	}
+	if slices.Contains(s.Groups[0].Instances, leaving[0]) || len(s.Groups[0].Instances) != 2 {
+		t.Errorf("the group's instances %v, want the two in service", s.Groups[0].Instances)
+	}
+	for _, lb := range s.LoadBalancers {
+		for _, l := range lb.Listeners {
+			for _, tg := range l.Targets {
+				if tg.InstanceID == leaving[0] {
+					t.Errorf("load balancer %s still sends to the leaving instance %s", lb.Name, leaving[0])
+				}
+			}
+			if len(l.Targets) != 2 {
+				t.Errorf("load balancer %s port %d targets %v, want the two in service", lb.Name, l.Port, l.Targets)
+			}
 		}
 	}
 }

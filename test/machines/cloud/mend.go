@@ -170,9 +170,10 @@ func (m *Mender) dropOrphanGroups(ctx context.Context, groups []Group, stacks []
 			kept = append(kept, g)
 			continue
 		}
-		// The listing may be stale: moto's ExecuteChangeSet does not move
-		// a stack's LastUpdatedTime, and its update of a group makes a new
-		// one under a new name. Ask the stack again.
+		// The listing may be stale: moto reports no LastUpdatedTime, so a
+		// stack update that added a group (a new logical id, or a new
+		// AutoScalingGroupName, which replaces a group on AWS too) leaves
+		// the listing as it was. Ask the stack again.
 		fresh, err := m.stackGroups(ctx, owner)
 		if err != nil {
 			return nil, dropped, err

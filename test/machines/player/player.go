@@ -1,8 +1,10 @@
 // Package player plays EC2 for the instances moto's Auto Scaling groups
 // launch: every poll it reads a cloud snapshot, boots a local machine for
-// each running instance that has none (with its launch template's user
-// data and its private address), kills the machine of every instance that
-// is gone or terminated, and hot-plugs or unplugs volumes as moto records
+// each running instance that has none (with the user data of the launch
+// template version it was launched from, not the group's latest, and its
+// private address), kills the machine of every instance that is gone or
+// terminated (an instance waiting on a termination hook is still running,
+// and keeps its machine), and hot-plugs or unplugs volumes as moto records
 // attachments.
 package player
 
@@ -217,7 +219,7 @@ func (p *Player) boot(snap *cloud.Snapshot, in *cloud.Instance) error {
 	}
 	// nspawn holds its own copy of the descriptor.
 	go func() { <-nm.Exited(); console.Close() }()
-	p.cfg.Logf("instance %s (%s, %s, %s) booted as a machine", in.ID, in.Group, in.PrivateIP, in.Zone)
+	p.cfg.Logf("instance %s (%s, %s, %s, launch template %s version %s) booted as a machine", in.ID, in.Group, in.PrivateIP, in.Zone, in.LaunchTemplate, in.Version)
 	p.mu.Lock()
 	p.running[in.ID] = &Machine{Instance: *in, Machine: nm, plugged: map[string]string{}}
 	p.mu.Unlock()

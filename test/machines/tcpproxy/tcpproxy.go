@@ -157,11 +157,17 @@ func (p *Proxy) Retain(targets []string) int {
 	for _, t := range targets {
 		keep[t] = true
 	}
+	return p.RetainIf(func(target string) bool { return keep[target] })
+}
+
+// RetainIf closes every forwarded connection whose target keep refuses,
+// both ends, and returns how many it closed.
+func (p *Proxy) RetainIf(keep func(target string) bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
 	for f := range p.flows {
-		if !keep[f.target] {
+		if !keep(f.target) {
 			f.client.Close()
 			f.up.Close()
 			delete(p.flows, f)

@@ -136,7 +136,7 @@ func TestCloseEndsOpenConnections(t *testing.T) {
 
 // TestRetainClosesFlowsToGoneTargets: a connection forwarded to a target
 // that left the set is closed at both ends; one to a target that stays is
-// untouched.
+// untouched; RetainIf keeps what its predicate keeps.
 func TestRetainClosesFlowsToGoneTargets(t *testing.T) {
 	a, b := echoServer(t, "a"), echoServer(t, "b")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -166,6 +166,15 @@ func TestRetainClosesFlowsToGoneTargets(t *testing.T) {
 	targets = []string{b}
 	mu.Unlock()
 	toB, rb := open()
+	// Out of the set for new connections, a keeps its open one for as long
+	// as keep says so (a deregistered target still running).
+	if n := p.RetainIf(func(t string) bool { return t == a || t == b }); n != 0 {
+		t.Fatalf("RetainIf closed %d connections, want none", n)
+	}
+	fmt.Fprintln(toA, "still")
+	if r, err := ra.ReadString('\n'); err != nil || r != "a:still\n" {
+		t.Fatalf("the connection to a, kept: %q, %v", r, err)
+	}
 	if n := p.Retain([]string{b}); n != 1 {
 		t.Fatalf("Retain closed %d connections, want 1 (the one to a)", n)
 	}

@@ -16,12 +16,12 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/kubeversion"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
-// Paths on the controllers. The PKI files are provided by whichever plugin
-// issues the cluster's certificates; these names are the contract.
+// Paths on the controllers. The PKI files (core/names, kubeadm's layout)
+// are provided by whichever plugin issues the cluster's certificates.
 const (
-	PKIDir          = "/etc/kubernetes/pki"
 	AuditPolicyPath = "/etc/kubernetes/audit-policy.yaml"
 	AuditLogDir     = "/var/log/kube-apiserver"
 )
@@ -96,9 +96,8 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		}
 	}
 
-	pki := func(name string) string { return PKIDir + "/" + name }
-	// Certificate and key files are kubeadm's layout (CLUSTER.md), which the
-	// pki plugin issues on every controller.
+	// Certificate and key files are kubeadm's layout (core/names), which
+	// the pki plugin issues on every controller.
 	flags := map[string]string{
 		"allow-privileged":                   "true",
 		"anonymous-auth":                     "false",
@@ -110,33 +109,33 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		"audit-policy-file":                  AuditPolicyPath,
 		"authorization-mode":                 "Node,RBAC",
 		"bind-address":                       "0.0.0.0",
-		"client-ca-file":                     pki("ca.crt"),
+		"client-ca-file":                     names.PKICACert,
 		"enable-admission-plugins":           strings.Join(admissionPlugins, ","),
 		"enable-bootstrap-token-auth":        "true",
-		"etcd-cafile":                        pki("etcd/ca.crt"),
-		"etcd-certfile":                      pki("apiserver-etcd-client.crt"),
-		"etcd-keyfile":                       pki("apiserver-etcd-client.key"),
+		"etcd-cafile":                        names.PKIEtcdCACert,
+		"etcd-certfile":                      names.PKIAPIServerEtcdClientCert,
+		"etcd-keyfile":                       names.PKIAPIServerEtcdClientKey,
 		"etcd-servers":                       strings.Join(v.EtcdEndpoints, ","),
-		"kubelet-certificate-authority":      pki("ca.crt"),
-		"kubelet-client-certificate":         pki("apiserver-kubelet-client.crt"),
-		"kubelet-client-key":                 pki("apiserver-kubelet-client.key"),
+		"kubelet-certificate-authority":      names.PKICACert,
+		"kubelet-client-certificate":         names.PKIAPIServerKubeletClientCert,
+		"kubelet-client-key":                 names.PKIAPIServerKubeletClientKey,
 		"kubelet-preferred-address-types":    "InternalIP,Hostname,ExternalIP",
 		"profiling":                          "false",
-		"proxy-client-cert-file":             pki("front-proxy-client.crt"),
-		"proxy-client-key-file":              pki("front-proxy-client.key"),
-		"requestheader-allowed-names":        "front-proxy-client",
-		"requestheader-client-ca-file":       pki("front-proxy-ca.crt"),
+		"proxy-client-cert-file":             names.PKIFrontProxyClientCert,
+		"proxy-client-key-file":              names.PKIFrontProxyClientKey,
+		"requestheader-allowed-names":        names.UserFrontProxyClient,
+		"requestheader-client-ca-file":       names.PKIFrontProxyCACert,
 		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
 		"requestheader-group-headers":        "X-Remote-Group",
 		"requestheader-username-headers":     "X-Remote-User",
 		"secure-port":                        fmt.Sprint(v.SecurePort),
 		"service-account-issuer":             "https://kubernetes.default.svc.cluster.local",
-		"service-account-key-file":           pki("sa.pub"),
-		"service-account-signing-key-file":   pki("sa.key"),
+		"service-account-key-file":           names.PKIServiceAccountPub,
+		"service-account-signing-key-file":   names.PKIServiceAccountKey,
 		"service-cluster-ip-range":           c.Kubernetes.ServiceCIDR,
-		"tls-cert-file":                      pki("apiserver.crt"),
+		"tls-cert-file":                      names.PKIAPIServerCert,
 		"tls-min-version":                    "VersionTLS12",
-		"tls-private-key-file":               pki("apiserver.key"),
+		"tls-private-key-file":               names.PKIAPIServerKey,
 	}
 	// --advertise-address is left out: it is the controller's own address,
 	// known only on the machine, and kube-apiserver then advertises the
@@ -148,20 +147,20 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		flags[strings.TrimLeft(name, "-")] = value
 	}
 
-	names := make([]string, 0, len(flags))
+	sorted := make([]string, 0, len(flags))
 	for n := range flags {
-		names = append(names, n)
+		sorted = append(sorted, n)
 	}
-	sort.Strings(names)
+	sort.Strings(sorted)
 	var set construct.Set
-	for _, n := range names {
+	for _, n := range sorted {
 		set.APIServer.Flags = append(set.APIServer.Flags, construct.Flag{Name: n, Value: flags[n]})
 	}
 	set.APIServer.Volumes = []construct.Volume{
 		{Name: "audit-log", HostPath: AuditLogDir, MountPath: AuditLogDir},
 		{Name: "audit-policy", HostPath: AuditPolicyPath, MountPath: AuditPolicyPath, ReadOnly: true},
 		{Name: "ca-certs", HostPath: "/etc/ssl/certs", MountPath: "/etc/ssl/certs", ReadOnly: true},
-		{Name: "k8s-certs", HostPath: PKIDir, MountPath: PKIDir, ReadOnly: true},
+		{Name: "k8s-certs", HostPath: names.PKIDir, MountPath: names.PKIDir, ReadOnly: true},
 	}
 	set.Files = []construct.File{{
 		Target:  construct.Target{Role: construct.Controller},
@@ -277,9 +276,9 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 
 // knownNames lists the known flags, for "did you mean".
 func knownNames() []string {
-	names := make([]string, 0, len(known))
+	out := make([]string, 0, len(known))
 	for n := range known {
-		names = append(names, n)
+		out = append(out, n)
 	}
-	return names
+	return out
 }

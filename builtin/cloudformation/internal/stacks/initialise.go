@@ -147,7 +147,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			},
 			Tags: lbTags,
 		})
-		s.resource("TargetGroup", &elasticloadbalancingv2.TargetGroup{
+		s.resource(names.APITargetGroup, &elasticloadbalancingv2.TargetGroup{
 			Port:                       443,
 			Protocol:                   "TCP",
 			TargetType:                 "instance",
@@ -158,17 +158,17 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			UnhealthyThresholdCount:    3,
 			Tags:                       lbTags,
 		})
-		s.resource("Listener", &elasticloadbalancingv2.Listener{
+		s.resource(names.APIListener, &elasticloadbalancingv2.Listener{
 			LoadBalancerArn: cfn.Ref(names.APILoadBalancer),
 			Port:            443,
 			Protocol:        "TCP",
-			DefaultActions:  []elasticloadbalancingv2.Listener_Action{{Type: "forward", TargetGroupArn: cfn.Ref("TargetGroup")}},
+			DefaultActions:  []elasticloadbalancingv2.Listener_Action{{Type: "forward", TargetGroupArn: cfn.Ref(names.APITargetGroup)}},
 		})
-		m.targetGroups = []string{cfn.Ref("TargetGroup")}
+		m.targetGroups = []string{cfn.Ref(names.APITargetGroup)}
 	case LoadBalancerClassic:
 		// A classic load balancer in a VPC needs a security group of its
 		// own that admits clients; the controllers' group admits 443.
-		s.resource("LoadBalancerSecurityGroup", &ec2.SecurityGroup{
+		s.resource(names.APILoadBalancerSecurityGroup, &ec2.SecurityGroup{
 			GroupDescription: fmt.Sprintf("kube-aws %s API load balancer", c.ClusterName),
 			VpcId:            cfn.Ref(paramVpcID),
 			SecurityGroupIngress: []ec2.SecurityGroup_Ingress{{
@@ -179,7 +179,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 		s.resource(names.APILoadBalancer, &elasticloadbalancing.LoadBalancer{
 			Scheme:         scheme,
 			Subnets:        subnetParams(s, lbSubnets),
-			SecurityGroups: []string{cfn.GetAtt("LoadBalancerSecurityGroup", "GroupId")},
+			SecurityGroups: []string{cfn.GetAtt(names.APILoadBalancerSecurityGroup, "GroupId")},
 			CrossZone:      true,
 			Listeners: []elasticloadbalancing.LoadBalancer_Listeners{{
 				LoadBalancerPort: "443", InstancePort: "443", Protocol: "TCP", InstanceProtocol: "TCP",
@@ -218,7 +218,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			diags = append(diags, diag.Fatalf("apiEndpoint.hostedZoneId is set but apiEndpoint.dnsName is not").
 				At("apiEndpoint.dnsName").WithHint("name the record to create in the zone"))
 		} else {
-			s.resource("APIEndpointRecord", &route53.RecordSet{
+			s.resource(names.APIEndpointRecord, &route53.RecordSet{
 				HostedZoneId: c.APIEndpoint.HostedZoneID,
 				Name:         c.APIEndpoint.DNSName,
 				Type:         "A",

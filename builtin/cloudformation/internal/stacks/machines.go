@@ -67,7 +67,7 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 	}
 	role := string(m.role)
 	if m.pool != "" {
-		role = names.NodePoolStack(m.pool)
+		role = names.NodePoolRole(m.pool)
 	}
 	userData, err := bootstrap.UserData(c.ClusterName, role, m.facts)
 	if err != nil {

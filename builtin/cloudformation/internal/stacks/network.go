@@ -28,24 +28,24 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 		if cidr == "" {
 			cidr = config.DefaultVPCCIDR
 		}
-		s.resource("VPC", &ec2.VPC{
+		s.resource(names.VPC, &ec2.VPC{
 			CidrBlock:          cidr,
 			EnableDnsSupport:   true,
 			EnableDnsHostnames: true,
 			Tags:               tagList(c.ClusterName, c.ClusterName+"-vpc"),
 		})
-		vpc = cfn.Ref("VPC")
-		s.resource("InternetGateway", &ec2.InternetGateway{Tags: tagList(c.ClusterName, c.ClusterName+"-igw")})
-		s.resource("InternetGatewayAttachment", &ec2.VPCGatewayAttachment{
-			VpcId: vpc, InternetGatewayId: cfn.Ref("InternetGateway"),
+		vpc = cfn.Ref(names.VPC)
+		s.resource(names.InternetGateway, &ec2.InternetGateway{Tags: tagList(c.ClusterName, c.ClusterName+"-igw")})
+		s.resource(names.InternetGatewayAttachment, &ec2.VPCGatewayAttachment{
+			VpcId: vpc, InternetGatewayId: cfn.Ref(names.InternetGateway),
 		})
-		s.resource("PublicRouteTable", &ec2.RouteTable{VpcId: vpc, Tags: tagList(c.ClusterName, c.ClusterName+"-public")})
-		s.resource("PublicRoute", &ec2.Route{
-			RouteTableId:         cfn.Ref("PublicRouteTable"),
+		s.resource(names.PublicRouteTable, &ec2.RouteTable{VpcId: vpc, Tags: tagList(c.ClusterName, c.ClusterName+"-public")})
+		s.resource(names.PublicRoute, &ec2.Route{
+			RouteTableId:         cfn.Ref(names.PublicRouteTable),
 			DestinationCidrBlock: "0.0.0.0/0",
-			GatewayId:            cfn.Ref("InternetGateway"),
+			GatewayId:            cfn.Ref(names.InternetGateway),
 			// The route fails until the gateway is attached to the VPC.
-			AWSCloudFormationDependsOn: []string{"InternetGatewayAttachment"},
+			AWSCloudFormationDependsOn: []string{names.InternetGatewayAttachment},
 		})
 		diags = append(diags, newSubnets(s, c, subnets, vpc)...)
 	} else {
@@ -86,7 +86,7 @@ func network(c *config.Cluster, subnets []config.Subnet) (*stack, diag.List) {
 	return s, diags
 }
 
-func subnetID(sn config.Subnet) string { return "Subnet" + names.LogicalName(sn.Name) }
+func subnetID(sn config.Subnet) string { return names.SubnetResource(sn.Name) }
 
 // newSubnets adds the subnets of a new VPC, their route table associations,
 // one private route table per zone and, when asked for, one NAT gateway per
@@ -123,10 +123,10 @@ func newSubnets(s *stack, c *config.Cluster, subnets []config.Subnet, vpc string
 			MapPublicIpOnLaunch: !sn.Private,
 			Tags:                tagList(c.ClusterName, c.ClusterName+"-"+sn.Name, role),
 		})
-		rt := "PublicRouteTable"
+		rt := names.PublicRouteTable
 		if sn.Private {
-			az := names.LogicalName(sn.AvailabilityZone)
-			rt = "PrivateRouteTable" + az
+			az := sn.AvailabilityZone
+			rt = names.PrivateRouteTable(az)
 			if _, ok := privateRT[sn.AvailabilityZone]; !ok {
 				privateRT[sn.AvailabilityZone] = rt
 				s.resource(rt, &ec2.RouteTable{VpcId: vpc, Tags: tagList(c.ClusterName, c.ClusterName+"-private-"+sn.AvailabilityZone)})
@@ -140,25 +140,25 @@ func newSubnets(s *stack, c *config.Cluster, subnets []config.Subnet, vpc string
 							At("network.natGateways"))
 						continue
 					}
-					s.resource("NatEIP"+az, &ec2.EIP{
+					s.resource(names.NatEIP(az), &ec2.EIP{
 						Domain:                     "vpc",
 						Tags:                       tagList(c.ClusterName, c.ClusterName+"-nat-"+sn.AvailabilityZone),
-						AWSCloudFormationDependsOn: []string{"InternetGatewayAttachment"},
+						AWSCloudFormationDependsOn: []string{names.InternetGatewayAttachment},
 					})
-					s.resource("NatGateway"+az, &ec2.NatGateway{
-						AllocationId: cfn.GetAtt("NatEIP"+az, "AllocationId"),
+					s.resource(names.NatGateway(az), &ec2.NatGateway{
+						AllocationId: cfn.GetAtt(names.NatEIP(az), "AllocationId"),
 						SubnetId:     cfn.Ref(natSubnet),
 						Tags:         tagList(c.ClusterName, c.ClusterName+"-nat-"+sn.AvailabilityZone),
 					})
-					s.resource("PrivateRoute"+az, &ec2.Route{
+					s.resource(names.PrivateRoute(az), &ec2.Route{
 						RouteTableId:         cfn.Ref(rt),
 						DestinationCidrBlock: "0.0.0.0/0",
-						NatGatewayId:         cfn.Ref("NatGateway" + az),
+						NatGatewayId:         cfn.Ref(names.NatGateway(az)),
 					})
 				}
 			}
 		}
-		s.resource(id+"RouteTableAssociation", &ec2.SubnetRouteTableAssociation{
+		s.resource(names.SubnetRouteTableAssociation(sn.Name), &ec2.SubnetRouteTableAssociation{
 			SubnetId: cfn.Ref(id), RouteTableId: cfn.Ref(rt),
 		})
 	}
@@ -192,12 +192,12 @@ func securityGroups(s *stack, c *config.Cluster, vpc string) {
 		// port is open to clients wherever they are; the API server
 		// authenticates them.
 		{id: names.ControllerIngressAPI, to: names.ControllerSecurityGroup, proto: "tcp", fromPort: 443, toPort: 443, cidr: "0.0.0.0/0", desc: "Kubernetes API"},
-		{id: "ControllerIngressController", to: names.ControllerSecurityGroup, from: names.ControllerSecurityGroup, proto: "-1", desc: "controllers to controllers"},
-		{id: "ControllerIngressWorker", to: names.ControllerSecurityGroup, from: names.WorkerSecurityGroup, proto: "-1", desc: "workers to controllers (API, pod network)"},
-		{id: "WorkerIngressController", to: names.WorkerSecurityGroup, from: names.ControllerSecurityGroup, proto: "-1", desc: "controllers to workers (kubelet, pod network)"},
-		{id: "WorkerIngressWorker", to: names.WorkerSecurityGroup, from: names.WorkerSecurityGroup, proto: "-1", desc: "workers to workers (pod network)"},
-		{id: "EtcdIngressController", to: names.EtcdSecurityGroup, from: names.ControllerSecurityGroup, proto: "tcp", fromPort: 2379, toPort: 2379, desc: "etcd clients"},
-		{id: "EtcdIngressEtcd", to: names.EtcdSecurityGroup, from: names.EtcdSecurityGroup, proto: "tcp", fromPort: 2379, toPort: 2380, desc: "etcd peers"},
+		{id: names.ControllerIngressController, to: names.ControllerSecurityGroup, from: names.ControllerSecurityGroup, proto: "-1", desc: "controllers to controllers"},
+		{id: names.ControllerIngressWorker, to: names.ControllerSecurityGroup, from: names.WorkerSecurityGroup, proto: "-1", desc: "workers to controllers (API, pod network)"},
+		{id: names.WorkerIngressController, to: names.WorkerSecurityGroup, from: names.ControllerSecurityGroup, proto: "-1", desc: "controllers to workers (kubelet, pod network)"},
+		{id: names.WorkerIngressWorker, to: names.WorkerSecurityGroup, from: names.WorkerSecurityGroup, proto: "-1", desc: "workers to workers (pod network)"},
+		{id: names.EtcdIngressController, to: names.EtcdSecurityGroup, from: names.ControllerSecurityGroup, proto: "tcp", fromPort: 2379, toPort: 2379, desc: "etcd clients"},
+		{id: names.EtcdIngressEtcd, to: names.EtcdSecurityGroup, from: names.EtcdSecurityGroup, proto: "tcp", fromPort: 2379, toPort: 2380, desc: "etcd peers"},
 	}
 	for _, r := range rules {
 		ing := &ec2.SecurityGroupIngress{

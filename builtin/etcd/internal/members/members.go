@@ -71,8 +71,7 @@ const (
 	SnapshotTimer = "kube-aws-etcd-snapshot.timer"
 	// DataDevice is the data volume's device name.
 	DataDevice = "/dev/xvdf"
-	// TagDataVolume marks a cluster's etcd data volumes (value "etcd-data").
-	TagRole       = "kube-aws:role"
+	// DataVolumeTag is the names.TagRole of a cluster's etcd data volumes.
 	DataVolumeTag = "etcd-data"
 )
 
@@ -112,10 +111,10 @@ const (
 )
 
 // DataVolume is member i's data volume's logical ID (EtcdData0).
-func DataVolume(i int) string { return "EtcdData" + strconv.Itoa(i) }
+func DataVolume(i int) string { return names.EtcdDataVolume(i) }
 
 // MemberGroup is member i's auto scaling group's logical ID (EtcdMember0Group).
-func MemberGroup(i int) string { return "EtcdMember" + strconv.Itoa(i) + "Group" }
+func MemberGroup(i int) string { return names.EtcdMemberGroup(i) }
 
 // Member is one member: its name, and the subnet its volume's zone and
 // its group are in.
@@ -248,7 +247,7 @@ Requires=` + Unit + `
 Type=oneshot
 Environment=` + nodeplan.EnvKMSKeyARN + `=` + kmsKeyARN + `
 EnvironmentFile=` + nodeplan.SettingsEnvPath + `
-ExecStart=` + nodeplan.BinaryPath + ` etcd-snapshot
+ExecStart=` + nodeplan.BinaryPath + ` ` + nodeplan.StepEtcdSnapshot + `
 `},
 		{Target: target, Name: SnapshotTimer, Enable: true, Content: `[Unit]
 Description=etcd snapshot to S3 every ` + strconv.Itoa(seconds) + `s (kube-aws)
@@ -268,7 +267,7 @@ WantedBy=timers.target
 func Plans(cluster string) (*nodeplan.VolumesPlan, *nodeplan.DNSPlan, *nodeplan.GoalPlan) {
 	vol := &nodeplan.VolumesPlan{Volumes: []nodeplan.Volume{{
 		Name:         "etcd-data",
-		Tags:         map[string]string{names.TagCluster: cluster, TagRole: DataVolumeTag},
+		Tags:         map[string]string{names.TagCluster: cluster, names.TagRole: DataVolumeTag},
 		Device:       DataDevice,
 		Filesystem:   "ext4",
 		MountPoint:   names.EtcdDataDir,

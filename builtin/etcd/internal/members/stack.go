@@ -61,7 +61,7 @@ func Stack(c *config.Cluster, ms []Member, volumeSize int) construct.Stack {
 			Tags: []tags.Tag{
 				{Key: "Name", Value: name},
 				{Key: names.TagCluster, Value: c.ClusterName},
-				{Key: TagRole, Value: DataVolumeTag},
+				{Key: names.TagRole, Value: DataVolumeTag},
 				{Key: names.TagEtcdMember, Value: m.Name},
 				{Key: names.TagEtcdZoneID, Value: cfn.Ref(PrivateZone)},
 			},

@@ -45,7 +45,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 	}
 	roles := []machineRole{{construct.Target{Role: construct.Controller}, names.RoleController}, {construct.Target{Role: construct.Etcd}, names.RoleEtcd}}
 	for _, p := range c.NodePools {
-		roles = append(roles, machineRole{construct.Target{Role: construct.Worker, NodePool: p.Name}, names.NodePoolStack(p.Name)})
+		roles = append(roles, machineRole{construct.Target{Role: construct.Worker, NodePool: p.Name}, names.NodePoolRole(p.Name)})
 	}
 
 	bucket, prefix, err := config.ParseS3URI(c.S3URI)
@@ -72,10 +72,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 		for _, r := range roles {
 			// Secrets are encrypted per role (deploy) with this context:
 			// another role's ciphertext does not decrypt with this grant.
-			cond, _ := json.Marshal(map[string]any{"StringEquals": map[string]string{
-				"kms:EncryptionContext:kube-aws:cluster": c.ClusterName,
-				"kms:EncryptionContext:kube-aws:role":    r.name,
-			}})
+			cond, _ := json.Marshal(map[string]any{"StringEquals": names.EncryptionContextCondition(c.ClusterName, r.name)})
 			out = append(out, construct.IAMStatement{Target: r.target, Sid: "KubeAwsDecrypt", Effect: "Allow",
 				Actions: []string{"kms:Decrypt"}, Resources: []string{c.KMSKeyARN}, Condition: cond})
 		}
@@ -209,10 +206,11 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 			}
 			res.Policies = []iam.Role_Policy{{PolicyName: "kube-aws-" + strings.ToLower(string(r.role)) + poolSuffix(r.pool), PolicyDocument: doc}}
 		}
-		s.Resources[r.prefix+"Role"] = cfn.MustRaw(res)
-		s.Resources[r.prefix+"InstanceProfile"] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(r.prefix + "Role")}})
+		roleID, profileID := names.RoleResource(string(r.role), r.pool), names.InstanceProfileResource(string(r.role), r.pool)
+		s.Resources[roleID] = cfn.MustRaw(res)
+		s.Resources[profileID] = cfn.MustRaw(&iam.InstanceProfile{Path: "/", Roles: []string{cfn.Ref(roleID)}})
 		s.Outputs[names.InstanceProfileOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
-			Value: cfn.Ref(r.prefix + "InstanceProfile"), Description: "Instance profile of the " + r.label + " machines"})
+			Value: cfn.Ref(profileID), Description: "Instance profile of the " + r.label + " machines"})
 		// A node pool gets one output: CloudFormation allows 200 per stack,
 		// and three per pool stopped a cluster at 64 pools. Its role is
 		// reachable from the instance profile (aws iam get-instance-profile).
@@ -220,9 +218,9 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 			continue
 		}
 		s.Outputs[names.RoleArnOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
-			Value: cfn.GetAtt(r.prefix+"Role", "Arn"), Description: "Role ARN of the " + r.label + " machines"})
+			Value: cfn.GetAtt(roleID, "Arn"), Description: "Role ARN of the " + r.label + " machines"})
 		s.Outputs[names.RoleNameOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
-			Value: cfn.Ref(r.prefix + "Role"), Description: "Role name of the " + r.label + " machines"})
+			Value: cfn.Ref(roleID), Description: "Role name of the " + r.label + " machines"})
 	}
 
 	// Other plugins may add to the iam stack (a managed policy, say) and

@@ -24,20 +24,12 @@ var charts embed.FS
 // Namespace is where every release goes.
 const Namespace = "kube-system"
 
-// ControllerLabel marks the controllers' nodes (a label the kubelet may set
-// itself: node-role.kubernetes.io/* is reserved), so that the cloud
-// controller manager runs there.
-const (
-	ControllerLabel      = "node.kube-aws.io/role"
-	ControllerLabelValue = "controller"
-)
-
-// ControllerTaint keeps workloads off the controllers, as kubeadm's
-// control-plane nodes: their CPU and memory are the API server's and etcd
-// clients'. The add-ons that belong there (the cloud controller manager,
-// kube-proxy, the CNI) tolerate it; CoreDNS tolerates it too, so it can run
-// before any worker has joined.
-const ControllerTaint = "node-role.kubernetes.io/control-plane"
+// The controllers' nodes carry names.LabelRole=controller, so that the
+// cloud controller manager runs there, and names.TaintControlPlane, which
+// keeps workloads off them: their CPU and memory are the API server's and
+// etcd clients'. The add-ons that belong there (the cloud controller
+// manager, kube-proxy, the CNI) tolerate it; CoreDNS tolerates it too, so
+// it can run before any worker has joined.
 
 // Contribute adds the releases (and the controllers' node label and taint) to set;
 // apiServer is the API server's URL for kube-proxy. workDir is where cluster.yaml is: the charts are extracted under its
@@ -59,7 +51,7 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiSe
 		{"aws-cloud-controller-manager", map[string]any{
 			"image":         r.CloudControllerManagerImage(),
 			"clusterName":   c.ClusterName,
-			"nodeSelector":  map[string]string{ControllerLabel: ControllerLabelValue},
+			"nodeSelector":  map[string]string{names.LabelRole: names.RoleController},
 			"apiServerPort": strconv.Itoa(names.APIServerPort),
 		}},
 		{"coredns", map[string]any{
@@ -83,8 +75,8 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiSe
 		})
 	}
 	set.NodeLabels = append(set.NodeLabels, construct.NodeLabel{Target: construct.Target{Role: construct.Controller},
-		Key: ControllerLabel, Value: ControllerLabelValue})
+		Key: names.LabelRole, Value: names.RoleController})
 	set.NodeTaints = append(set.NodeTaints, construct.NodeTaint{Target: construct.Target{Role: construct.Controller},
-		Key: ControllerTaint, Effect: "NoSchedule"})
+		Key: names.TaintControlPlane, Effect: "NoSchedule"})
 	return nil, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 func cluster() *config.Cluster {
@@ -95,7 +96,7 @@ func TestCharts(t *testing.T) {
 	objs["aws-cloud-controller-manager"].Decode(t, "DaemonSet/aws-cloud-controller-manager", &ccm)
 	spec := ccm.Spec.Template.Spec
 	c = spec.Containers[0]
-	if !spec.HostNetwork || spec.NodeSelector[ControllerLabel] != ControllerLabelValue {
+	if !spec.HostNetwork || spec.NodeSelector[names.LabelRole] != names.RoleController {
 		t.Errorf("ccm: hostNetwork %v, nodeSelector %v", spec.HostNetwork, spec.NodeSelector)
 	}
 	args := strings.Join(c.Command, " ")
@@ -149,11 +150,11 @@ func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
 	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
-	want := construct.NodeTaint{Target: construct.Target{Role: construct.Controller}, Key: ControllerTaint, Effect: "NoSchedule"}
+	want := construct.NodeTaint{Target: construct.Target{Role: construct.Controller}, Key: names.TaintControlPlane, Effect: "NoSchedule"}
 	if len(set.NodeTaints) != 1 || set.NodeTaints[0] != want {
 		t.Fatalf("taints %+v, want %+v", set.NodeTaints, want)
 	}
-	taint := corev1.Taint{Key: ControllerTaint, Effect: corev1.TaintEffectNoSchedule}
+	taint := corev1.Taint{Key: names.TaintControlPlane, Effect: corev1.TaintEffectNoSchedule}
 	objs := render(t)
 	for _, w := range []struct{ release, object string }{
 		{"aws-cloud-controller-manager", "DaemonSet/aws-cloud-controller-manager"},
@@ -175,7 +176,7 @@ func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
 			tolerated = tolerated || tol.ToleratesTaint(klog.Background(), &taint, false)
 		}
 		if !tolerated {
-			t.Errorf("%s does not tolerate %s:NoSchedule (tolerations %+v)", w.object, ControllerTaint, spec.Tolerations)
+			t.Errorf("%s does not tolerate %s:NoSchedule (tolerations %+v)", w.object, names.TaintControlPlane, spec.Tolerations)
 		}
 	}
 }

@@ -144,7 +144,7 @@ var approverUnit = strings.Join([]string{
 	"",
 	"[Service]",
 	"EnvironmentFile=" + nodeplan.SettingsEnvPath,
-	"ExecStart=" + nodeplan.BinaryPath + " approve-csrs",
+	"ExecStart=" + nodeplan.BinaryPath + " " + nodeplan.StepApproveCSRs,
 	"Restart=always",
 	"RestartSec=5",
 	"",

@@ -115,9 +115,9 @@ func Contribute(set *construct.Set, s Settings) error {
 // kubelet has its own kubeconfig it never waits; "-": a wait that gives up
 // still starts the kubelet, which then retries as it would have.
 var waitAPIDropIn = fmt.Sprintf(`[Service]
-ExecStartPre=-%s wait-api --kubeconfig %s --unless-exists %s --timeout 15m
+ExecStartPre=-%s %s --kubeconfig %s --unless-exists %s --timeout 15m
 TimeoutStartSec=16min
-`, nodeplan.BinaryPath, names.KubeconfigBootstrapKubelet, names.KubeconfigKubelet)
+`, nodeplan.BinaryPath, nodeplan.StepWaitAPI, names.KubeconfigBootstrapKubelet, names.KubeconfigKubelet)
 
 // kubeletUnit runs the kubelet. The node's name and provider ID come from
 // the machine's facts (kube-aws-node writes them to facts.env before any

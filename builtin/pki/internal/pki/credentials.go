@@ -15,10 +15,11 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/pki/internal/authority"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/plugins/sdk/leafcert"
 )
 
 // Plugin is the plugin's name.
-const Plugin = names.PKIPlugin
+const Plugin = "pki"
 
 // Keeper keeps what the plugin made between runs, in the host's store of
 // generated secrets: the plain text stays with kube-aws (credentials/pki/
@@ -36,17 +37,19 @@ type Keeper interface {
 }
 
 // Names of what the plugin keeps. Certificates are kept beside their keys,
-// so that the operator's copy of a CA is one folder.
+// so that the operator's copy of a CA is one folder. They are the plugin's
+// own: kube-aws kubeconfig gets the admin credential through the
+// admin-credential operation (Admin), never by opening these files.
 const (
-	KeepCACert                  = names.PKIKeptCACert
+	KeepCACert                  = "ca.crt"
 	KeepCAKey                   = "ca.key"
 	KeepFrontProxyCACert        = "front-proxy-ca.crt"
 	KeepFrontProxyCAKey         = "front-proxy-ca.key"
 	KeepEtcdCACert              = "etcd-ca.crt"
 	KeepEtcdCAKey               = "etcd-ca.key"
 	KeepServiceAccountKey       = "sa.key"
-	KeepAdminCert               = names.PKIKeptAdminCert
-	KeepAdminKey                = names.PKIKeptAdminKey
+	KeepAdminCert               = "admin.crt"
+	KeepAdminKey                = "admin.key"
 	KeepAPIServerEtcdClientCert = "apiserver-etcd-client.crt"
 	KeepAPIServerEtcdClientKey  = "apiserver-etcd-client.key"
 )
@@ -113,6 +116,63 @@ func Load(k Keeper, now time.Time, log func(string)) (*Credentials, diag.List) {
 	}
 	cr.Markers[KeepAPIServerEtcdClientCert], cr.Markers[KeepAPIServerEtcdClientKey] = k.Marker(KeepAPIServerEtcdClientCert), k.Marker(KeepAPIServerEtcdClientKey)
 	return cr, diags
+}
+
+// Admin returns the operator's admin credential as kept: the cluster CA's
+// certificate, the admin certificate and its key (PEM). It makes nothing:
+// a part not kept yet (no render ran beside this cluster.yaml) is a fatal
+// saying how to get it, and so are parts that do not belong together (a
+// certificate the CA did not sign, a key of another certificate: a partial
+// restore) and an expired certificate.
+func Admin(k Keeper, now time.Time) (caCert, cert, key []byte, diags diag.List) {
+	parts := []struct {
+		name string
+		into *[]byte
+	}{{KeepCACert, &caCert}, {KeepAdminCert, &cert}, {KeepAdminKey, &key}}
+	var missing diag.List
+	for _, p := range parts {
+		b, ok, err := k.Get(p.name)
+		switch {
+		case err != nil:
+			diags = append(diags, diag.Fatalf("pki: reading %s: %v", k.Where(p.name), err))
+		case !ok:
+			missing = append(missing, diag.Fatalf("pki: %s not found: run kube-aws render first (it makes the admin credential), or restore %s from your copy", k.Where(p.name), k.Where("")))
+		}
+		*p.into = b
+	}
+	if len(missing) == len(parts) {
+		// Nothing made yet: one line says so.
+		missing = diag.List{diag.Fatalf("pki: no admin credential in %s yet: run kube-aws render first (it makes one), or restore %s from your copy", k.Where(""), k.Where(""))}
+	}
+	if diags = append(diags, missing...); diags.HasFatal() {
+		return nil, nil, nil, diags
+	}
+	restore := "run kube-aws render: it issues the admin certificate again from the CA (or restore " + k.Where("") + " from your copy as a whole)"
+	ca, err := authority.ParseCertificate(caCert)
+	if err != nil {
+		return nil, nil, nil, diag.List{diag.Fatalf("pki: %s %v", k.Where(KeepCACert), err).WithHint("restore the CA from your copy")}
+	}
+	c, err := authority.ParseCertificate(cert)
+	if err != nil {
+		return nil, nil, nil, diag.List{diag.Fatalf("pki: %s %v", k.Where(KeepAdminCert), err).WithHint(restore)}
+	}
+	signer, err := authority.ParseKey(key)
+	if err != nil {
+		return nil, nil, nil, diag.List{diag.Fatalf("pki: %s %v", k.Where(KeepAdminKey), err).WithHint(restore)}
+	}
+	switch {
+	case c.CheckSignatureFrom(ca) != nil:
+		diags = append(diags, diag.Fatalf("pki: %s was not issued by the cluster CA %s", k.Where(KeepAdminCert), k.Where(KeepCACert)).WithHint(restore))
+	case !leafcert.SamePublicKey(c.PublicKey, signer.Public()):
+		diags = append(diags, diag.Fatalf("pki: %s does not belong to %s", k.Where(KeepAdminKey), k.Where(KeepAdminCert)).WithHint(restore))
+	case !now.Before(c.NotAfter):
+		diags = append(diags, diag.Fatalf("pki: the admin certificate (%s) expired on %s", k.Where(KeepAdminCert), c.NotAfter.UTC().Format("2006-01-02")).
+			WithHint("run kube-aws render: it issues a new one once two thirds of its validity are gone"))
+	}
+	if diags.HasFatal() {
+		return nil, nil, nil, diags
+	}
+	return caCert, cert, key, nil
 }
 
 // AdminLeaf is the operator's admin certificate: cluster-admin through

@@ -13,7 +13,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
-	"github.com/kube-aws/kube-aws/node/certs"
+	"github.com/kube-aws/kube-aws/node/steps/certificates"
 )
 
 // machine lays out a role's files under a fresh root as a machine has them
@@ -54,11 +54,11 @@ func machine(t *testing.T, k *memKeeper, set *construct.Set, role construct.Role
 	}
 	env := &agent.Env{Root: root, Facts: facts}
 	for _, c := range plan.Certificates {
-		spec, err := certs.Resolve(env, c.Name, c)
+		spec, err := certificates.Resolve(env, c.Name, c)
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
-		if _, err := certs.Ensure(root, spec, time.Now()); err != nil {
+		if _, err := certificates.Ensure(root, spec, time.Now()); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 	}

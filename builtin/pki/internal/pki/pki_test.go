@@ -350,3 +350,56 @@ func BenchmarkLoadKept(b *testing.B) {
 		}
 	}
 }
+
+// Admin returns the kept admin credential as it is, makes nothing, and
+// refuses parts that are missing, do not belong together or expired.
+func TestAdmin(t *testing.T) {
+	made := newKeeper()
+	if _, d := Load(made, now, quiet); len(d) != 0 {
+		t.Fatal(d)
+	}
+	other := newKeeper()
+	if _, d := Load(other, now, quiet); len(d) != 0 {
+		t.Fatal(d)
+	}
+	tests := []struct {
+		name   string
+		change func(k *memKeeper)
+		at     time.Time
+		want   string // the first fatal; "" for the credential
+	}{
+		{"as kept", func(*memKeeper) {}, now, ""},
+		{"nothing made yet", func(k *memKeeper) { k.kept = map[string][]byte{} }, now,
+			"no admin credential in credentials/pki/ yet: run kube-aws render first (it makes one), or restore credentials/pki/ from your copy"},
+		{"no key", func(k *memKeeper) { delete(k.kept, KeepAdminKey) }, now, "credentials/pki/admin.key not found"},
+		{"another CA's certificate", func(k *memKeeper) { k.kept[KeepAdminCert] = other.kept[KeepAdminCert] }, now,
+			"credentials/pki/admin.crt was not issued by the cluster CA credentials/pki/ca.crt"},
+		{"another certificate's key", func(k *memKeeper) { k.kept[KeepAdminKey] = k.kept[KeepAPIServerEtcdClientKey] }, now,
+			"credentials/pki/admin.key does not belong to credentials/pki/admin.crt"},
+		{"not a certificate", func(k *memKeeper) { k.kept[KeepAdminCert] = []byte("garbage") }, now, "credentials/pki/admin.crt holds no PEM certificate"},
+		{"expired", func(*memKeeper) {}, now.Add(366 * 24 * time.Hour), "the admin certificate (credentials/pki/admin.crt) expired on 2027-03-01"},
+		{"unreadable", func(k *memKeeper) { k.getErr = errors.New("permission denied") }, now, "reading credentials/pki/ca.crt: permission denied"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newKeeper()
+			for n, v := range made.kept {
+				k.kept[n] = v
+			}
+			tc.change(k)
+			ca, cert, key, d := Admin(k, tc.at)
+			if k.puts != 0 {
+				t.Errorf("Admin kept %d values; it must make nothing", k.puts)
+			}
+			if tc.want == "" {
+				if len(d) != 0 || string(ca) != string(made.kept[KeepCACert]) || string(cert) != string(made.kept[KeepAdminCert]) || string(key) != string(made.kept[KeepAdminKey]) {
+					t.Fatalf("got %v and a credential that is not the kept one", d)
+				}
+				return
+			}
+			if !d.HasFatal() || !strings.Contains(d[0].Message, tc.want) || ca != nil || cert != nil || key != nil {
+				t.Fatalf("got %v (credential returned: %v), want a fatal with %q", d, key != nil, tc.want)
+			}
+		})
+	}
+}

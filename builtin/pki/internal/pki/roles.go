@@ -116,7 +116,7 @@ Description=issue this machine's certificates again when a third of their validi
 
 [Service]
 Type=oneshot
-ExecStart=` + nodeplan.BinaryPath + ` certificates
+ExecStart=` + nodeplan.BinaryPath + ` ` + nodeplan.StepCertificates + `
 `},
 		{Target: t, Name: RenewTimer, Enable: true, Content: `[Unit]
 Description=check this machine's certificates daily (kube-aws)

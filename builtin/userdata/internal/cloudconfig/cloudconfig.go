@@ -39,6 +39,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
@@ -109,10 +110,10 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, err
 	diags = append(diags, checkTargets(c, set)...)
 	diags = append(diags, CheckUnits(set.Units)...)
 
-	machines := []machine{{File: "controller", Role: construct.Controller}, {File: "etcd", Role: construct.Etcd}}
+	machines := []machine{{File: names.RoleController, Role: construct.Controller}, {File: names.RoleEtcd, Role: construct.Etcd}}
 	for i := range c.NodePools {
 		p := &c.NodePools[i]
-		machines = append(machines, machine{File: "nodepool-" + p.Name, Role: construct.Worker, Pool: p, PoolIndex: i})
+		machines = append(machines, machine{File: names.NodePoolRole(p.Name), Role: construct.Worker, Pool: p, PoolIndex: i})
 	}
 	var files []stage.File
 	for _, m := range machines {

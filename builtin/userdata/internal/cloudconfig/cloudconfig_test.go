@@ -472,7 +472,7 @@ func TestGrowth(t *testing.T) {
 
 // Artifacts become the machine's artifacts plan, from the mirror's uploads
 // when kube-aws resolved them there, else from upstream; runcmd calls the
-// steps of the plans the machine has, in the boot flow's order.
+// steps of the plans the machine has, in the order nodeplan.Steps derives.
 func TestArtifactsPlanAndRunCmd(t *testing.T) {
 	sum := strings.Repeat("a", 64)
 	mirrored := strings.Repeat("b", 64)

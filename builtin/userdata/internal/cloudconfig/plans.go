@@ -13,25 +13,6 @@ import (
 // kube-aws-node first on PATH (docs/node-agent.md).
 const NodeAgent = "kube-aws-node"
 
-// steps are kube-aws-node's steps that runcmd calls, in the order of the
-// boot flow, each when the role has its plan. Volumes come first because
-// their tags give facts ({member}) that the markers of secrets, the names of
-// certificates and the records of dns use; secrets before artifacts and
-// certificates (a CA key is a secret); units start after dns (etcd peers
-// find each other by name); addons and wait need the units running.
-var steps = []struct {
-	step, plan string
-	afterUnits bool
-}{
-	{"volumes", nodeplan.VolumesPath, false},
-	{"secrets", nodeplan.SecretsPath, false},
-	{"artifacts", nodeplan.ArtifactsPath, false},
-	{"certificates", nodeplan.CertificatesPath, false},
-	{"dns", nodeplan.DNSPath, false},
-	{"addons", nodeplan.AddonsPath, true},
-	{"wait", nodeplan.GoalPath, true},
-}
-
 // secretsPlan lists every file of the machine that holds a secret or fact
 // marker, with the format the machine substitutes it by: the construct's
 // Format, whole for a sensitive file that gives none. A file with no format
@@ -122,41 +103,34 @@ func encodePlan(p nodeplan.Plan) (string, error) {
 	return string(b), nil
 }
 
-// runCmd is the machine's runcmd: kube-aws-node's steps for the plans it
-// has, in the boot flow's order, with systemd's reload, restarts and starts
-// between the steps that prepare the machine and those that need its units.
+// runCmd is the machine's runcmd: kube-aws-node's steps that runcmd calls,
+// for the plans the machine has, in the order core/nodeplan derives from
+// the steps' needs, with systemd's reload, restarts and starts at the
+// point the steps before it prepare the units for (nodeplan.Units).
 func runCmd(entries []writeFile, hasUnits bool, restart, enable []string) [][]string {
 	has := map[string]bool{}
 	for _, e := range entries {
 		has[e.Path] = true
 	}
 	var out [][]string
-	units := func() {
-		if hasUnits {
-			out = append(out, []string{"systemctl", "daemon-reload"})
+	for _, s := range nodeplan.Steps() {
+		switch {
+		case s.Name == nodeplan.Units:
+			if hasUnits {
+				out = append(out, []string{"systemctl", "daemon-reload"})
+			}
+			if len(restart) > 0 {
+				out = append(out, append([]string{"systemctl", "try-restart", "--no-block"}, restart...))
+			}
+			if len(enable) > 0 {
+				out = append(out, append([]string{"systemctl", "enable"}, enable...))
+				// --no-block: a unit that waits for something later in the
+				// boot must not hold the boot hostage.
+				out = append(out, append([]string{"systemctl", "start", "--no-block"}, enable...))
+			}
+		case s.RunCmd && has[s.Plan]:
+			out = append(out, []string{NodeAgent, s.Name})
 		}
-		if len(restart) > 0 {
-			out = append(out, append([]string{"systemctl", "try-restart", "--no-block"}, restart...))
-		}
-		if len(enable) > 0 {
-			out = append(out, append([]string{"systemctl", "enable"}, enable...))
-			// --no-block: a unit that waits for something later in the
-			// boot must not hold the boot hostage.
-			out = append(out, append([]string{"systemctl", "start", "--no-block"}, enable...))
-		}
-	}
-	started := false
-	for _, s := range steps {
-		if s.afterUnits && !started {
-			units()
-			started = true
-		}
-		if has[s.plan] {
-			out = append(out, []string{NodeAgent, s.step})
-		}
-	}
-	if !started {
-		units()
 	}
 	return out
 }

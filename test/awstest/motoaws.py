@@ -1,0 +1,699 @@
+"""kube-aws's moto: moto 5.2.1 in server mode, changed where kube-aws's rolls
+depend on AWS behaving in a way moto does not.
+
+    python test/awstest/motoaws.py -H 127.0.0.1 -p PORT   (moto_server's arguments)
+
+`make demo` and the benchmarks start moto this way (scripts/lib/moto.sh), and
+test/awstest starts every test's moto with this file (embedded) on stdin. Each patch below says
+what AWS does and what moto 5.2.1 did instead. They replace moto functions by
+name, so a moto upgrade must be checked against them: the file refuses to
+start with any other moto version, or when a function it replaces is gone
+from moto's source (read at start; each module is patched when moto first
+imports it, so a moto that serves only S3 starts as fast as moto_server).
+
+What it plays (docs/e2e-cluster.md, "What of AWS the harness plays"):
+- CloudFormation updates an AWS::AutoScaling::AutoScalingGroup in place (same
+  name; launch template and version, sizes, load balancers, target groups,
+  tags, lifecycle hooks), after the resources whose values it reads (a launch
+  template's new LatestVersionNumber); moto deleted the group and made a new
+  one under a new name, and did not update a group whose own template text
+  was unchanged.
+- An instance keeps the launch template version it was launched from
+  (DescribeAutoScalingGroups, DescribeAutoScalingInstances, and EC2's
+  aws:ec2launchtemplate:* tags); moto reported the template's default.
+- Termination lifecycle hooks: an instance the group terminates leaves its
+  load balancers and waits in Terminating:Wait, still running, until
+  CompleteLifecycleAction or its hook's heartbeat timeout; moto terminated
+  at once and did not implement CompleteLifecycleAction or
+  RecordLifecycleActionHeartbeat.
+"""
+
+import ast
+import importlib.abc
+import importlib.machinery
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+import weakref
+
+MOTO_VERSION = "5.2.1"
+NAME = "test/awstest/motoaws.py"
+
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+GROUP_TYPE = "AWS::AutoScaling::AutoScalingGroup"
+# AWS ends a lifecycle action after 48 hours or 100 heartbeat timeouts,
+# whichever comes first, heartbeats or not.
+GLOBAL_TIMEOUT = 48 * 3600
+
+# What the patches replace (or add, or wrap), by module and class. Each
+# module is patched when moto first imports it: the Auto Scaling models pull
+# in EC2's, seconds of start-up that a test of S3 alone need not pay.
+REPLACED = {
+    "moto.autoscaling.models": {
+        "FakeAutoScalingGroup": [
+            "create_from_cloudformation_json",
+            "update_from_cloudformation_json",
+            "replace_autoscaling_group_instances",
+            "set_desired_capacity",
+        ],
+        "InstanceState": ["launch_template"],
+        "AutoScalingBackend": ["terminate_instance", "delete_auto_scaling_group", "update_attached_target_groups"],
+    },
+    "moto.autoscaling.responses": {"AutoScalingResponse": []},
+    "moto.cloudformation.parsing": {"ResourceMap": ["build_resource_diff"]},
+    "moto.moto_server.werkzeug_app": {"DomainDispatcherApplication": ["__call__"]},
+}
+# Actions moto 5.2.1 lacks and this file adds.
+ADDED = {"AutoScalingResponse": ["complete_lifecycle_action", "record_lifecycle_action_heartbeat"]}
+
+
+def _fail(msg):
+    """Stops moto, from any thread (a module may be patched while a request
+    is answered)."""
+    sys.stderr.write("motoaws: %s\n" % msg)
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def _check_moto():
+    """At start, without importing the modules: the moto version the patches
+    were written for, and every class and function they replace present
+    (and none they add), in moto's source."""
+    try:
+        import moto
+    except ImportError as e:
+        _fail("moto is not installed in %s (%s): run `make venv`" % (sys.executable, e))
+    if moto.__version__ != MOTO_VERSION:
+        _fail(
+            "moto %s is installed, these patches are for moto %s (requirements-dev.txt): "
+            "check every patch in %s against the new moto before changing the pin"
+            % (moto.__version__, MOTO_VERSION, NAME)
+        )
+    root = os.path.dirname(os.path.dirname(moto.__file__))
+    for module, classes in REPLACED.items():
+        path = os.path.join(root, *module.split(".")) + ".py"
+        try:
+            with open(path) as f:
+                tree = ast.parse(f.read(), path)
+        except OSError as e:
+            _fail("moto %s has no module %s (%s): the patches of it no longer apply" % (moto.__version__, module, e))
+        found = {n.name: {m.name for m in n.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                 for n in tree.body if isinstance(n, ast.ClassDef)}
+        for cls, names in classes.items():
+            if cls not in found:
+                _fail("moto %s has no class %s in %s: the patches of it no longer apply" % (moto.__version__, cls, module))
+            for name in names:
+                if name not in found[cls]:
+                    _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (moto.__version__, cls, name, NAME))
+            for name in ADDED.get(cls, []):
+                if name in found[cls]:
+                    _fail("moto %s implements %s.%s now: drop this file's version of it" % (moto.__version__, cls, name))
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Runs patch(module) right after moto executes one of the modules it
+    patches, before anything uses it."""
+
+    def __init__(self, patches):
+        self.patches = patches
+
+    def find_spec(self, name, path, target=None):
+        patch = self.patches.get(name)
+        if patch is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+def _original(owner, name):
+    """The moto function a patch replaces, kept to call or fall back to."""
+    fn = owner.__dict__.get(name)
+    if fn is None:
+        _fail("moto %s has no %s.%s: the patch of it in %s no longer applies" % (MOTO_VERSION, owner.__name__, name, NAME))
+    return fn
+
+
+# moto's modules and names, set as each module is patched.
+asm = cfp = None
+ValidationError = EmptyResult = LoadBalancerNotFoundError = ELBClientError = None
+_moto = {}
+
+# One lock for everything here that changes a group's instances: moto's
+# server answers requests on several threads.
+_lock = threading.RLock()
+# The Auto Scaling backends that have had an instance wait on a hook (a
+# reset backend drops its groups, and with them its waits).
+_waiting_backends = weakref.WeakSet()
+
+
+# --- CloudFormation: a group is updated in place ---------------------------
+
+
+def _value_refs(node):
+    """The resources (or parameters) a template fragment reads: Ref,
+    Fn::GetAtt and Fn::Sub's ${Name} and ${Name.Attribute}."""
+    out = set()
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "Ref" and isinstance(v, str):
+                out.add(v)
+            elif k == "Fn::GetAtt":
+                out.add(v[0] if isinstance(v, list) else str(v).split(".")[0])
+            elif k == "Fn::Sub":
+                text = v[0] if isinstance(v, list) else v
+                if isinstance(text, str):
+                    out.update(m.split(".")[0] for m in re.findall(r"\$\{([^!}][^}]*)\}", text))
+                if isinstance(v, list):
+                    out.update(_value_refs(v[1:]))
+            else:
+                out.update(_value_refs(v))
+    elif isinstance(node, list):
+        for v in node:
+            out.update(_value_refs(v))
+    return out
+
+
+def build_resource_diff(self, other_template, parameters=None):
+    """AWS updates a resource when a value it reads changed, not only its own
+    text: a group whose LaunchTemplate.Version is the GetAtt of a launch
+    template that got a new version is updated to that version. moto compared
+    each resource's text only, so the group kept launching the old version.
+    Only groups are added (moto replaces most other types on update, where
+    AWS would not); and every modified resource is updated after those it
+    reads, as AWS orders them (moto went in template order: a group before
+    its launch template read the old LatestVersionNumber)."""
+    diff = _moto["resource_diff"](self, other_template, parameters)
+    new = other_template["Resources"]
+    reads = {name: _value_refs(res) for name, res in new.items()}
+    modified = set(diff["Modify"])
+    grew = True
+    while grew:
+        grew = False
+        for name, res in new.items():
+            if name in modified or name not in self._resource_json_map or res.get("Type") != GROUP_TYPE:
+                continue
+            if reads[name] & modified:
+                diff["Modify"].append(name)
+                modified.add(name)
+                grew = True
+    after = {}
+    for name in diff["Modify"]:
+        deps = set(reads.get(name, ()))
+        depends_on = new.get(name, {}).get("DependsOn", [])
+        deps.update([depends_on] if isinstance(depends_on, str) else depends_on)
+        after[name] = deps & modified
+    ordered, seen = [], set()
+
+    def visit(name):
+        if name in seen:
+            return
+        seen.add(name)
+        for dep in sorted(after.get(name, ())):
+            visit(dep)
+        ordered.append(name)
+
+    for name in diff["Modify"]:
+        visit(name)
+    diff["Modify"] = ordered
+    return diff
+
+
+def _int(v):
+    return None if v is None else int(v)
+
+
+def _put_hook_specs(backend, group, props):
+    """LifecycleHookSpecificationList: the group's hooks as CloudFormation
+    sets them (moto ignored the property). On an update, the hooks the
+    template's previous list named and the new one does not are deleted; a
+    hook put through the API is the template's business only if it names it."""
+    specs = props.get("LifecycleHookSpecificationList") or []
+    names = set()
+    for s in specs:
+        names.add(s["LifecycleHookName"])
+        backend.create_lifecycle_hook(
+            name=s["LifecycleHookName"],
+            as_name=group.name,
+            transition=s.get("LifecycleTransition"),
+            timeout=_int(s.get("HeartbeatTimeout")),
+            result=s.get("DefaultResult"),
+        )
+    for name in getattr(group, "template_hooks", set()) - names:
+        backend.delete_lifecycle_hook(group.name, name)
+    group.template_hooks = names
+
+
+def _set_balancers(backend, group, lb_names, tg_arns):
+    """The group's load balancers and target groups as the template names
+    them; the group's instances leave those it no longer names (the ones it
+    names get them when the group's sizes are applied)."""
+    ids = [s.instance.id for s in group.instance_states]
+    for name in set(group.load_balancer_names) - set(lb_names):
+        _deregister_classic(backend, name, ids)
+    for arn in set(group.target_group_arns) - set(tg_arns):
+        _deregister_targets(backend, arn, ids)
+    group.load_balancer_names = list(lb_names)
+    group.target_group_arns = list(tg_arns)
+
+
+@classmethod
+def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+    group = _moto["create_group"](cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+    backend = asm.autoscaling_backends[account_id][region_name]
+    _put_hook_specs(backend, group, cloudformation_json["Properties"])
+    return group
+
+
+@classmethod
+def update_from_cloudformation_json(cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name):
+    """AWS changes a group in place: same name, same instances; a new launch
+    template version is used by the instances launched from now on. moto
+    deleted the group (terminating its instances) and created a new one. A
+    changed AutoScalingGroupName replaces the group on AWS too."""
+    props = cloudformation_json["Properties"]
+    group = original_resource
+    if props.get("AutoScalingGroupName", group.name) != group.name:
+        return _moto["update_group"](cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name)
+    backend = asm.autoscaling_backends[account_id][region_name]
+    with _lock:
+        _put_hook_specs(backend, group, props)
+        group.tags = props.get("Tags", [])
+        group.termination_policies = props.get("TerminationPolicies") or ["Default"]
+        _set_balancers(backend, group, props.get("LoadBalancerNames", []), props.get("TargetGroupARNs", []))
+        backend.update_auto_scaling_group(
+            name=group.name,
+            availability_zones=props.get("AvailabilityZones", []),
+            desired_capacity=_int(props.get("DesiredCapacity")),
+            max_size=_int(props.get("MaxSize")),
+            min_size=_int(props.get("MinSize")),
+            launch_config_name=props.get("LaunchConfigurationName"),
+            launch_template=props.get("LaunchTemplate", {}),
+            vpc_zone_identifier=",".join(props.get("VPCZoneIdentifier", [])) or None,
+            health_check_period=_int(props.get("HealthCheckGracePeriod")),
+            health_check_type=props.get("HealthCheckType"),
+            new_instances_protected_from_scale_in=props.get("NewInstancesProtectedFromScaleIn"),
+            mixed_instances_policy=props.get("MixedInstancesPolicy") or None,
+        )
+    return group
+
+
+# --- An instance keeps the launch template version it was launched from ----
+
+
+def replace_autoscaling_group_instances(self, count_needed, propagated_tags):
+    """Launches count_needed instances from the version the group names now,
+    and records that version on each. moto launched with the template's
+    default version (its tags, volumes and key, and the EC2 tag
+    aws:ec2launchtemplate:version) and reported the default for every
+    instance of the group."""
+    propagated_tags[asm.ASG_NAME_TAG] = self.name
+    propagated_tags.update(self.instance_tags)
+    subnet_id = self.vpc_zone_identifier.split(",")[0] if self.vpc_zone_identifier else None
+    associate_public_ip = self.launch_config.associate_public_ip_address if self.launch_config else None
+    launch_template, launched_from = None, None
+    if self.ec2_launch_template:
+        version = self.ec2_launch_template.get_version(self.launch_template_version)
+        launch_template = {"LaunchTemplateId": self.ec2_launch_template.id, "Version": str(version.number)}
+        # AWS reports the version as the group named it when it launched
+        # the instance ("3", or "$Latest"); EC2's tag has the number.
+        launched_from = {
+            "LaunchTemplateId": self.ec2_launch_template.id,
+            "LaunchTemplateName": self.ec2_launch_template.name,
+            "Version": str(self.launch_template_version),
+        }
+    reservation = self.autoscaling_backend.ec2_backend.run_instances(
+        self.image_id,
+        count_needed,
+        self.user_data,
+        self.security_groups,
+        instance_type=self.instance_type,
+        tags={"instance": propagated_tags},
+        placement=asm.random.choice(self.availability_zones),
+        launch_config=self.launch_config,
+        launch_template=launch_template,
+        is_instance_type_default=False,
+        associate_public_ip=associate_public_ip,
+        subnet_id=subnet_id,
+    )
+    for instance in reservation.instances:
+        instance.autoscaling_group = self
+        state = asm.InstanceState(instance, protected_from_scale_in=self.new_instances_protected_from_scale_in)
+        state.launched_from = launched_from
+        state.launched_version = int(launch_template["Version"]) if launch_template else 0
+        self.instance_states.append(state)
+
+
+@property
+def instance_launch_template(self):
+    launched_from = getattr(self, "launched_from", None)
+    if launched_from is not None:
+        return dict(launched_from)
+    return _moto["instance_lt"].fget(self)
+
+
+# --- Termination lifecycle hooks --------------------------------------------
+
+
+def _deregister_classic(backend, lb_name, ids):
+    try:
+        # AWS has one registration per instance; moto keeps the API's and
+        # Auto Scaling's apart.
+        backend.elb_backend.deregister_instances(lb_name, ids, from_autoscaling=True)
+        backend.elb_backend.deregister_instances(lb_name, ids, from_autoscaling=False)
+    except LoadBalancerNotFoundError:
+        pass  # deleted before the group, as a stack's deletion may
+
+
+def _deregister_targets(backend, arn, ids):
+    tg = backend.elbv2_backend.target_groups.get(arn)
+    if tg is None:
+        return
+    registered = [{"Id": i} for i in ids if i in tg.targets]
+    if registered:
+        try:
+            tg.deregister(registered)
+        except ELBClientError:
+            pass
+
+
+def _leave_balancers(backend, group, state):
+    """AWS deregisters an instance from its group's load balancers and
+    target groups as it enters Terminating, before any hook waits."""
+    for name in group.load_balancer_names:
+        _deregister_classic(backend, name, [state.instance.id])
+    for arn in group.target_group_arns:
+        _deregister_targets(backend, arn, [state.instance.id])
+
+
+def _termination_hooks(backend, group):
+    return [h for h in backend.describe_lifecycle_hooks(group.name) if h.lifecycle_transition == TERMINATING]
+
+
+def _begin_termination(backend, group, state, hooks=True):
+    """The group terminates state's instance: without a termination hook it
+    goes at once (as moto did); with one it waits in Terminating:Wait,
+    running, until every hook's action is completed or times out."""
+    _leave_balancers(backend, group, state)
+    waits = _termination_hooks(backend, group) if hooks else []
+    if not waits:
+        state.lifecycle_state = "Terminating"
+        _terminate(backend, group, state)
+        return
+    now = time.time()
+    state.lifecycle_state = "Terminating:Wait"
+    state.actions = {}
+    for h in waits:
+        timeout = int(h.heartbeat_timeout)
+        state.actions[h.name] = {
+            "token": str(uuid.uuid4()),
+            "timeout": timeout,
+            "default": h.default_result or "ABANDON",
+            "deadline": now + timeout,
+            "end": now + min(100 * timeout, GLOBAL_TIMEOUT),
+        }
+    _waiting_backends.add(backend)
+
+
+def _terminate(backend, group, state):
+    """Terminating:Proceed: EC2 terminates the instance and it leaves the group."""
+    state.actions = {}
+    group.instance_states = [s for s in group.instance_states if s is not state]
+    backend.ec2_backend.terminate_instances([state.instance.id])
+    backend.elbv2_backend.notify_terminate_instances([state.instance.id])
+
+
+def _complete(backend, group, state, hook_name, result):
+    """A hook's action ends with result (CONTINUE or ABANDON, given or its
+    default). ABANDON ends the wait; CONTINUE ends it once no other
+    termination hook waits. Both terminate the instance."""
+    state.actions.pop(hook_name, None)
+    if result == "ABANDON" or not state.actions:
+        state.lifecycle_state = "Terminating:Proceed"
+        _terminate(backend, group, state)
+
+
+def _expire():
+    """Applies the default result of every action whose heartbeat timeout
+    passed. Run before every request moto answers, so whatever a client
+    reads reflects the time: as on AWS, nobody needs to ask for it."""
+    if not _waiting_backends:
+        return
+    with _lock:
+        now = time.time()
+        for backend in list(_waiting_backends):
+            for group in list(getattr(backend, "autoscaling_groups", {}).values()):
+                for state in list(group.instance_states):
+                    for name, action in list((getattr(state, "actions", None) or {}).items()):
+                        if now >= min(action["deadline"], action["end"]) and state.lifecycle_state == "Terminating:Wait":
+                            _complete(backend, group, state, name, action["default"])
+
+
+def _waiting_state(backend, group_name, hook_name, instance_id, token):
+    """The instance waiting on hook_name in group_name, by instance id or by
+    token, with AWS's errors."""
+    group = backend.autoscaling_groups.get(group_name)
+    if group is None:
+        raise ValidationError("AutoScalingGroup name not found - AutoScalingGroup '%s' not found" % group_name)
+    if not backend.describe_lifecycle_hooks(group_name, [hook_name]):
+        raise ValidationError("No Lifecycle Hook found for Auto Scaling group %s with name %s" % (group_name, hook_name))
+    for state in group.instance_states:
+        action = (getattr(state, "actions", None) or {}).get(hook_name)
+        if action is None:
+            continue
+        if (instance_id and state.instance.id == instance_id) or (token and action["token"] == token):
+            return group, state, action
+    if instance_id:
+        raise ValidationError("No active Lifecycle Action found with instance ID %s" % instance_id)
+    raise ValidationError("No active Lifecycle Action found with token %s" % token)
+
+
+def set_desired_capacity(self, new_capacity):
+    """AWS counts neither an instance leaving (Terminating:*) nor one in
+    standby: it launches for the difference, and picks what to scale in by
+    its default termination policy: the zone with the most instances, then
+    instances not on the group's current launch template version (the
+    oldest first), then (AWS: the closest to the next billing hour, else at
+    random) the oldest launched. Each goes through the termination hooks.
+    moto picked the first instances of its list and terminated at once. A
+    group with a mixed instances policy keeps moto's behaviour."""
+    policy = self.mixed_instances_policy or {}
+    if policy and policy.get("LaunchTemplate", {}).get("Overrides"):
+        return _moto["set_desired"](self, new_capacity)
+    with _lock:
+        self.desired_capacity = self.min_size if new_capacity is None else new_capacity
+        active = self.active_instances()
+        delta = (self.desired_capacity or 0) - len(active)
+        backend = self.autoscaling_backend
+        if delta > 0:
+            self.replace_autoscaling_group_instances(delta, self.get_propagated_tags())
+        elif delta < 0:
+            force = getattr(self, "force_delete", False)
+            for state in _scale_in_order(self, active, -delta):
+                _begin_termination(backend, self, state, hooks=not force)
+        if self.name in backend.autoscaling_groups:
+            backend.update_attached_elbs(self.name)
+            backend.update_attached_target_groups(self.name)
+
+
+def _scale_in_order(group, active, n):
+    current = None
+    if group.ec2_launch_template is not None:
+        current = group.ec2_launch_template.get_version(group.launch_template_version).number
+    left = [s for s in active if not s.protected_from_scale_in]
+    picked = []
+    while left and len(picked) < n:
+        zones = {}
+        for s in active:
+            if s not in picked:
+                zones[s.instance.availability_zone] = zones.get(s.instance.availability_zone, 0) + 1
+        top = max(zones.get(s.instance.availability_zone, 0) for s in left)
+        pool = [s for s in left if zones.get(s.instance.availability_zone, 0) == top]
+
+        def key(s):
+            v = getattr(s, "launched_version", 0)
+            return (0 if current is not None and v != current else 1, v, s.instance.launch_time, s.instance.id)
+
+        s = min(pool, key=key)
+        picked.append(s)
+        left.remove(s)
+    return picked
+
+
+def terminate_instance(self, instance_id, should_decrement):
+    """TerminateInstanceInAutoScalingGroup: the instance goes through the
+    termination hooks; without decrement the group launches its replacement
+    at once (the leaving one no longer counts). AWS refuses a decrement below
+    the group's minimum size, and an unknown instance; moto terminated at
+    once and failed on an unknown one with an internal error. An instance
+    already terminating is refused too (kube-aws must not ask twice)."""
+    with _lock:
+        for group in self.autoscaling_groups.values():
+            state = next((s for s in group.instance_states if s.instance.id == instance_id), None)
+            if state is not None:
+                break
+        else:
+            raise ValidationError("Instance Id not found - No managed instance found for instance ID: %s" % instance_id)
+        if state.lifecycle_state.startswith("Terminating"):
+            raise ValidationError("The instance %s is already %s." % (instance_id, state.lifecycle_state))
+        original = group.desired_capacity
+        if should_decrement:
+            if group.desired_capacity <= (group.min_size or 0):
+                raise ValidationError(
+                    "Currently, desiredSize equals minSize (%d). Terminating instance without replacement will violate "
+                    "group's min size constraint. Either set shouldDecrementDesiredCapacity flag to false or lower "
+                    "group's min size." % (group.min_size or 0)
+                )
+            group.desired_capacity -= 1
+        activity = asm.TerminateInstanceActivity(state.instance, original)
+        _begin_termination(self, group, state)
+        group.set_desired_capacity(group.desired_capacity)
+        return activity
+
+
+def delete_auto_scaling_group(self, group_name):
+    """Deleting a group terminates its instances at once, hooks skipped (as
+    ForceDelete does on AWS; CloudFormation on AWS waits for the hooks, which
+    moto's synchronous stacks cannot)."""
+    with _lock:
+        group = self.autoscaling_groups.get(group_name)
+        if group is not None:
+            group.force_delete = True
+            for state in list(group.instance_states):
+                if state.lifecycle_state.startswith("Terminating"):
+                    _terminate(self, group, state)
+        return _moto["delete_group"](self, group_name)
+
+
+def update_attached_target_groups(self, group_name):
+    """An instance is a target while InService: AWS registers it then and
+    deregisters it when it leaves service. moto registered every instance
+    of the group, a terminating one again."""
+    group = self.autoscaling_groups[group_name]
+    if not group.target_group_arns:
+        return
+    in_service = {s.instance.id for s in group.active_instances()}
+    out = [s.instance.id for s in group.instance_states if s.instance.id not in in_service]
+    for tg in self.elbv2_backend.describe_target_groups(target_group_arns=group.target_group_arns, load_balancer_arn=None, names=None):
+        self.elbv2_backend.register_targets(tg.arn, [{"Id": i, "Port": tg.port} for i in sorted(in_service)])
+        _deregister_targets(self, tg.arn, out)
+
+
+# Two actions moto 5.2.1 does not implement.
+
+
+def complete_lifecycle_action(self):
+    result = self._get_param("LifecycleActionResult")
+    if result not in ("CONTINUE", "ABANDON"):
+        raise ValidationError("LifecycleActionResult must be CONTINUE or ABANDON, not %r" % result)
+    with _lock:
+        group, state, _ = _waiting_state(
+            self.autoscaling_backend,
+            self._get_param("AutoScalingGroupName"),
+            self._get_param("LifecycleHookName"),
+            self._get_param("InstanceId"),
+            self._get_param("LifecycleActionToken"),
+        )
+        _complete(self.autoscaling_backend, group, state, self._get_param("LifecycleHookName"), result)
+    return EmptyResult()
+
+
+def record_lifecycle_action_heartbeat(self):
+    with _lock:
+        _, _, action = _waiting_state(
+            self.autoscaling_backend,
+            self._get_param("AutoScalingGroupName"),
+            self._get_param("LifecycleHookName"),
+            self._get_param("InstanceId"),
+            self._get_param("LifecycleActionToken"),
+        )
+        action["deadline"] = time.time() + action["timeout"]
+    return EmptyResult()
+
+
+def dispatch(self, environ, start_response):
+    _expire()
+    return _moto["dispatch"](self, environ, start_response)
+
+
+def _patch_autoscaling_models(module):
+    global asm, ValidationError, LoadBalancerNotFoundError, ELBClientError
+    asm = module
+    from moto.autoscaling.exceptions import ValidationError
+    from moto.elb.exceptions import LoadBalancerNotFoundError
+    from moto.elbv2.exceptions import ELBClientError
+
+    group, backend, state = module.FakeAutoScalingGroup, module.AutoScalingBackend, module.InstanceState
+    _moto.update(
+        create_group=_original(group, "create_from_cloudformation_json").__func__,
+        update_group=_original(group, "update_from_cloudformation_json").__func__,
+        set_desired=_original(group, "set_desired_capacity"),
+        instance_lt=_original(state, "launch_template"),
+        delete_group=_original(backend, "delete_auto_scaling_group"),
+    )
+    for owner, name in ((group, "replace_autoscaling_group_instances"), (backend, "terminate_instance"), (backend, "update_attached_target_groups")):
+        _original(owner, name)
+    group.create_from_cloudformation_json = create_from_cloudformation_json
+    group.update_from_cloudformation_json = update_from_cloudformation_json
+    group.replace_autoscaling_group_instances = replace_autoscaling_group_instances
+    group.set_desired_capacity = set_desired_capacity
+    state.launch_template = instance_launch_template
+    backend.terminate_instance = terminate_instance
+    backend.delete_auto_scaling_group = delete_auto_scaling_group
+    backend.update_attached_target_groups = update_attached_target_groups
+
+
+def _patch_autoscaling_responses(module):
+    global EmptyResult
+    from moto.core.responses import EmptyResult
+
+    for name, fn in (("complete_lifecycle_action", complete_lifecycle_action), ("record_lifecycle_action_heartbeat", record_lifecycle_action_heartbeat)):
+        if hasattr(module.AutoScalingResponse, name):
+            _fail("moto %s implements %s now: drop this file's version of it" % (MOTO_VERSION, name))
+        setattr(module.AutoScalingResponse, name, fn)
+
+
+def _patch_cloudformation_parsing(module):
+    global cfp
+    cfp = module
+    _moto["resource_diff"] = _original(module.ResourceMap, "build_resource_diff")
+    module.ResourceMap.build_resource_diff = build_resource_diff
+
+
+def _patch_werkzeug_app(module):
+    _moto["dispatch"] = _original(module.DomainDispatcherApplication, "__call__")
+    module.DomainDispatcherApplication.__call__ = dispatch
+
+
+PATCHES = {
+    "moto.autoscaling.models": _patch_autoscaling_models,
+    "moto.autoscaling.responses": _patch_autoscaling_responses,
+    "moto.cloudformation.parsing": _patch_cloudformation_parsing,
+    "moto.moto_server.werkzeug_app": _patch_werkzeug_app,
+}
+
+
+def main(argv):
+    _check_moto()
+    for name, patch in PATCHES.items():
+        if name in sys.modules:  # imported by moto's package already
+            patch(sys.modules[name])
+    sys.meta_path.insert(0, _PatchOnImport({n: p for n, p in PATCHES.items() if n not in sys.modules}))
+    from moto.server import main as moto_main
+
+    moto_main(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
