@@ -49,6 +49,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	kubectldrain "k8s.io/kubectl/pkg/drain"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
@@ -281,7 +282,7 @@ func (d *Drainer) requests(ctx context.Context) (map[string]nodeplan.DrainReques
 	return out, ended, nil
 }
 
-func clusterTag(cluster string) string { return "kubernetes.io/cluster/" + cluster }
+func clusterTag(cluster string) string { return names.KubernetesClusterTag(cluster) }
 
 // start runs one drain; d.mu is held. hook, when set, is the lifecycle
 // action to heartbeat and complete.
