@@ -194,10 +194,23 @@ def build_resource_diff(self, other_template, parameters=None):
     AWS would not); and every modified resource is updated after those it
     reads, as AWS orders them (moto went in template order: a group before
     its launch template read the old LatestVersionNumber)."""
+    if parameters is None:
+        # A change set's listing (ChangeSet.diff) passes its parameters
+        # this way: moto's build_change_set_actions takes none.
+        parameters = getattr(self, "_kube_aws_parameters", None)
     diff = _moto["resource_diff"](self, other_template, parameters)
     new = other_template["Resources"]
     reads = {name: _value_refs(res) for name, res in new.items()}
     modified = set(diff["Modify"])
+    # A resource whose Fn::Sub names a parameter that changed is updated, as
+    # on AWS: moto looked for Ref only, so a launch template whose user data
+    # is the Fn::Sub of a changed parameter kept its version.
+    if parameters:
+        changed = {p for p in parameters if self.input_parameters.get(p) != parameters[p]}
+        for name, res in new.items():
+            if name in self._resource_json_map and name not in modified and reads[name] & changed:
+                diff["Modify"].append(name)
+                modified.add(name)
     grew = True
     while grew:
         grew = False
@@ -671,6 +684,23 @@ def _patch_cloudformation_parsing(module):
     module.ResourceMap.build_resource_diff = build_resource_diff
 
 
+def change_set_diff(self):
+    """moto lists a change set's changes without its parameters, so a change
+    that comes only through parameters listed nothing; AWS lists the
+    resources that read them."""
+    rm = self.stack.resource_map
+    rm._kube_aws_parameters = self.parameters
+    try:
+        return _moto["change_set_diff"](self)
+    finally:
+        del rm._kube_aws_parameters
+
+
+def _patch_cloudformation_models(module):
+    _moto["change_set_diff"] = _original(module.ChangeSet, "diff")
+    module.ChangeSet.diff = change_set_diff
+
+
 def _patch_werkzeug_app(module):
     _moto["dispatch"] = _original(module.DomainDispatcherApplication, "__call__")
     module.DomainDispatcherApplication.__call__ = dispatch
@@ -680,6 +710,7 @@ PATCHES = {
     "moto.autoscaling.models": _patch_autoscaling_models,
     "moto.autoscaling.responses": _patch_autoscaling_responses,
     "moto.cloudformation.parsing": _patch_cloudformation_parsing,
+    "moto.cloudformation.models": _patch_cloudformation_models,
     "moto.moto_server.werkzeug_app": _patch_werkzeug_app,
 }
 

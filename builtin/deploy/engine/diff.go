@@ -143,7 +143,9 @@ func (e *Engine) diffMachines(ctx context.Context, p *prepared, diffs map[string
 		if err != nil {
 			return nil, err
 		}
-		changes := launchTemplateChanges(diffs[s.Stack]) || !current.unknown && !sameLaunch(rendered, current)
+		// The change set says whether the launch template changes; the
+		// keys say it too where the change set lists only parameters.
+		changes := launchTemplateChanges(diffs[s.Stack]) || !current.unknown && current.boot.UserDataKey != "" && !sameLaunch(rendered, current)
 		already := map[string]string{}
 		for _, od := range gp.Outdated {
 			already[od.ID] = od.Reason
