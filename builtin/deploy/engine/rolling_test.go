@@ -158,7 +158,11 @@ func (f *fixture) poolInstances(t *testing.T, pool string) (version string, byVe
 // the old one is drained and terminated, and leaves the group at its size.
 func TestRollReplacesAPoolsMachines(t *testing.T) {
 	f := newFixture(t, map[string]int{"a": 2, "b": 1})
-	e := f.engine(func(o *Options) { o.RollPoll = 20 * time.Millisecond; o.BootGrace = time.Minute; o.DrainTimeout = 10 * time.Second })
+	e := f.engine(func(o *Options) {
+		o.RollPoll = 20 * time.Millisecond
+		o.BootGrace = time.Minute
+		o.DrainTimeout = 10 * time.Second
+	})
 	m, stop := playMachines(t, f)
 	defer stop()
 	f.mustDeploy(e, f.render())
@@ -199,7 +203,11 @@ func TestRollReplacesAPoolsMachines(t *testing.T) {
 // drain request is withdrawn.
 func TestRollStopsAtABlockedDrain(t *testing.T) {
 	f := newFixture(t, map[string]int{"a": 1})
-	e := f.engine(func(o *Options) { o.RollPoll = 20 * time.Millisecond; o.BootGrace = time.Minute; o.DrainTimeout = 10 * time.Second })
+	e := f.engine(func(o *Options) {
+		o.RollPoll = 20 * time.Millisecond
+		o.BootGrace = time.Minute
+		o.DrainTimeout = 10 * time.Second
+	})
 	m, stop := playMachines(t, f)
 	defer stop()
 	f.mustDeploy(e, f.render())
