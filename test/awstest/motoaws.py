@@ -696,9 +696,25 @@ def change_set_diff(self):
         del rm._kube_aws_parameters
 
 
+def change_set_apply(self):
+    """Executing a change set updates the stack's template, parameters and
+    outputs on AWS; moto updated only its resources, so DescribeStacks kept
+    the outputs (a literal one such as the cluster's Kubernetes version) of
+    the template before."""
+    _moto["change_set_apply"](self)
+    st = self.stack
+    st.template = self.template
+    st._parse_template()
+    if self.parameters:
+        st.parameters = self.parameters
+    st.output_map = st._create_output_map()
+
+
 def _patch_cloudformation_models(module):
     _moto["change_set_diff"] = _original(module.ChangeSet, "diff")
+    _moto["change_set_apply"] = _original(module.ChangeSet, "apply")
     module.ChangeSet.diff = change_set_diff
+    module.ChangeSet.apply = change_set_apply
 
 
 def _patch_werkzeug_app(module):
