@@ -7,6 +7,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/merge"
+	"github.com/kube-aws/kube-aws/release/artifacts"
 )
 
 func TestFor(t *testing.T) {
@@ -145,5 +146,31 @@ func testArtifacts(t *testing.T, v string) {
 				t.Errorf("mirror %v: no %s in %v", mirror, w, got)
 			}
 		}
+	}
+}
+
+// TestArtifactFolderHoldsEveryRelease: the air-gapped artifact folder
+// (release/artifacts) builds every supported release with the same add-on
+// versions, so air-gapped mode works for each of them.
+func TestArtifactFolderHoldsEveryRelease(t *testing.T) {
+	built := map[string]artifacts.KubernetesRelease{}
+	for _, k := range artifacts.KubernetesReleases() {
+		built[k.Version] = k
+	}
+	for _, v := range Supported() {
+		r, _ := For(v)
+		k, ok := built[r.Kubernetes]
+		if !ok {
+			t.Errorf("%s: the artifact builder does not build it (release/artifacts kubernetesReleases)", r.Kubernetes)
+			continue
+		}
+		if k.CloudProviderAWS != r.CloudControllerManager || artifacts.PauseVersion != r.Pause ||
+			artifacts.CoreDNSVersion != r.CoreDNS || artifacts.CNIPluginsVersion != r.CNIPlugins {
+			t.Errorf("%s: the plugin pins %+v, the artifact folder builds %+v with pause %s, CoreDNS %s, CNI plugins %s",
+				r.Kubernetes, r, k, artifacts.PauseVersion, artifacts.CoreDNSVersion, artifacts.CNIPluginsVersion)
+		}
+	}
+	if len(built) != len(Supported()) {
+		t.Errorf("the artifact builder knows %v, the plugin supports %v", artifacts.KubernetesVersions(), Supported())
 	}
 }

@@ -1,7 +1,7 @@
 // Scratch module that builds aws-cloud-controller-manager v1.34.3
 // (k8s.io/cloud-provider-aws) for the air-gapped artifact folder's
 // cloud-controller-manager image.
-module github.com/kube-aws/kube-aws/release/artifacts/modules/cloud-provider-aws
+module github.com/kube-aws/kube-aws/release/artifacts/modules/cloud-provider-aws-1.34
 
 // Same go line as k8s.io/cloud-provider-aws v1.34.3.
 go 1.25.0
