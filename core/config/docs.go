@@ -16,7 +16,7 @@ var fieldDocs = sync.OnceValue(func() map[string]string {
 		"availabilityZones[]":                "An availability zone of region.",
 		"keyName":                            "EC2 key pair installed on every machine for SSH; leave out for none.",
 		"amiId":                              "AMI every machine boots, e.g. ami-0123456789abcdef0; leave out for the region's default image.",
-		"kubernetesVersion":                  "Kubernetes version, MAJOR.MINOR.PATCH without a leading v. Default " + DefaultKubernetesVersion + ".",
+		"kubernetesVersion":                  "Kubernetes version, MAJOR.MINOR.PATCH without a leading v: one kube-aws pins (1.33.13 or 1.34.4). Default " + DefaultKubernetesVersion + ". A deployed cluster moves one minor version up at a time, never a minor down (any patch within a minor is allowed).",
 		"kubernetes":                         "What every component of the cluster agrees on: the pod and service networks and the services' DNS domain.",
 		"kubernetes.podCIDR":                 "IPv4 block pods get their addresses from, /23 or larger (each node takes a /24). Default " + DefaultPodCIDR + ". Must not overlap the VPC or serviceCIDR.",
 		"kubernetes.serviceCIDR":             "IPv4 block of service cluster IPs, /12 to /28: the first address is the API's service, the tenth the cluster DNS. Default " + DefaultServiceCIDR + ". Must not overlap the VPC or podCIDR.",
