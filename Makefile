@@ -138,11 +138,13 @@ clean:
 
 # Air-gapped artifact folder (docs/artifacts.md): every binary and image a
 # machine runs beyond its image, built from the Go module proxy and Debian
-# packages. Not part of `make test`: a cold build takes about 12 minutes.
+# packages, for every supported Kubernetes version (ARTIFACTS_KUBERNETES=v1.34.4
+# picks some). Not part of `make test`: see docs/artifacts.md for the times.
 # ARTIFACTS_DIR defaults to $KUBE_AWS_ARTIFACTS, else ~/.cache/kube-aws/artifacts.
 # The checks chroot and make PID namespaces: run them as root.
 ARTIFACTS_ARCH ?= amd64
-ARTIFACTS_ENV  := $(if $(ARTIFACTS_DIR),KUBE_AWS_ARTIFACTS=$(abspath $(ARTIFACTS_DIR))) KUBE_AWS_ARTIFACTS_ARCH=$(ARTIFACTS_ARCH)
+ARTIFACTS_ENV  := $(if $(ARTIFACTS_DIR),KUBE_AWS_ARTIFACTS=$(abspath $(ARTIFACTS_DIR))) KUBE_AWS_ARTIFACTS_ARCH=$(ARTIFACTS_ARCH) \
+	$(if $(ARTIFACTS_KUBERNETES),KUBE_AWS_ARTIFACTS_KUBERNETES=$(ARTIFACTS_KUBERNETES))
 
 .PHONY: artifacts artifacts-test artifacts-deps
 artifacts-deps:

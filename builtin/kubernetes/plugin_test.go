@@ -170,12 +170,12 @@ func TestPluginBinaryConstructs(t *testing.T) {
 // binaries and images kube-aws does not pin is fatal at initialise, naming
 // the supported versions, and contributes nothing.
 func TestPluginBinaryRefusesUnpinnedVersion(t *testing.T) {
-	for _, v := range []string{"1.31.4", "1.34.3", "1.35.0"} {
+	for _, v := range []string{"1.31.4", "1.34.3", "1.33.12", "1.35.0"} {
 		res := initialise(t, strings.Replace(clusterJSON, `"1.34.4"`, `"`+v+`"`, 1))
 		d := res.Diagnostics
 		if len(d) != 1 || d[0].Severity != diag.Fatal || d[0].Path != "kubernetesVersion" ||
 			d[0].Plugin != "kubernetes" || d[0].Stage != "initialise" ||
-			!strings.Contains(d[0].Message, v) || !strings.Contains(d[0].Message, "supported: 1.34.4") {
+			!strings.Contains(d[0].Message, v) || !strings.Contains(d[0].Message, "supported: 1.33.13, 1.34.4") {
 			t.Errorf("%s: %v; want one fatal at kubernetesVersion naming %s and the supported versions", v, d, v)
 		}
 		if !res.Constructs.IsEmpty() {

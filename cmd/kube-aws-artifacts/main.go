@@ -1,5 +1,6 @@
-// Command build-artifacts fills kube-aws's air-gapped artifact folder
-// (`make artifacts` runs it): flags in, artifacts.Build, a table out.
+// Command kube-aws-artifacts fills kube-aws's air-gapped artifact folder
+// (`make artifacts` runs it) for every supported Kubernetes version, or the
+// ones -kubernetes names: flags in, artifacts.Build, a table out.
 package main
 
 import (
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build-artifacts:", err)
+		fmt.Fprintln(os.Stderr, "kube-aws-artifacts:", err)
 		os.Exit(1)
 	}
 }
@@ -33,7 +34,8 @@ func run() error {
 		dir     = flag.String("dir", defDir, "artifact folder to fill (default $"+artifacts.DirEnv+" or the user cache folder)")
 		state   = flag.String("state", "", "builder state folder (stamps, build outputs); default <dir>.state")
 		arch    = flag.String("arch", "amd64", "CPU architecture: "+strings.Join(artifacts.Architectures, " or "))
-		only    = flag.String("only", "", "comma-separated artifact names to build (default all)")
+		kube    = flag.String("kubernetes", os.Getenv(artifacts.KubernetesEnv), "comma-separated Kubernetes versions the folder holds (default $"+artifacts.KubernetesEnv+", else every one the builder knows: "+strings.Join(artifacts.KubernetesVersions(), ", ")+")")
+		only    = flag.String("only", "", "comma-separated artifact names to build, for every selected Kubernetes version (default all)")
 		source  = flag.String("source", "", "kube-aws checkout (default: the Go module holding the working folder)")
 		debian  = flag.String("debian-sources", "", "apt sources file or mirror URL for Debian packages (default the machine's own)")
 		jsonOut = flag.Bool("json", false, "print the result as JSON")
@@ -49,13 +51,16 @@ func run() error {
 			return err
 		}
 	}
-	var names []string
+	var names, versions []string
 	if *only != "" {
 		names = strings.Split(*only, ",")
 	}
+	if *kube != "" {
+		versions = strings.Split(*kube, ",")
+	}
 	start := time.Now()
 	res, err := artifacts.Build(ctx, artifacts.Options{
-		Source: *source, Dir: *dir, StateDir: *state, Arch: *arch, Only: names,
+		Source: *source, Dir: *dir, StateDir: *state, Arch: *arch, Kubernetes: versions, Only: names,
 		DebianSources: *debian, Log: os.Stderr,
 	})
 	if err != nil {
@@ -76,6 +81,6 @@ func run() error {
 		}
 	}
 	tw.Flush()
-	fmt.Printf("%s: %d artifacts, %.1f MB in %s, %s\n", res.Platform, len(res.Artifacts), float64(total)/1e6, *dir, time.Since(start).Round(100*time.Millisecond))
+	fmt.Printf("%s, Kubernetes %s: %d artifacts, %.1f MB in %s, %s\n", res.Platform, strings.Join(res.Kubernetes, " and "), len(res.Artifacts), float64(total)/1e6, *dir, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }

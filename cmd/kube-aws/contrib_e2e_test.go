@@ -70,8 +70,8 @@ func TestTheExampleWithEveryContribPluginComesUpAndValidates(t *testing.T) {
 	t.Setenv("DEX_KUBECTL_SECRET", "dex-kubectl-secret-e2e")
 
 	stdout, stderr, code := l.run("up", "--endpoint-url", l.endpoint)
-	if code != 0 || !strings.Contains(stdout+stderr, "validate: pki, deploy, bastion (3 plugin(s))") {
-		t.Fatalf("up: exit %d, want 0 through the validate stage of pki, deploy and bastion\n%s\n%s", code, stdout, stderr)
+	if code != 0 || !strings.Contains(stdout+stderr, "validate: pki, kubernetes, deploy, bastion (4 plugin(s))") {
+		t.Fatalf("up: exit %d, want 0 through the validate stage of pki, kubernetes, deploy and bastion\n%s\n%s", code, stdout, stderr)
 	}
 	if live := l.liveStacks(); len(live) != 7 || !slices.Contains(live, "demo-bastion") {
 		t.Fatalf("deployed stacks %v, want the 6 built-in ones and demo-bastion", live)

@@ -170,6 +170,11 @@ const (
 	OutputAPIEndpoint = "APIEndpoint"
 	// OutputLoadBalancerDNS (control-plane) is the API load balancer's name.
 	OutputLoadBalancerDNS = "LoadBalancerDNS"
+	// OutputKubernetesVersion (control-plane) is the Kubernetes version the
+	// stack's controllers run, v1.34.4 (the kubernetes plugin's): what the
+	// deploy plugin reads with DescribeStacks to check a version change
+	// against the running cluster before it changes anything.
+	OutputKubernetesVersion = "KubernetesVersion"
 )
 
 // Cluster outputs: the deploy result's outputs (kube-aws up prints them,

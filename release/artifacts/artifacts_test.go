@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -38,20 +39,53 @@ func TestDefaultExecName(t *testing.T) {
 	}
 }
 
+func TestReleases(t *testing.T) {
+	for _, c := range []struct {
+		versions []string
+		want     []string
+		wantErr  string
+	}{
+		{versions: nil, want: KubernetesVersions()},
+		{versions: []string{"1.34.4"}, want: []string{"v1.34.4"}},
+		{versions: []string{"v1.34.4", "1.33.13"}, want: []string{"v1.33.13", "v1.34.4"}},
+		{versions: []string{"1.32.1", "v1.35.0"}, wantErr: "unknown Kubernetes version v1.32.1, v1.35.0: the builder knows v1.33.13, v1.34.4"},
+		{versions: []string{"latest"}, wantErr: `Kubernetes version "latest"`},
+	} {
+		got, err := Releases(c.versions)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("Releases(%v) error %v, want %q", c.versions, err, c.wantErr)
+			}
+			continue
+		}
+		var vs []string
+		for _, k := range got {
+			vs = append(vs, k.Version)
+		}
+		if err != nil || !slices.Equal(vs, c.want) {
+			t.Errorf("Releases(%v) = %v, %v; want %v", c.versions, vs, err, c.want)
+		}
+	}
+}
+
 func TestLookup(t *testing.T) {
-	all, err := Lookup(nil)
-	if err != nil || len(all) != len(catalogue) {
-		t.Fatalf("Lookup(nil) = %d artifacts, %v; want all %d", len(all), err, len(catalogue))
+	releases := KubernetesReleases()
+	all, err := Lookup(releases, nil)
+	if err != nil || len(all) != len(Catalogue(releases)) {
+		t.Fatalf("Lookup(nil) = %d artifacts, %v; want all %d", len(all), err, len(Catalogue(releases)))
 	}
 	for _, c := range []struct {
 		names   []string
 		want    []string
 		wantErr string
 	}{
-		{names: []string{"pause", "etcd"}, want: []string{"pause", "etcd"}},
-		{names: []string{"pause", "kube-dns", "weave"}, wantErr: "unknown artifact kube-dns, weave: the folder holds kubelet, etcd"},
+		{names: []string{"pause", "etcd"}, want: []string{"pause 3.10.1", "etcd v3.6.5"}},
+		// A name of an artifact that follows Kubernetes selects it for
+		// every release.
+		{names: []string{"kubelet"}, want: []string{"kubelet v1.33.13", "kubelet v1.34.4"}},
+		{names: []string{"pause", "kube-dns", "weave"}, wantErr: "unknown artifact kube-dns, weave: the folder holds kubelet, kube-apiserver"},
 	} {
-		got, err := Lookup(c.names)
+		got, err := Lookup(releases, c.names)
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("Lookup(%v) error %v, want %q", c.names, err, c.wantErr)
@@ -60,7 +94,7 @@ func TestLookup(t *testing.T) {
 		}
 		var names []string
 		for _, a := range got {
-			names = append(names, a.Name)
+			names = append(names, a.Name+" "+a.Version)
 		}
 		if err != nil || !slices.Equal(names, c.want) {
 			t.Errorf("Lookup(%v) = %v, %v; want %v", c.names, names, err, c.want)
@@ -69,26 +103,32 @@ func TestLookup(t *testing.T) {
 }
 
 // TestCatalogueLayout checks the folder layout the cluster design fixes:
-// every artifact's path and every image's reference.
+// every artifact's path and every image's reference, for a folder holding
+// both Kubernetes releases, and that what the releases share is there once.
 func TestCatalogueLayout(t *testing.T) {
 	want := map[string]string{
-		"kubelet/v1.34.4/linux-amd64":                  "kubelet",
-		"etcd/v3.6.5/linux-amd64":                      "etcd etcdctl etcdutl",
-		"cni-plugins/v0.9.1/linux-amd64":               "flannel bridge host-local loopback portmap",
-		"kube-apiserver/v1.34.4/linux-amd64":           "image.tar registry.k8s.io/kube-apiserver:v1.34.4",
-		"kube-controller-manager/v1.34.4/linux-amd64":  "image.tar registry.k8s.io/kube-controller-manager:v1.34.4",
-		"kube-scheduler/v1.34.4/linux-amd64":           "image.tar registry.k8s.io/kube-scheduler:v1.34.4",
-		"kube-proxy/v1.34.4/linux-amd64":               "image.tar registry.k8s.io/kube-proxy:v1.34.4",
-		"pause/3.10.1/linux-amd64":                     "image.tar registry.k8s.io/pause:3.10.1",
-		"coredns/v1.12.1/linux-amd64":                  "image.tar registry.k8s.io/coredns/coredns:v1.12.1",
-		"flannel/v0.27.4/linux-amd64":                  "image.tar ghcr.io/flannel-io/flannel:v0.27.4",
-		"cloud-controller-manager/v1.34.3/linux-amd64": "image.tar registry.k8s.io/provider-aws/cloud-controller-manager:v1.34.3",
+		"etcd/v3.6.5/linux-amd64":        "etcd etcdctl etcdutl",
+		"cni-plugins/v0.9.1/linux-amd64": "flannel bridge host-local loopback portmap",
+		"pause/3.10.1/linux-amd64":       "image.tar registry.k8s.io/pause:3.10.1",
+		"coredns/v1.12.1/linux-amd64":    "image.tar registry.k8s.io/coredns/coredns:v1.12.1",
+		"flannel/v0.27.4/linux-amd64":    "image.tar ghcr.io/flannel-io/flannel:v0.27.4",
+	}
+	for _, k := range []struct{ version, ccm string }{{"v1.33.13", "v1.33.4"}, {"v1.34.4", "v1.34.3"}} {
+		want["kubelet/"+k.version+"/linux-amd64"] = "kubelet"
+		for _, n := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+			want[n+"/"+k.version+"/linux-amd64"] = "image.tar registry.k8s.io/" + n + ":" + k.version
+		}
+		want["cloud-controller-manager/"+k.ccm+"/linux-amd64"] = "image.tar registry.k8s.io/provider-aws/cloud-controller-manager:" + k.ccm
 	}
 	got := map[string]string{}
-	for _, a := range Catalogue() {
+	all := Catalogue(KubernetesReleases())
+	for _, a := range all {
 		v := strings.Join(a.Files, " ")
 		if a.Image != "" {
 			v += " " + a.Image
+		}
+		if _, dup := got[a.Dir("", "amd64")]; dup {
+			t.Errorf("%s is in the catalogue twice", a.Dir("", "amd64"))
 		}
 		got[a.Dir("", "amd64")] = v
 		if a.image == nil && len(a.binaries) != len(a.Files) {
@@ -102,6 +142,58 @@ func TestCatalogueLayout(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("the catalogue has %d artifacts, want %d: %v", len(got), len(want), got)
+	}
+
+	// Every release's artifacts come from its own builds, each with a
+	// scratch module in this checkout; the shared ones from one build.
+	builds, _ := needs(all)
+	wantBuilds := []string{"cloud-provider-aws-v1.33.4", "cloud-provider-aws-v1.34.3", "cni-plugins", "coredns", "etcd",
+		"flannel", "kubernetes-v1.33.13", "kubernetes-v1.34.4", "pause"}
+	if !slices.Equal(builds, wantBuilds) {
+		t.Errorf("builds %v, want %v", builds, wantBuilds)
+	}
+	for _, b := range builds {
+		if _, err := os.Stat(filepath.Join("modules", goBuilds[b].module, "go.mod")); err != nil {
+			t.Errorf("build %s: %v", b, err)
+		}
+	}
+	if m := goBuilds["kubernetes-v1.33.13"]; m.module != "kubernetes-1.33" || !slices.Contains(m.ldflags, "-X k8s.io/component-base/version.gitMinor=33") ||
+		!slices.Contains(m.ldflags, "-X k8s.io/client-go/pkg/version.gitVersion=v1.33.13") {
+		t.Errorf("the 1.33 build %+v", m)
+	}
+}
+
+// TestScratchModulesPinTheirRelease: each release's scratch modules build
+// exactly that release: k8s.io/kubernetes at its version with every staging
+// module replaced by the same patch, and the cloud provider's own release.
+func TestScratchModulesPinTheirRelease(t *testing.T) {
+	for _, k := range KubernetesReleases() {
+		_, suffix := k.minor()
+		b, err := os.ReadFile(filepath.Join("modules", "kubernetes-"+suffix, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod := string(b)
+		staging := "v0." + strings.TrimPrefix(k.Version, "v1.")
+		if !strings.Contains(mod, "\tk8s.io/kubernetes "+k.Version+" ") {
+			t.Errorf("modules/kubernetes-%s does not require k8s.io/kubernetes %s", suffix, k.Version)
+		}
+		replaced := regexp.MustCompile(`(?m)^\t(k8s\.io/\S+) => (k8s\.io/\S+) (\S+)$`).FindAllStringSubmatch(mod, -1)
+		for _, r := range replaced {
+			if r[1] != r[2] || r[3] != staging {
+				t.Errorf("modules/kubernetes-%s replaces %s by %s %s, want its %s twin", suffix, r[1], r[2], r[3], staging)
+			}
+		}
+		if len(replaced) < 30 {
+			t.Errorf("modules/kubernetes-%s replaces %d staging modules, want all 31", suffix, len(replaced))
+		}
+		c, err := os.ReadFile(filepath.Join("modules", "cloud-provider-aws-"+suffix, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(c), "\tk8s.io/cloud-provider-aws "+k.CloudProviderAWS+" ") {
+			t.Errorf("modules/cloud-provider-aws-%s does not require k8s.io/cloud-provider-aws %s", suffix, k.CloudProviderAWS)
+		}
 	}
 }
 
@@ -384,7 +476,6 @@ func TestBuildNoticesSourceChanges(t *testing.T) {
 	for _, rel := range []string{
 		filepath.Join(builder, "modules", "pause", "go.mod"),
 		filepath.Join(builder, "modules", "pause", "main.go"),
-		filepath.Join(builder, "modules", "kubernetes", "go.mod"),
 	} {
 		copyFile(t, filepath.Join(src, rel), filepath.Join(copyRoot, rel))
 	}
@@ -409,20 +500,20 @@ func TestBuildNoticesSourceChanges(t *testing.T) {
 
 	// A test file of the builder is no input.
 	os.WriteFile(filepath.Join(copyRoot, builder, "extra_test.go"), []byte("package artifacts\n"), 0o644)
-	if c := build(); !c["gobuild-pause-linux-amd64"] || !c["artifact-pause-linux-amd64"] {
+	if c := build(); !c["gobuild-pause-linux-amd64"] || !c["artifact-pause-3.10.1-linux-amd64"] {
 		t.Errorf("a new test file rebuilt: %v", c)
 	}
 
 	main := filepath.Join(copyRoot, builder, "modules", "pause", "main.go")
 	b, _ := os.ReadFile(main)
 	os.WriteFile(main, append(b, []byte("\n// changed\n")...), 0o644)
-	if c := build(); c["gobuild-pause-linux-amd64"] || c["artifact-pause-linux-amd64"] {
+	if c := build(); c["gobuild-pause-linux-amd64"] || c["artifact-pause-3.10.1-linux-amd64"] {
 		t.Errorf("a changed module source was not rebuilt: %v", c)
 	}
 
 	// The builder's own source is an input of every step.
 	os.WriteFile(filepath.Join(copyRoot, builder, "zz.go"), []byte("package artifacts\n"), 0o644)
-	if c := build(); c["gobuild-pause-linux-amd64"] || c["artifact-pause-linux-amd64"] {
+	if c := build(); c["gobuild-pause-linux-amd64"] || c["artifact-pause-3.10.1-linux-amd64"] {
 		t.Errorf("a changed builder was not rebuilt: %v", c)
 	}
 }
@@ -473,7 +564,6 @@ func TestGoBuildFailureNamesModule(t *testing.T) {
 	src := sourceRoot(t)
 	copyRoot := t.TempDir()
 	builder := filepath.Join("release", "artifacts")
-	copyFile(t, filepath.Join(src, builder, "modules", "kubernetes", "go.mod"), filepath.Join(copyRoot, builder, "modules", "kubernetes", "go.mod"))
 	copyFile(t, filepath.Join(src, builder, "modules", "pause", "go.mod"), filepath.Join(copyRoot, builder, "modules", "pause", "go.mod"))
 	os.WriteFile(filepath.Join(copyRoot, builder, "modules", "pause", "main.go"), []byte("package main\nfunc main() { undefined() }\n"), 0o644)
 	dir := filepath.Join(t.TempDir(), "folder")

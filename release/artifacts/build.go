@@ -27,7 +27,12 @@ type Options struct {
 	StateDir string
 	// Arch is the CPU architecture (amd64 or arm64); default amd64.
 	Arch string
-	// Only names the artifacts to build; default all of them.
+	// Kubernetes names the Kubernetes versions the folder holds ("v1.34.4"
+	// or "1.34.4"); default every version the builder knows
+	// (KubernetesVersions). What every release shares is built once.
+	Kubernetes []string
+	// Only names the artifacts to build (kubelet builds the kubelet of
+	// every selected Kubernetes version); default all of them.
 	Only []string
 	// DebianSources is the apt source list (a deb822 or one-line file) or a
 	// mirror URL for the Debian packages; default the machine's own.
@@ -40,9 +45,11 @@ type Options struct {
 
 // Result is what a build produced.
 type Result struct {
-	Platform  string
-	Steps     []Step
-	Artifacts []Built
+	Platform string
+	// Kubernetes are the Kubernetes versions the build was for.
+	Kubernetes []string
+	Steps      []Step
+	Artifacts  []Built
 }
 
 // Step is one build step and how long it took (a cached step reports the
@@ -99,7 +106,14 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer unlock()
 
-	arts, err := Lookup(opts.Only)
+	releases, err := Releases(opts.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range releases {
+		r.result.Kubernetes = append(r.result.Kubernetes, k.Version)
+	}
+	arts, err := Lookup(releases, opts.Only)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +178,8 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	}
 	builderDir := filepath.Join(opts.Source, "release", "artifacts")
 	modulesDir := filepath.Join(builderDir, "modules")
-	if _, err := os.Stat(filepath.Join(modulesDir, "kubernetes", "go.mod")); err != nil {
-		return nil, fmt.Errorf("source %q is not a kube-aws checkout (no %s): give the repository root", opts.Source, filepath.Join(modulesDir, "kubernetes", "go.mod"))
+	if _, err := os.Stat(filepath.Join(modulesDir, "pause", "go.mod")); err != nil {
+		return nil, fmt.Errorf("source %q is not a kube-aws checkout (no %s): give the repository root", opts.Source, filepath.Join(modulesDir, "pause", "go.mod"))
 	}
 	builderHash, err := treeHash(builderDir, builderSource)
 	if err != nil {
@@ -214,7 +228,7 @@ func (r *run) step(id string, cached bool, took time.Duration) {
 // buildArtifact places one artifact in the folder: binaries linked (or
 // copied) from their build, or an image assembled.
 func (r *run) buildArtifact(a Artifact) (Built, error) {
-	id := "artifact-" + a.Name + "-" + r.platform
+	id := "artifact-" + a.Name + "-" + a.Version + "-" + r.platform
 	leaf := a.Dir(r.opts.Dir, r.arch)
 	var outs []string
 	for _, f := range a.Files {
@@ -297,6 +311,11 @@ func (r *run) place(a Artifact, leaf string) error {
 
 // DirEnv names the environment variable that overrides DefaultDir.
 const DirEnv = "KUBE_AWS_ARTIFACTS"
+
+// KubernetesEnv names the environment variable that picks the Kubernetes
+// versions `make artifacts` builds (comma-separated, e.g. v1.34.4); empty
+// means every version the builder knows.
+const KubernetesEnv = "KUBE_AWS_ARTIFACTS_KUBERNETES"
 
 // DefaultDir is the artifact folder `make artifacts` fills and the
 // end-to-end harness reads: $KUBE_AWS_ARTIFACTS, else kube-aws/artifacts in

@@ -4,19 +4,85 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/kube-aws/kube-aws/core/kubeversion"
 )
 
-// The versions of the cluster design (the brief's contract between engineers).
+// Versions of the artifacts every Kubernetes release of the folder shares:
+// one build and one file, however many Kubernetes versions the folder holds.
+// They work with every release of kubernetesReleases (etcd 3.6 serves the
+// v3 API both API servers speak; pause, CoreDNS, flannel and the CNI plugins
+// talk to no Kubernetes component they could be out of step with), so an
+// upgrade changes only what follows the Kubernetes version.
 const (
-	KubernetesVersion       = "v1.34.4"
-	EtcdVersion             = "v3.6.5"
-	CNIPluginsVersion       = "v0.9.1"
-	CoreDNSVersion          = "v1.12.1"
-	FlannelVersion          = "v0.27.4"
-	CloudProviderAWSVersion = "v1.34.3"
-	PauseVersion            = "3.10.1"
+	EtcdVersion       = "v3.6.5"
+	CNIPluginsVersion = "v0.9.1"
+	CoreDNSVersion    = "v1.12.1"
+	FlannelVersion    = "v0.27.4"
+	PauseVersion      = "3.10.1"
 )
+
+// KubernetesRelease is one Kubernetes version the folder can hold, with what
+// follows it: the kubelet, the images of kube-apiserver,
+// kube-controller-manager, kube-scheduler and kube-proxy (one `go build` of
+// the release's scratch module, modules/kubernetes-<minor>), and the AWS
+// cloud controller manager of the same minor version (modules/
+// cloud-provider-aws-<minor>), which must not be newer than the API server
+// it talks to.
+type KubernetesRelease struct {
+	// Version is the release tag, v1.34.4.
+	Version string
+	// BuildDate is the tag's time as the module proxy reports it (`go list
+	// -m -json k8s.io/kubernetes@<Version>`): the binaries' buildDate, so
+	// that a rebuild is byte-identical.
+	BuildDate string
+	// CloudProviderAWS is the k8s.io/cloud-provider-aws release built for
+	// the cloud-controller-manager image.
+	CloudProviderAWS string
+}
+
+// kubernetesReleases are the Kubernetes versions the builder knows, oldest
+// first: the ones the kubernetes plugin pins (builtin/kubernetes/internal/
+// versions), each with its own scratch modules.
+var kubernetesReleases = []KubernetesRelease{
+	{Version: "v1.33.13", BuildDate: "2026-06-11T16:59:07Z", CloudProviderAWS: "v1.33.4"},
+	{Version: "v1.34.4", BuildDate: "2026-02-10T12:53:36Z", CloudProviderAWS: "v1.34.3"},
+}
+
+// KubernetesReleases returns the Kubernetes versions the builder knows,
+// oldest first.
+func KubernetesReleases() []KubernetesRelease {
+	return append([]KubernetesRelease(nil), kubernetesReleases...)
+}
+
+// KubernetesVersions lists the versions of KubernetesReleases.
+func KubernetesVersions() []string {
+	var out []string
+	for _, k := range kubernetesReleases {
+		out = append(out, k.Version)
+	}
+	return out
+}
+
+// minor is the release's minor version, "34", and its scratch modules'
+// suffix, "1.34".
+func (k KubernetesRelease) minor() (minor, suffix string) {
+	v, err := kubeversion.Parse(k.Version)
+	if err != nil {
+		panic("artifacts: kubernetesReleases holds " + k.Version + ": " + err.Error())
+	}
+	return strconv.Itoa(v.Minor), v.MinorString()
+}
+
+// kubernetesBuild and cloudProviderBuild name the release's Go builds
+// (keys of goBuilds): one per version, so that two releases never share
+// build outputs or stamps.
+func (k KubernetesRelease) kubernetesBuild() string { return "kubernetes-" + k.Version }
+func (k KubernetesRelease) cloudProviderBuild() string {
+	return "cloud-provider-aws-" + k.CloudProviderAWS
+}
 
 // OS is the only operating system the folder holds.
 const OS = "linux"
@@ -94,21 +160,45 @@ func kubeVersionFlags(pkgs []string, version, major, minor, date string) []strin
 	return flags
 }
 
-// goBuilds are the Go builds, keyed by name; each name is also its module's
-// folder under modules/.
-var goBuilds = map[string]goBuild{
-	"kubernetes": {
-		module: "kubernetes",
-		ldflags: kubeVersionFlags([]string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"},
-			KubernetesVersion, "1", "34", "2026-02-10T12:53:36Z"),
-		bins: []goBinary{
-			{"k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"},
-			{"k8s.io/kubernetes/cmd/kube-controller-manager", "kube-controller-manager"},
-			{"k8s.io/kubernetes/cmd/kube-scheduler", "kube-scheduler"},
-			{"k8s.io/kubernetes/cmd/kube-proxy", "kube-proxy"},
-			{"k8s.io/kubernetes/cmd/kubelet", "kubelet"},
-		},
-	},
+// kubernetesBinaries are the programs a Kubernetes release's machines run,
+// built by one `go build` so that the packages they share compile once: the
+// kubelet on every node, the control plane on the controllers and
+// kube-proxy on every node. Nothing else of k8s.io/kubernetes (kubectl,
+// kubeadm) is built.
+var kubernetesBinaries = []goBinary{
+	{"k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"},
+	{"k8s.io/kubernetes/cmd/kube-controller-manager", "kube-controller-manager"},
+	{"k8s.io/kubernetes/cmd/kube-scheduler", "kube-scheduler"},
+	{"k8s.io/kubernetes/cmd/kube-proxy", "kube-proxy"},
+	{"k8s.io/kubernetes/cmd/kubelet", "kubelet"},
+}
+
+// goBuilds are the Go builds, keyed by name: the shared ones (named after
+// their module's folder under modules/) and two per Kubernetes release.
+var goBuilds = func() map[string]goBuild {
+	builds := map[string]goBuild{}
+	for name, b := range sharedGoBuilds {
+		builds[name] = b
+	}
+	for _, k := range kubernetesReleases {
+		minor, suffix := k.minor()
+		builds[k.kubernetesBuild()] = goBuild{
+			module: "kubernetes-" + suffix,
+			ldflags: kubeVersionFlags([]string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"},
+				k.Version, "1", minor, k.BuildDate),
+			bins: kubernetesBinaries,
+		}
+		builds[k.cloudProviderBuild()] = goBuild{
+			module:  "cloud-provider-aws-" + suffix,
+			ldflags: []string{"-X k8s.io/component-base/version.gitVersion=" + k.CloudProviderAWS},
+			bins:    []goBinary{{"k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager", "aws-cloud-controller-manager"}},
+		}
+	}
+	return builds
+}()
+
+// sharedGoBuilds are the builds of the artifacts every release shares.
+var sharedGoBuilds = map[string]goBuild{
 	"etcd": {
 		module: "etcd",
 		bins: []goBinary{
@@ -145,11 +235,6 @@ var goBuilds = map[string]goBuild{
 		cgoArchs: []string{"amd64"},
 		tags:     []string{"netgo", "osusergo"},
 		bins:     []goBinary{{"github.com/flannel-io/flannel", "flanneld"}},
-	},
-	"cloud-provider-aws": {
-		module:  "cloud-provider-aws",
-		ldflags: []string{"-X k8s.io/component-base/version.gitVersion=" + CloudProviderAWSVersion},
-		bins:    []goBinary{{"k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager", "aws-cloud-controller-manager"}},
 	},
 	"pause": {
 		module:  "pause",
@@ -283,18 +368,18 @@ var defaultPath = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/b
 // plus /go-runner). go-runner comes from k8s.io/release, which the module
 // proxy refuses, so the image has no entrypoint: pods name the binary in
 // `command`, as kubeadm's static pods and DaemonSets do.
-func kubeServerImage(name string, netBindService bool, extra ...layerSpec) Artifact {
+func kubeServerImage(k KubernetesRelease, name string, netBindService bool, extra ...layerSpec) Artifact {
 	layers := append([]layerSpec{{kind: layerBase}}, extra...)
 	layers = append(layers, layerSpec{kind: layerFiles, files: []imageFile{{
 		path:           "/usr/local/bin/" + name,
-		from:           binarySource{"kubernetes", name},
+		from:           binarySource{k.kubernetesBuild(), name},
 		netBindService: netBindService,
 	}}})
 	return Artifact{
 		Name:    name,
-		Version: KubernetesVersion,
+		Version: k.Version,
 		Files:   []string{imageTar},
-		Image:   "registry.k8s.io/" + name + ":" + KubernetesVersion,
+		Image:   "registry.k8s.io/" + name + ":" + k.Version,
 		image:   &imageSpec{layers: layers, env: distrolessEnv, workingDir: "/"},
 	}
 }
@@ -302,12 +387,42 @@ func kubeServerImage(name string, netBindService bool, extra ...layerSpec) Artif
 // imageTar is the file name of every image in the folder.
 const imageTar = "image.tar"
 
-// catalogue is every artifact of the folder, in the order they are built.
-var catalogue = []Artifact{
-	{
-		Name: "kubelet", Version: KubernetesVersion, Files: []string{"kubelet"},
-		binaries: []binarySource{{"kubernetes", "kubelet"}},
-	},
+// releaseArtifacts are the artifacts that follow one Kubernetes release.
+func releaseArtifacts(k KubernetesRelease) []Artifact {
+	return []Artifact{
+		{
+			Name: "kubelet", Version: k.Version, Files: []string{"kubelet"},
+			binaries: []binarySource{{k.kubernetesBuild(), "kubelet"}},
+		},
+		// kube-apiserver gets cap_net_bind_service like upstream's
+		// build/server-image/kube-apiserver/Dockerfile.
+		kubeServerImage(k, "kube-apiserver", true),
+		kubeServerImage(k, "kube-controller-manager", false),
+		kubeServerImage(k, "kube-scheduler", false),
+		// kube-proxy: upstream builds on distroless-iptables; here the
+		// iptables layer comes from Debian bookworm packages.
+		kubeServerImage(k, "kube-proxy", false, layerSpec{kind: layerDebian, debian: "iptables"}),
+		{
+			// cloud-provider-aws's Dockerfile: go-runner base,
+			// /bin/aws-cloud-controller-manager as entrypoint.
+			Name: "cloud-controller-manager", Version: k.CloudProviderAWS, Files: []string{imageTar},
+			Image: "registry.k8s.io/provider-aws/cloud-controller-manager:" + k.CloudProviderAWS,
+			image: &imageSpec{
+				layers: []layerSpec{
+					{kind: layerBase},
+					{kind: layerFiles, files: []imageFile{{path: "/bin/aws-cloud-controller-manager", from: binarySource{k.cloudProviderBuild(), "aws-cloud-controller-manager"}}}},
+				},
+				entrypoint: []string{"/bin/aws-cloud-controller-manager"},
+				env:        distrolessEnv,
+				workingDir: "/",
+			},
+		},
+	}
+}
+
+// shared are the artifacts every Kubernetes release of the folder uses:
+// built once, one file each.
+var shared = []Artifact{
 	{
 		Name: "etcd", Version: EtcdVersion, Files: []string{"etcd", "etcdctl", "etcdutl"},
 		binaries: []binarySource{{"etcd", "etcd"}, {"etcd", "etcdctl"}, {"etcd", "etcdutl"}},
@@ -320,14 +435,6 @@ var catalogue = []Artifact{
 			{"cni-plugins", "loopback"}, {"cni-plugins", "portmap"},
 		},
 	},
-	// kube-apiserver gets cap_net_bind_service like upstream's
-	// build/server-image/kube-apiserver/Dockerfile.
-	kubeServerImage("kube-apiserver", true),
-	kubeServerImage("kube-controller-manager", false),
-	kubeServerImage("kube-scheduler", false),
-	// kube-proxy: upstream builds on distroless-iptables; here the iptables
-	// layer comes from Debian bookworm packages.
-	kubeServerImage("kube-proxy", false, layerSpec{kind: layerDebian, debian: "iptables"}),
 	{
 		// build/pause/Dockerfile: FROM scratch, /pause, USER 65535:65535.
 		Name: "pause", Version: PauseVersion, Files: []string{imageTar},
@@ -373,49 +480,96 @@ var catalogue = []Artifact{
 			env:        defaultPath,
 		},
 	},
-	{
-		// cloud-provider-aws's Dockerfile: go-runner base,
-		// /bin/aws-cloud-controller-manager as entrypoint.
-		Name: "cloud-controller-manager", Version: CloudProviderAWSVersion, Files: []string{imageTar},
-		Image: "registry.k8s.io/provider-aws/cloud-controller-manager:" + CloudProviderAWSVersion,
-		image: &imageSpec{
-			layers: []layerSpec{
-				{kind: layerBase},
-				{kind: layerFiles, files: []imageFile{{path: "/bin/aws-cloud-controller-manager", from: binarySource{"cloud-provider-aws", "aws-cloud-controller-manager"}}}},
-			},
-			entrypoint: []string{"/bin/aws-cloud-controller-manager"},
-			env:        distrolessEnv,
-			workingDir: "/",
-		},
-	},
 }
 
-// Catalogue returns every artifact of the folder.
-func Catalogue() []Artifact {
-	return append([]Artifact(nil), catalogue...)
-}
-
-// Lookup returns the named artifacts, or an error naming the unknown ones
-// and listing the known.
-func Lookup(names []string) ([]Artifact, error) {
-	if len(names) == 0 {
-		return Catalogue(), nil
+// Catalogue returns every artifact of a folder holding the given Kubernetes
+// versions: each release's own artifacts, oldest release first, then the
+// shared ones. An artifact two releases have in common (same name and
+// version) is listed once.
+func Catalogue(releases []KubernetesRelease) []Artifact {
+	var out []Artifact
+	seen := map[string]bool{}
+	add := func(a Artifact) {
+		if key := a.Name + "/" + a.Version; !seen[key] {
+			seen[key] = true
+			out = append(out, a)
+		}
 	}
-	byName := map[string]Artifact{}
+	for _, k := range releases {
+		for _, a := range releaseArtifacts(k) {
+			add(a)
+		}
+	}
+	for _, a := range shared {
+		add(a)
+	}
+	return out
+}
+
+// Releases returns the releases of the given Kubernetes versions ("1.34.4"
+// or "v1.34.4"), every known one when versions is empty, or an error naming
+// the unknown versions and listing the known.
+func Releases(versions []string) ([]KubernetesRelease, error) {
+	if len(versions) == 0 {
+		return KubernetesReleases(), nil
+	}
+	want := map[string]bool{}
+	var unknown []string
+	for _, v := range versions {
+		p, err := kubeversion.Parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("Kubernetes version %q: %v; the builder knows %s", v, err, strings.Join(KubernetesVersions(), ", "))
+		}
+		found := false
+		for _, k := range kubernetesReleases {
+			if k.Version == p.String() {
+				found = true
+			}
+		}
+		if !found {
+			unknown = append(unknown, p.String())
+		}
+		want[p.String()] = true
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown Kubernetes version %s: the builder knows %s (a new one needs its scratch modules under release/artifacts/modules, see docs/artifacts.md)",
+			strings.Join(unknown, ", "), strings.Join(KubernetesVersions(), ", "))
+	}
+	var out []KubernetesRelease
+	for _, k := range kubernetesReleases {
+		if want[k.Version] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Lookup returns the named artifacts of a folder holding the given
+// releases (every artifact when names is empty; a name such as kubelet
+// selects it for every release), or an error naming the unknown names and
+// listing the known.
+func Lookup(releases []KubernetesRelease, names []string) ([]Artifact, error) {
+	all := Catalogue(releases)
+	if len(names) == 0 {
+		return all, nil
+	}
 	var known []string
-	for _, a := range catalogue {
-		byName[a.Name] = a
-		known = append(known, a.Name)
+	byName := map[string][]Artifact{}
+	for _, a := range all {
+		if byName[a.Name] == nil {
+			known = append(known, a.Name)
+		}
+		byName[a.Name] = append(byName[a.Name], a)
 	}
 	var out []Artifact
 	var unknown []string
 	for _, n := range names {
-		a, ok := byName[n]
+		as, ok := byName[n]
 		if !ok {
 			unknown = append(unknown, n)
 			continue
 		}
-		out = append(out, a)
+		out = append(out, as...)
 	}
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("unknown artifact %s: the folder holds %s", strings.Join(unknown, ", "), strings.Join(known, ", "))

@@ -58,6 +58,22 @@ func folder(t *testing.T) string {
 
 func runnable() bool { return checkArch() == runtime.GOARCH }
 
+// releases are the Kubernetes releases the folder under test holds:
+// KUBE_AWS_ARTIFACTS_KUBERNETES as `make artifacts` read it, else every one
+// the builder knows.
+func releases(t *testing.T) []artifacts.KubernetesRelease {
+	t.Helper()
+	var versions []string
+	if v := os.Getenv(artifacts.KubernetesEnv); v != "" {
+		versions = strings.Split(v, ",")
+	}
+	rs, err := artifacts.Releases(versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
 // versionCheck runs a program with args and wants want in its output.
 type versionCheck struct {
 	file string // path in the folder (binaries) or in the image (images)
@@ -68,8 +84,11 @@ type versionCheck struct {
 func TestBinaries(t *testing.T) {
 	dir, arch := folder(t), checkArch()
 	plat := "linux-" + arch
-	cases := []versionCheck{
-		{"kubelet/v1.34.4/" + plat + "/kubelet", []string{"--version"}, "Kubernetes v1.34.4"},
+	var cases []versionCheck
+	for _, k := range releases(t) {
+		cases = append(cases, versionCheck{"kubelet/" + k.Version + "/" + plat + "/kubelet", []string{"--version"}, "Kubernetes " + k.Version})
+	}
+	cases = append(cases, []versionCheck{
 		{"etcd/v3.6.5/" + plat + "/etcd", []string{"--version"}, "etcd Version: 3.6.5"},
 		{"etcd/v3.6.5/" + plat + "/etcdctl", []string{"version"}, "etcdctl version: 3.6.5"},
 		{"etcd/v3.6.5/" + plat + "/etcdutl", []string{"version"}, "etcdutl version: 3.6.5"},
@@ -79,7 +98,7 @@ func TestBinaries(t *testing.T) {
 		{"cni-plugins/v0.9.1/" + plat + "/host-local", nil, "CNI host-local plugin v0.9.1"},
 		{"cni-plugins/v0.9.1/" + plat + "/loopback", nil, "CNI loopback plugin v0.9.1"},
 		{"cni-plugins/v0.9.1/" + plat + "/portmap", nil, "CNI portmap plugin v0.9.1"},
-	}
+	}...)
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			checkBinary(t, filepath.Join(dir, c.file), "", c)
@@ -156,12 +175,12 @@ var iptablesChecks = []versionCheck{
 	{"/usr/sbin/ip6tables-save", []string{"--version"}, "ip6tables-save v1.8.9 (nf_tables)"},
 }
 
-func kubeImage(n string, caps bool, extra ...string) imageCase {
+func kubeImage(k artifacts.KubernetesRelease, n string, caps bool, extra ...string) imageCase {
 	c := imageCase{
-		name: n, version: "v1.34.4", ref: "registry.k8s.io/" + n + ":v1.34.4",
+		name: n, version: k.Version, ref: "registry.k8s.io/" + n + ":" + k.Version,
 		env:       []string{pathEnv, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 		files:     append(append([]string{"usr/local/bin/" + n}, baseFiles...), extra...),
-		selfCheck: versionCheck{"/usr/local/bin/" + n, []string{"--version"}, "Kubernetes v1.34.4"},
+		selfCheck: versionCheck{"/usr/local/bin/" + n, []string{"--version"}, "Kubernetes " + k.Version},
 	}
 	if caps {
 		c.caps = []string{"usr/local/bin/" + n}
@@ -169,14 +188,25 @@ func kubeImage(n string, caps bool, extra ...string) imageCase {
 	return c
 }
 
-func imageCases() []imageCase {
-	proxy := kubeImage("kube-proxy", false, "usr/sbin/iptables", "usr/sbin/xtables-nft-multi", "usr/sbin/conntrack")
-	proxy.chrooted = append(slices.Clone(iptablesChecks), versionCheck{"/usr/sbin/conntrack", []string{"--version"}, "conntrack v1.4.7"})
-	return []imageCase{
-		kubeImage("kube-apiserver", true),
-		kubeImage("kube-controller-manager", false),
-		kubeImage("kube-scheduler", false),
-		proxy,
+func imageCases(releases []artifacts.KubernetesRelease) []imageCase {
+	var cases []imageCase
+	for _, k := range releases {
+		proxy := kubeImage(k, "kube-proxy", false, "usr/sbin/iptables", "usr/sbin/xtables-nft-multi", "usr/sbin/conntrack")
+		proxy.chrooted = append(slices.Clone(iptablesChecks), versionCheck{"/usr/sbin/conntrack", []string{"--version"}, "conntrack v1.4.7"})
+		cases = append(cases,
+			kubeImage(k, "kube-apiserver", true),
+			kubeImage(k, "kube-controller-manager", false),
+			kubeImage(k, "kube-scheduler", false),
+			proxy,
+			imageCase{
+				name: "cloud-controller-manager", version: k.CloudProviderAWS, ref: "registry.k8s.io/provider-aws/cloud-controller-manager:" + k.CloudProviderAWS,
+				entrypoint: []string{"/bin/aws-cloud-controller-manager"},
+				env:        []string{pathEnv, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+				files:      append([]string{"bin/aws-cloud-controller-manager"}, baseFiles...),
+				selfCheck:  versionCheck{"/bin/aws-cloud-controller-manager", []string{"--version"}, "Kubernetes " + k.CloudProviderAWS},
+			})
+	}
+	return append(cases, []imageCase{
 		{
 			name: "pause", version: "3.10.1", ref: "registry.k8s.io/pause:3.10.1",
 			entrypoint: []string{"/pause"}, user: "65535:65535", env: []string{pathEnv},
@@ -199,14 +229,7 @@ func imageCases() []imageCase {
 				// The chart's install-cni init container runs cp from this image.
 				versionCheck{"/bin/sh", []string{"-c", "cp /etc/group /tmp/g && cat /tmp/g"}, "nonroot:x:65532:"}),
 		},
-		{
-			name: "cloud-controller-manager", version: "v1.34.3", ref: "registry.k8s.io/provider-aws/cloud-controller-manager:v1.34.3",
-			entrypoint: []string{"/bin/aws-cloud-controller-manager"},
-			env:        []string{pathEnv, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
-			files:      append([]string{"bin/aws-cloud-controller-manager"}, baseFiles...),
-			selfCheck:  versionCheck{"/bin/aws-cloud-controller-manager", []string{"--version"}, "Kubernetes v1.34.3"},
-		},
-	}
+	}...)
 }
 
 func TestImages(t *testing.T) {
@@ -214,8 +237,8 @@ func TestImages(t *testing.T) {
 		t.Fatal("the image checks chroot into image file systems: run them as root (make artifacts-test)")
 	}
 	dir, arch := folder(t), checkArch()
-	for _, c := range imageCases() {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range imageCases(releases(t)) {
+		t.Run(c.name+"/"+c.version, func(t *testing.T) {
 			p := filepath.Join(dir, c.name, c.version, "linux-"+arch, "image.tar")
 			img := loadImage(t, p, c.ref)
 			cf, err := img.ConfigFile()

@@ -7,6 +7,11 @@
 //
 //	<dir>/<name>/<version>/<os>-<arch>/<file>
 //
+// The folder holds every Kubernetes version the builder knows (or the ones
+// Options.Kubernetes names): each release's kubelet, control-plane and
+// kube-proxy images and cloud controller manager, built from that release's
+// scratch modules, and once the artifacts the releases share.
+//
 // Images are docker-archive tarballs written with go-containerregistry and
 // tagged with their upstream references. Each Go build runs in a scratch
 // module under modules/ with a committed go.mod and go.sum; a nested module,

@@ -34,10 +34,23 @@ type Release struct {
 	CNIPlugins string
 }
 
-// releases are the supported Kubernetes versions (the cluster design of
-// CLUSTER.md: v1.34.4 runs on cgroup v1, which the kubelet of 1.35 refuses
-// by default, and the Go module proxy serves its staging modules).
+// releases are the supported Kubernetes versions: v1.34.4 (it runs on
+// cgroup v1, which the kubelet of 1.35 refuses by default, and the Go module
+// proxy serves its staging modules) and the minor before it, v1.33.13, so
+// that a cluster can be made at 1.33 and upgraded. The two share every
+// add-on whose version does not follow Kubernetes' (pause, CoreDNS, the CNI
+// plugins; etcd and flannel are their plugins'), so an upgrade changes only
+// what must change: the Kubernetes components and the cloud controller
+// manager, whose release follows the minor version and must not be newer
+// than the API server it talks to.
 var releases = map[string]Release{
+	"v1.33.13": {
+		Kubernetes:             "v1.33.13",
+		Pause:                  "3.10.1",
+		CoreDNS:                "v1.12.1",
+		CloudControllerManager: "v1.33.4",
+		CNIPlugins:             "v0.9.1",
+	},
 	"v1.34.4": {
 		Kubernetes:             "v1.34.4",
 		Pause:                  "3.10.1",
@@ -108,20 +121,69 @@ type Pins struct {
 }
 
 var pins = map[string]Pins{
+	"v1.33.13": {
+		Kubelet: map[string]construct.ArtifactSource{
+			"amd64": {URL: "https://dl.k8s.io/release/v1.33.13/bin/linux/amd64/kubelet", SHA256: "0415ef7778646172f7aad830cbe09a7d903461eef9e15cd34193b85d95dfff0d"},
+			"arm64": {URL: "https://dl.k8s.io/release/v1.33.13/bin/linux/arm64/kubelet", SHA256: "db573f065eb9f9153b60270b209ea7992b79849ecac4387dbda88401fb2ed0ff"},
+		},
+		CNIPlugins: cniPluginsV091,
+		Images: map[string]string{
+			"pause":                    pause3101,
+			"cloud-controller-manager": "sha256:b54bc094711e9d7ace6c9bab3d6f02a598e7570ac1fedd6341940e1de79ea476",
+		},
+	},
 	"v1.34.4": {
 		Kubelet: map[string]construct.ArtifactSource{
 			"amd64": {URL: "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubelet", SHA256: "03b8fea715a7ef82eeaf518dee34c72670c57cc7bc40dc1320c04fbf4f15172f"},
 			"arm64": {URL: "https://dl.k8s.io/release/v1.34.4/bin/linux/arm64/kubelet", SHA256: "c78845473c434ee85a2444eeab87f8b20f524e3ab6854a078f79468f44aad8f5"},
 		},
-		CNIPlugins: map[string]construct.ArtifactSource{
-			"amd64": {URL: "https://github.com/containernetworking/plugins/releases/download/v0.9.1/cni-plugins-linux-amd64-v0.9.1.tgz", SHA256: "962100bbc4baeaaa5748cdbfce941f756b1531c2eadb290129401498bfac21e7"},
-			"arm64": {URL: "https://github.com/containernetworking/plugins/releases/download/v0.9.1/cni-plugins-linux-arm64-v0.9.1.tgz", SHA256: "ef17764ffd6cdcb16d76401bac1db6acc050c9b088f1be5efa0e094ea3b01df0"},
-		},
+		CNIPlugins: cniPluginsV091,
 		Images: map[string]string{
-			"pause":                    "sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c",
+			"pause":                    pause3101,
 			"cloud-controller-manager": "sha256:ab45cec4a1ee68a556d09a362746db8fd66b258101aefcf0542f51e960248810",
 		},
 	},
+}
+
+// Pins the releases share.
+var (
+	cniPluginsV091 = map[string]construct.ArtifactSource{
+		"amd64": {URL: "https://github.com/containernetworking/plugins/releases/download/v0.9.1/cni-plugins-linux-amd64-v0.9.1.tgz", SHA256: "962100bbc4baeaaa5748cdbfce941f756b1531c2eadb290129401498bfac21e7"},
+		"arm64": {URL: "https://github.com/containernetworking/plugins/releases/download/v0.9.1/cni-plugins-linux-arm64-v0.9.1.tgz", SHA256: "ef17764ffd6cdcb16d76401bac1db6acc050c9b088f1be5efa0e094ea3b01df0"},
+	}
+	pause3101 = "sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c"
+)
+
+// UpstreamGaps is, for a cluster without an artifact folder (upstream
+// mode), a fatal at kubernetesVersion naming every binary of the release
+// that has no pinned upstream sha256 for an architecture: a machine could
+// neither fetch nor verify it. An image without a pinned digest is no gap
+// (containerd pulls it by tag); a binary has no such fallback. With
+// artifacts.mirror every artifact comes from the folder, pinned by its own
+// hash, and nothing is missing.
+func (r Release) UpstreamGaps() diag.List {
+	p := pins[r.Kubernetes]
+	var gaps []string
+	for _, b := range []struct {
+		name    string
+		sources map[string]construct.ArtifactSource
+	}{{"kubelet " + r.Kubernetes, p.Kubelet}, {"cni-plugins " + r.CNIPlugins, p.CNIPlugins}} {
+		var archs []string
+		for _, arch := range Archs {
+			if src, ok := b.sources[arch]; !ok || src.URL == "" || src.SHA256 == "" {
+				archs = append(archs, arch)
+			}
+		}
+		if len(archs) > 0 {
+			gaps = append(gaps, b.name+" ("+strings.Join(archs, ", ")+")")
+		}
+	}
+	if len(gaps) == 0 {
+		return nil
+	}
+	return diag.List{diag.Fatalf("Kubernetes %s without an artifact folder: no upstream sha256 is pinned for %s, so the machines could not verify the download",
+		r.Kubernetes, strings.Join(gaps, " and ")).At("kubernetesVersion").
+		WithHint("set artifacts.mirror (air-gapped mode: every binary and image comes from the artifact folder kube-aws uploads, `make artifacts` builds it), or choose a version whose upstream pins are complete; docs/upstream-pins.md lists the gaps")}
 }
 
 // Archs are the architectures kube-aws runs machines of.

@@ -1,11 +1,13 @@
-// Scratch module that builds the Kubernetes server binaries of the air-gapped
-// artifact folder from the Go module proxy. It is its own module so that the
-// main module's `go test ./...` never compiles Kubernetes.
+// Scratch module that builds the Kubernetes v1.34.4 server binaries of the
+// air-gapped artifact folder from the Go module proxy. It is its own module
+// so that the main module's `go test ./...` never compiles Kubernetes, and
+// one module per Kubernetes minor version so that each release builds with
+// its own dependency graph.
 //
 // k8s.io/kubernetes points its staging modules at ./staging with replace
 // directives that only apply when it is the main module, so every staging
 // module is replaced here by its published v0.34.4 twin.
-module github.com/kube-aws/kube-aws/release/artifacts/modules/kubernetes
+module github.com/kube-aws/kube-aws/release/artifacts/modules/kubernetes-1.34
 
 // Same go and godebug lines as k8s.io/kubernetes v1.34.4: the main module's
 // go version picks the binaries' GODEBUG defaults.
