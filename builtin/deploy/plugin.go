@@ -143,6 +143,12 @@ func (plugin) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result,
 		return failed(err, ""), nil
 	}
 	res, err := e.Deploy(ctx, t)
+	var skew *engine.VersionSkewError
+	if errors.As(err, &skew) {
+		d := diag.Fatalf("%v", err).At("kubernetesVersion").WithHint(skew.Skew.Hint)
+		d.Plugin = "deploy"
+		return &stage.Result{Diagnostics: diag.List{d}}, nil
+	}
 	if err != nil {
 		out := failed(err, hintFor(err))
 		if res != nil {

@@ -2,12 +2,16 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/kubeversion"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
@@ -72,6 +76,9 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 
 	existing, orphans, err := e.survey(ctx, p)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkVersionSkew(p.t.Cluster, existing[names.StackControlPlane]); err != nil {
 		return nil, err
 	}
 	for _, o := range orphans {
@@ -182,4 +189,47 @@ func liftOutputs(dst map[string]string, outputs map[string]map[string]string) {
 			}
 		}
 	}
+}
+
+// checkVersionSkew refuses, before anything changes, a kubernetesVersion
+// the running cluster (the control-plane stack's KubernetesVersion output)
+// may not move to: the upstream skew policy, as initialise checks it
+// against the version this folder last deployed; here it is checked
+// against AWS, whatever folder the up runs from.
+func checkVersionSkew(c *config.Cluster, controlPlane *cftypes.Stack) error {
+	if controlPlane == nil || c.KubernetesVersion == "" {
+		return nil
+	}
+	running := ""
+	for _, o := range controlPlane.Outputs {
+		if aws.ToString(o.OutputKey) == names.OutputKubernetesVersion {
+			running = aws.ToString(o.OutputValue)
+		}
+	}
+	if running == "" {
+		return nil
+	}
+	from, err := kubeversion.Parse(running)
+	if err != nil {
+		return nil // not a version kube-aws wrote: nothing to judge by
+	}
+	to, err := kubeversion.Parse(c.KubernetesVersion)
+	if err != nil {
+		return nil // initialise reported it
+	}
+	var se *kubeversion.SkewError
+	if err := kubeversion.CheckUpgrade(from, to); errors.As(err, &se) {
+		return &VersionSkewError{Skew: se}
+	}
+	return nil
+}
+
+// VersionSkewError is a kubernetesVersion the running cluster may not move
+// to; Deploy changed nothing.
+type VersionSkewError struct {
+	Skew *kubeversion.SkewError
+}
+
+func (e *VersionSkewError) Error() string {
+	return fmt.Sprintf("the cluster runs Kubernetes %s (the control-plane stack's %s output): %v; nothing was changed", e.Skew.From, names.OutputKubernetesVersion, e.Skew)
 }

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/kube-aws/kube-aws/core/config"
+)
+
+// Deploy refuses, before it changes anything, a version the running
+// cluster may not move to, whatever this folder last deployed.
+func TestVersionSkewAgainstTheRunningCluster(t *testing.T) {
+	running := func(v string) *cftypes.Stack {
+		return &cftypes.Stack{Outputs: []cftypes.Output{{OutputKey: aws.String("AutoScalingGroupName"), OutputValue: aws.String("g")},
+			{OutputKey: aws.String("KubernetesVersion"), OutputValue: aws.String(v)}}}
+	}
+	for _, c := range []struct {
+		name, want string
+		stack      *cftypes.Stack
+		version    string
+	}{
+		{"first deploy", "", nil, "1.34.4"},
+		{"one minor up", "", running("v1.33.13"), "1.34.4"},
+		{"a patch down", "", running("v1.34.4"), "1.34.2"},
+		{"an older stack without the output", "", &cftypes.Stack{}, "1.36.0"},
+		{"a skipped minor", "skips 1.34", running("v1.33.13"), "1.35.0"},
+		{"a minor down", "downgrades the minor version from 1.34 to 1.33", running("v1.34.4"), "1.33.13"},
+	} {
+		err := checkVersionSkew(&config.Cluster{KubernetesVersion: c.version}, c.stack)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		var se *VersionSkewError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "the cluster runs Kubernetes v") || se.Skew.Hint == "" {
+			t.Errorf("%s: got %v", c.name, err)
+		}
+	}
+}
