@@ -97,7 +97,7 @@ fuzz:
 # binary is exec'ed by the recipe's shell, so make's SIGTERM (and Ctrl-C)
 # reach it directly and it tears every machine down before it exits.
 E2E_CLUSTER_PKGS    := systemd-container mmdebstrap util-linux iproute2 e2fsprogs
-E2E_CLUSTER_TIMEOUT ?= 30m
+E2E_CLUSTER_TIMEOUT ?= 80m
 RUN                 ?= .
 
 # The cluster cases deploy cluster.yaml.example with the real binaries and

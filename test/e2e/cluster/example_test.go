@@ -80,6 +80,10 @@ func exampleYAML(src []byte, keyARN, mirror string) (string, error) {
 			continue
 		case strings.HasPrefix(line, "kmsKeyArn: "):
 			line = "kmsKeyArn: " + keyARN
+		case strings.HasPrefix(line, "kubernetesVersion: "):
+			// The cluster boots at the previous minor: the day-2 cases
+			// upgrade it to the example's.
+			line = `kubernetesVersion: "` + previousVersion + `"`
 		}
 		out = append(out, line)
 	}
@@ -347,7 +351,7 @@ func (e *example) consoleTail(id string) string {
 // through the service IP; and `kube-aws validate` passes. Then the fault
 // cases of issue 12 run on it as subtests (faults_test.go).
 func TestCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
 	defer cancel()
 	// The test's own workload image (no registry is reachable here).
 	archive, err := probeArchive(t.TempDir())
@@ -527,6 +531,10 @@ func TestCluster(t *testing.T) {
 
 	// Issue 12's fault cases, each leaving a healthy cluster.
 	e.faults(ctx, t)
+
+	// Changing the running cluster: an upgrade, plugin changes, failures
+	// of a roll, a scale-in, under traffic.
+	e.day2(ctx, t, archive)
 
 	// Last: it rewinds the cluster's data. The faults replaced a member
 	// and a controller: the members and the client are taken again.

@@ -5,10 +5,14 @@
 // it found in its termination message, which the test reads from the pod's
 // status (no kubelet connection needed). With PROBE_ENV set it also reports
 // that variable's value, exactly, so the test can compare a Helm value that
-// reached the pod.
+// reached the pod. With PROBE_SERVE set it is instead the web workload of
+// the day-2 cases: it answers every HTTP request with 200 and its pod's
+// name, and on SIGTERM goes on answering for PROBE_LINGER (5 s) while the
+// Service's endpoints catch up, as a well-behaved server does.
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -16,7 +20,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,6 +36,10 @@ type report struct {
 }
 
 func main() {
+	if addr := os.Getenv("PROBE_SERVE"); addr != "" {
+		serve(addr)
+		return
+	}
 	var r report
 	var errs []string
 	name := "kubernetes.default.svc." + envOr("PROBE_CLUSTER_DOMAIN", "cluster.local")
@@ -105,4 +115,29 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// serve answers on addr until SIGTERM, then for the linger time more.
+func serve(addr string) {
+	name, _ := os.Hostname()
+	srv := &http.Server{Addr: addr, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, name)
+	})}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-term
+		linger, err := time.ParseDuration(envOr("PROBE_LINGER", "5s"))
+		if err != nil {
+			linger = 5 * time.Second
+		}
+		time.Sleep(linger)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}()
+	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
