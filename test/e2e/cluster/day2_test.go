@@ -257,7 +257,9 @@ func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, er
 func (c *traffic) run(ctx context.Context) {
 	defer close(c.done)
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) { return c.e.h.NS.DialContext(ctx, network, addr) }}}
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return c.e.h.NS.DialContext(ctx, network, addr)
+		}}}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var wg sync.WaitGroup
