@@ -263,6 +263,10 @@ def _put_hook_specs(backend, group, props):
             timeout=_int(s.get("HeartbeatTimeout")),
             result=s.get("DefaultResult"),
         )
+        # The hook's metadata, which moto's model leaves out; its
+        # DescribeLifecycleHooks answer takes the attribute by name.
+        for h in backend.describe_lifecycle_hooks(group.name, [s["LifecycleHookName"]]):
+            h.notification_metadata = s.get("NotificationMetadata")
     for name in getattr(group, "template_hooks", set()) - names:
         backend.delete_lifecycle_hook(group.name, name)
     group.template_hooks = names

@@ -63,7 +63,7 @@ func groupStack(s stackSpec) string {
 	if s.heartbeat > 0 {
 		group["LifecycleHookSpecificationList"] = []any{map[string]any{
 			"LifecycleHookName": "drain", "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
-			"HeartbeatTimeout": s.heartbeat, "DefaultResult": "CONTINUE"}}
+			"HeartbeatTimeout": s.heartbeat, "DefaultResult": "CONTINUE", "NotificationMetadata": "timeout=5m0s"}}
 	}
 	t := map[string]any{"Resources": map[string]any{
 		"VPC":    map[string]any{"Type": "AWS::EC2::VPC", "Properties": map[string]any{"CidrBlock": "10.9.0.0/16"}},
@@ -330,8 +330,9 @@ func testUpdateInPlace(ctx context.Context, t *testing.T, c clients) {
 		t.Errorf("load balancer %v, target group %v; want every instance %v", classic, targets, all)
 	}
 	hooks, err := c.as.DescribeLifecycleHooks(ctx, &autoscaling.DescribeLifecycleHooksInput{AutoScalingGroupName: aws.String(group)})
-	if err != nil || len(hooks.LifecycleHooks) != 1 || aws.ToInt32(hooks.LifecycleHooks[0].HeartbeatTimeout) != 60 {
-		t.Errorf("hooks %v, %v; want the template's one", hooks, err)
+	if err != nil || len(hooks.LifecycleHooks) != 1 || aws.ToInt32(hooks.LifecycleHooks[0].HeartbeatTimeout) != 60 ||
+		aws.ToString(hooks.LifecycleHooks[0].NotificationMetadata) != "timeout=5m0s" {
+		t.Errorf("hooks %v, %v; want the template's one, with its metadata", hooks, err)
 	}
 	// The template's hook list is the group's: a hook it drops is deleted.
 	c.updateStack(ctx, t, "roll", stackSpec{userData: "v2", desired: 3, tag: "b"})

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
 // Parameters of machine stacks besides names.ParamAssetsBucket,
@@ -162,12 +163,17 @@ func machineGroup(s *stack, c *config.Cluster, m machines, name string) {
 // drained its node and completed the action. The drainer heartbeats while
 // it drains; the timeout is a margin above the drain's own, after which the
 // instance goes anyway (CONTINUE), for a hook can only delay a termination.
+// The hook's metadata is the drain it asks for (cluster.yaml's drain, as a
+// nodeplan.DrainRequest): the drainer reads it there, so a change of the
+// drain settings changes the hooks, and no machine's userdata.
 func drainHook(c *config.Cluster) []autoscaling.AutoScalingGroup_LifecycleHookSpecification {
+	req := nodeplan.DrainRequest{ID: names.DrainLifecycleHook, Timeout: c.Drain.TimeoutDuration(), Force: c.Drain.Force}
 	return []autoscaling.AutoScalingGroup_LifecycleHookSpecification{{
-		LifecycleHookName:   names.DrainLifecycleHook,
-		LifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING",
-		HeartbeatTimeout:    int(c.Drain.TimeoutDuration().Seconds()) + drainHookMargin,
-		DefaultResult:       "CONTINUE",
+		LifecycleHookName:    names.DrainLifecycleHook,
+		LifecycleTransition:  "autoscaling:EC2_INSTANCE_TERMINATING",
+		HeartbeatTimeout:     int(req.Timeout.Seconds()) + drainHookMargin,
+		DefaultResult:        "CONTINUE",
+		NotificationMetadata: req.String(),
 	}}
 }
 
