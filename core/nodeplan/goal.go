@@ -23,6 +23,12 @@ type NodeGoal struct {
 	// NodeName is this machine's node; it may name facts. "{hostname}"
 	// when empty, the name the kubelet registers with on AWS.
 	NodeName string `json:"nodeName,omitempty"`
+	// APIReadyz are https URLs of API servers' /readyz that must answer
+	// ok, asked with Kubeconfig's CA and credentials, before the goal is
+	// reached (controllers: their own API server, and the API through the
+	// load balancer, "https://{apiLoadBalancerDNS}:443/readyz"); they may
+	// name facts.
+	APIReadyz []string `json:"apiReadyz,omitempty"`
 }
 
 // EtcdGoal: the etcd member on this machine is healthy (answers a
@@ -48,6 +54,9 @@ func (p *GoalPlan) Validate() error {
 		c.absPath("node.kubeconfig", n.Kubeconfig)
 		if n.NodeName != "" {
 			c.dnsName("node.nodeName", n.NodeName)
+		}
+		for i, u := range n.APIReadyz {
+			c.httpsURL(fmt.Sprintf("node.apiReadyz[%d]", i), u, "https://{apiLoadBalancerDNS}:443/readyz")
 		}
 	}
 	if e := p.Etcd; e != nil {

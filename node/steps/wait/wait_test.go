@@ -2,10 +2,18 @@ package wait
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,8 +74,124 @@ func TestNodeReady(t *testing.T) {
 	if !regexp.MustCompile(`wait: node ip-10-0-1-23\.ec2\.internal is Ready, (9|[1-9][0-9])\.[0-9] s after the machine started`).MatchString(out.String()) {
 		t.Errorf("output: %s", out)
 	}
-	if st, ok := e.Report.Last(); !ok || st.Phase != nodeplan.PhaseReady || st.Seconds < 9 {
+	if st, ok := e.Report.Last(); !ok || st.Phase != nodeplan.PhaseReady || st.Seconds < 9 || st.Goal == nil || st.Goal.Node != "ip-10-0-1-23.ec2.internal" || st.Goal.APIReady {
 		t.Errorf("status = %+v", st)
+	}
+}
+
+// apiServer serves /readyz with TLS as an API server does, to the admin's
+// token only; it answers not ready until ready is true.
+type apiServer struct {
+	*httptest.Server
+	ready   atomic.Bool
+	asked   atomic.Int32
+	refused atomic.Int32
+}
+
+func serveAPI(t *testing.T, ready bool) *apiServer {
+	a := &apiServer{}
+	a.ready.Store(ready)
+	a.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer admin-token" {
+			a.refused.Add(1)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		a.asked.Add(1)
+		if !a.ready.Load() {
+			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// port is the server's port on 127.0.0.1.
+func (a *apiServer) port() string { return a.URL[strings.LastIndex(a.URL, ":")+1:] }
+
+// writeKubeconfig writes an admin kubeconfig trusting the test servers'
+// CA (one certificate for all of them, naming 127.0.0.1).
+func writeKubeconfig(t *testing.T, e *agent.Env, path string, a *apiServer) {
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a.Certificate().Raw})
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: demo
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    token: admin-token
+contexts:
+- name: admin
+  context: {cluster: demo, user: admin}
+current-context: admin
+`, a.URL, base64.StdEncoding.EncodeToString(ca))
+	os.MkdirAll(filepath.Dir(e.Path(path)), 0o755)
+	if err := os.WriteFile(e.Path(path), []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A controller reaches its goal once its node is Ready and both its own
+// API server and the API through the load balancer answer /readyz ok,
+// asked with the admin's credentials; the load balancer's name is a fact.
+func TestControllerAPIReady(t *testing.T) {
+	e, out := env(t)
+	local, lb := serveAPI(t, true), serveAPI(t, false)
+	e.Facts["apiLoadBalancerDNS"] = "127.0.0.1"
+	const admin = "/etc/kubernetes/admin.conf"
+	writeKubeconfig(t, e, admin, local)
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin,
+		APIReadyz: []string{local.URL + "/readyz", "https://{apiLoadBalancerDNS}:" + lb.port() + "/readyz"}}, Timeout: "20s"})
+	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionTrue, "KubeletReady"))
+	// The load balancer finds a ready API server a moment later.
+	go func() {
+		for lb.asked.Load() < 3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		lb.ready.Store(true)
+	}()
+	if err := step.Run(t.Context(), e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }}); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	st, ok := e.Report.Last()
+	if !ok || st.Phase != nodeplan.PhaseReady || st.Goal == nil || !st.Goal.APIReady || st.Goal.Node != "ip-10-0-1-23.ec2.internal" {
+		t.Errorf("status = %+v", st)
+	}
+	if lb.asked.Load() < 4 || local.asked.Load() < 1 || lb.refused.Load()+local.refused.Load() != 0 {
+		t.Errorf("load balancer asked %d times, local %d, refused %d", lb.asked.Load(), local.asked.Load(), lb.refused.Load()+local.refused.Load())
+	}
+	if !strings.Contains(out.String(), "https://127.0.0.1:"+lb.port()+"/readyz answer ok") {
+		t.Errorf("output: %s", out)
+	}
+}
+
+// An API the load balancer never finds ready fails the goal, naming the
+// URL and what it answered; nothing reports ready.
+func TestControllerAPINeverReady(t *testing.T) {
+	e, _ := env(t)
+	local, lb := serveAPI(t, true), serveAPI(t, false)
+	const admin = "/etc/kubernetes/admin.conf"
+	writeKubeconfig(t, e, admin, local)
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin,
+		APIReadyz: []string{local.URL + "/readyz", lb.URL + "/readyz"}}, Timeout: "1s"})
+	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionTrue, "KubeletReady"))
+	err := step.Run(t.Context(), e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }})
+	if err == nil || !strings.Contains(err.Error(), "the API did not answer /readyz ok in time") || !strings.Contains(err.Error(), lb.URL+"/readyz answers 500") ||
+		!strings.Contains(err.Error(), "[-]etcd failed") || strings.Contains(err.Error(), local.URL) {
+		t.Fatalf("err = %v", err)
+	}
+	if st, ok := e.Report.Last(); ok && st.Phase == nodeplan.PhaseReady {
+		t.Error("reported ready")
 	}
 }
 
@@ -119,8 +243,48 @@ func TestEtcdHealthy(t *testing.T) {
 	if err := step.Run(t.Context(), e, &Step{}); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out.String(), "is healthy, leader") {
+	if !strings.Contains(out.String(), "is healthy, leader") || !strings.Contains(out.String(), "1 of 1 members healthy") {
 		t.Errorf("output: %s", out)
+	}
+	id := strconv.FormatUint(uint64(m.Etcd.Server.MemberID()), 16)
+	st, ok := e.Report.Last()
+	if !ok || st.Phase != nodeplan.PhaseReady || st.Goal == nil || st.Goal.Etcd == nil {
+		t.Fatalf("status = %+v", st)
+	}
+	if want := (nodeplan.EtcdReport{Name: "etcd0", ID: id, Leader: id, Members: 1, Healthy: 1}); *st.Goal.Etcd != want {
+		t.Errorf("etcd report %+v, want %+v", *st.Goal.Etcd, want)
+	}
+}
+
+// A member is at its goal only when its whole cluster is: every member
+// answers and there is a leader. Two of three members serve (quorum, a
+// leader): the step waits for the third, as a roll waits for a replaced
+// member to come back.
+func TestEtcdWaitsForTheWholeCluster(t *testing.T) {
+	e, out := env(t)
+	c := etcdtest.NewCluster(t, e.Root, 3)
+	c.Start(0, 1)
+	g := c.Members[0].Goal()
+	writePlan(t, e, &nodeplan.GoalPlan{Etcd: g, Timeout: "60s"})
+	done := make(chan error, 1)
+	go func() { done <- step.Run(t.Context(), e, &Step{}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("reached the goal with a member missing: %v\n%s", err, out)
+	case <-time.After(2 * time.Second):
+	}
+	if st, ok := e.Report.Last(); ok && st.Phase == nodeplan.PhaseReady {
+		t.Fatalf("reported ready with a member missing: %+v", st)
+	}
+	c.Start(2)
+	if err := <-done; err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	st, _ := e.Report.Last()
+	r := st.Goal.Etcd
+	id := strconv.FormatUint(uint64(c.Members[0].Etcd.Server.MemberID()), 16)
+	if st.Phase != nodeplan.PhaseReady || r.Name != "etcd0" || r.ID != id || r.Members != 3 || r.Healthy != 3 || r.Leader == "" || !r.Whole() {
+		t.Errorf("status %+v, etcd %+v", st, r)
 	}
 }
 
@@ -159,11 +323,20 @@ func TestDryRun(t *testing.T) {
 			},
 		},
 		{
+			name: "controller",
+			plan: func(_ *testing.T, e *agent.Env) (*nodeplan.GoalPlan, string) {
+				e.Facts["apiLoadBalancerDNS"] = "api-123.elb.us-east-1.amazonaws.com"
+				return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
+						APIReadyz: []string{"https://127.0.0.1:443/readyz", "https://{apiLoadBalancerDNS}:443/readyz"}}},
+					"wait node ip-10-0-1-23.ec2.internal: until it is Ready and https://127.0.0.1:443/readyz and https://api-123.elb.us-east-1.amazonaws.com:443/readyz answer ok (asking with /etc/kubernetes/admin.conf), up to 10m0s; then report phase ready"
+			},
+		},
+		{
 			name: "etcd member",
 			plan: func(t *testing.T, e *agent.Env) (*nodeplan.GoalPlan, string) {
 				m := etcdtest.Start(t, e.Root)
 				return &nodeplan.GoalPlan{Etcd: m.Goal()},
-					"wait etcd member " + m.ClientURL + ": until it answers a linearizable read, up to 10m0s; then report phase ready"
+					"wait etcd member " + m.ClientURL + ": until it answers a linearizable read and every member of its cluster answers, with a leader, up to 10m0s; then report phase ready"
 			},
 		},
 		{name: "no plan"},
