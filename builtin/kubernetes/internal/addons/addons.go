@@ -3,10 +3,19 @@
 // kube-proxy, the AWS cloud controller manager and CoreDNS, in that order
 // (the helm plugin installs releases in plugin order, then in each plugin's
 // order). The CNI is the flannel plugin's, which runs after this one.
+//
+// kube-proxy and the cloud controller manager are bound to the nodes that
+// run them (docs/design.md, "Changing a running cluster"): their
+// DaemonSets update OnDelete, so a node keeps the pod it booted with until
+// it is replaced, and the userdata of the roles that run them carries a
+// digest of each release (NodeBound), so that a change of it replaces those
+// machines, and so reaches them.
 package addons
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"strconv"
 
@@ -30,6 +39,33 @@ const Namespace = "kube-system"
 // etcd clients'. The add-ons that belong there (the cloud controller
 // manager, kube-proxy, the CNI) tolerate it; CoreDNS tolerates it too, so
 // it can run before any worker has joined.
+
+// NodeBound are the releases whose DaemonSet pods a node keeps from its
+// boot to its replacement (updateStrategy OnDelete), by the roles that run
+// them. Each runs an image of the Kubernetes version the node booted with:
+// the one an air-gapped machine imported, and (the cloud controller
+// manager, which talks to the API server on its own controller) one no
+// newer than the API server beside it. A new node gets the release as it
+// is then; an old one keeps its pod.
+var NodeBound = map[string][]construct.Role{
+	"kube-proxy":                   {construct.Controller, construct.Worker},
+	"aws-cloud-controller-manager": {construct.Controller},
+}
+
+// DigestPath is the file, in the userdata of every role that runs a
+// NodeBound release, holding the sha256 of the release's chart and values:
+// a change of either changes the userdata, so kube-aws replaces those
+// machines, and the new ones run the new release.
+func DigestPath(release string) string { return "/etc/kube-aws/releases/" + release + ".sha256" }
+
+// digest is the sha256 of a release's chart (its files' names and
+// contents) and values.
+func digest(chartHash string, values []byte) string {
+	h := sha256.New()
+	h.Write([]byte(chartHash + "\n"))
+	h.Write(values)
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // Contribute adds the releases (and the controllers' node label and taint) to set;
 // apiServer is the API server's URL for kube-proxy. workDir is where cluster.yaml is: the charts are extracted under its
@@ -73,6 +109,16 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiSe
 			Name: rel.name, Namespace: Namespace, Values: values,
 			Chart: construct.Chart{Path: path, Name: rel.name, Version: "0.1.0"},
 		})
+		if roles := NodeBound[rel.name]; roles != nil {
+			chart, err := chartcache.Hash(charts, "charts/"+rel.name)
+			if err != nil {
+				return nil, err
+			}
+			sum := digest(chart, values)
+			for _, role := range roles {
+				set.Files = append(set.Files, construct.File{Target: construct.Target{Role: role}, Path: DigestPath(rel.name), Mode: "0644", Content: sum + "\n"})
+			}
+		}
 	}
 	set.NodeLabels = append(set.NodeLabels, construct.NodeLabel{Target: construct.Target{Role: construct.Controller},
 		Key: names.LabelRole, Value: names.RoleController})

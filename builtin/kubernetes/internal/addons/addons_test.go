@@ -3,6 +3,7 @@ package addons
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -178,5 +179,90 @@ func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
 		if !tolerated {
 			t.Errorf("%s does not tolerate %s:NoSchedule (tolerations %+v)", w.object, names.TaintControlPlane, spec.Tolerations)
 		}
+	}
+}
+
+// A node keeps the kube-proxy (and a controller the cloud controller
+// manager) it booted with: every DaemonSet of the plugin updates OnDelete
+// exactly when its release is NodeBound, and the roles that run it carry
+// the release's digest in their userdata, which changes with its values.
+func TestNodeBoundReleases(t *testing.T) {
+	objs := render(t)
+	for rel, o := range objs {
+		for _, key := range o.Keys() {
+			if !strings.HasPrefix(key, "DaemonSet/") {
+				continue
+			}
+			var ds appsv1.DaemonSet
+			o.Decode(t, key, &ds)
+			onDelete := ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
+			if _, bound := NodeBound[rel]; onDelete != bound {
+				t.Errorf("%s of release %s: updateStrategy %s, NodeBound %v", key, rel, ds.Spec.UpdateStrategy.Type, bound)
+			}
+		}
+	}
+
+	r, _ := versions.For("1.34.4")
+	digests := func(c *config.Cluster) map[string]string {
+		var set construct.Set
+		if d, err := Contribute(&set, c, r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+			t.Fatal(d, err)
+		}
+		out := map[string]string{}
+		for _, f := range set.Files {
+			out[f.Target.String()+" "+f.Path] = f.Content
+		}
+		return out
+	}
+	got := digests(cluster())
+	want := []string{
+		"controller /etc/kube-aws/releases/kube-proxy.sha256",
+		"worker /etc/kube-aws/releases/kube-proxy.sha256",
+		"controller /etc/kube-aws/releases/aws-cloud-controller-manager.sha256",
+	}
+	if len(got) != len(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	for _, w := range want {
+		if !regexp.MustCompile(`^[0-9a-f]{64}\n$`).MatchString(got[w]) {
+			t.Errorf("%s: %q is not a sha256 line", w, got[w])
+		}
+	}
+	if got[want[0]] != got[want[1]] || got[want[0]] == got[want[2]] {
+		t.Errorf("one release, one digest on every role; two releases, two: %v", got)
+	}
+	// kube-proxy's values change (the pod network), CoreDNS's do not count.
+	other := cluster()
+	other.Kubernetes.PodCIDR = "10.5.0.0/16"
+	changed := digests(other)
+	if changed[want[0]] == got[want[0]] || changed[want[2]] != got[want[2]] {
+		t.Errorf("a kube-proxy change must change its digest, and only its: %v then %v", got, changed)
+	}
+	other = cluster()
+	other.Kubernetes.ClusterDomain = "example.internal"
+	if d := digests(other); d[want[0]] != got[want[0]] || d[want[2]] != got[want[2]] {
+		t.Errorf("a CoreDNS change changed a node-bound digest: %v then %v", got, d)
+	}
+	if digest("a", []byte("{}")) == digest("b", []byte("{}")) {
+		t.Error("a chart change does not change the digest")
+	}
+}
+
+// CoreDNS is a Deployment whose pods may run on any node, old or new,
+// during an upgrade; an air-gapped node has only its own version's images.
+// So every supported Kubernetes version runs the same CoreDNS image: a
+// version that needs another makes this test fail, and docs/design.md
+// ("Changing a running cluster") says what to do then.
+func TestCoreDNSIsOneImageForEveryVersion(t *testing.T) {
+	images := map[string][]string{}
+	for _, v := range versions.Supported() {
+		r, d := versions.For(v)
+		if len(d) != 0 {
+			t.Fatal(d)
+		}
+		images[r.CoreDNSImage()] = append(images[r.CoreDNSImage()], v)
+	}
+	if len(images) != 1 {
+		t.Errorf("CoreDNS images by Kubernetes version: %v; want one image for all", images)
 	}
 }

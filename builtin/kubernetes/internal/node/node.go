@@ -64,8 +64,8 @@ var (
 	worker     = construct.Target{Role: construct.Worker}
 )
 
-// Contribute adds the nodes' files, units, kubelet flags and goal plans to
-// set.
+// Contribute adds the nodes' files, units, kubelet flags and goal plans
+// (Goal) to set.
 func Contribute(set *construct.Set, s Settings) error {
 	containerd, err := ContainerdConfig(s.Release)
 	if err != nil {
@@ -78,7 +78,7 @@ func Contribute(set *construct.Set, s Settings) error {
 			return err
 		}
 		set.Files = append(set.Files, construct.File{Target: t, Path: KubeletConfigPath, Mode: "0644", Content: kc})
-		goal, err := nodeplan.Encode(&nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}})
+		goal, err := nodeplan.Encode(Goal(t.Role))
 		if err != nil {
 			return err
 		}
@@ -106,6 +106,21 @@ func Contribute(set *construct.Set, s Settings) error {
 	flag(worker, "bootstrap-kubeconfig", names.KubeconfigBootstrapKubelet)
 	set.Units = append(set.Units, construct.Unit{Target: worker, Name: KubeletUnit, DropIns: []construct.DropIn{{Name: "10-wait-api", Content: waitAPIDropIn}}})
 	return nil
+}
+
+// Goal is the role's goal plan: its node Ready. A controller also waits
+// until its own API server and the API through the load balancer (its DNS
+// name is a fact the control-plane stack's bootstrap passes) answer /readyz
+// ok, asked with the admin's credentials: the gate of a controller's
+// replacement in kube-aws's roll, which the goal's report carries.
+func Goal(role construct.Role) *nodeplan.GoalPlan {
+	if role != construct.Controller {
+		return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}}
+	}
+	return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigAdmin, APIReadyz: []string{
+		names.APIServerLocalURL + "/readyz",
+		fmt.Sprintf("https://{%s}:%d/readyz", names.FactAPILoadBalancerDNS, names.APIServerPort),
+	}}}
 }
 
 // waitAPIDropIn holds a worker's kubelet until the API server answers its
