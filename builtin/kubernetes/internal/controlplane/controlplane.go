@@ -97,7 +97,7 @@ func drainerStatements(c *config.Cluster) ([]construct.IAMStatement, diag.List) 
 		{Target: controller, Sid: "KubeAwsDrainerFind", Effect: "Allow",
 			Actions: []string{"autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances"}, Resources: []string{"*"}},
 		{Target: controller, Sid: "KubeAwsDrainerHook", Effect: "Allow",
-			Actions: []string{"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"},
+			Actions:   []string{"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"},
 			Resources: []string{fmt.Sprintf("arn:%s:autoscaling:%s:*:autoScalingGroup:*:autoScalingGroupName/*", partition, c.Region)},
 			Condition: owned},
 	}
