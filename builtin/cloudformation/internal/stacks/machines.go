@@ -144,9 +144,9 @@ func machineGroup(s *stack, c *config.Cluster, m machines, name string) {
 			LaunchTemplateId: cfn.Ref(names.LaunchTemplate),
 			Version:          cfn.GetAtt(names.LaunchTemplate, "LatestVersionNumber"),
 		},
-		TargetGroupARNs:               m.targetGroups,
-		LoadBalancerNames:             m.loadBalancers,
-		Tags:                          asgTags,
+		TargetGroupARNs:   m.targetGroups,
+		LoadBalancerNames: m.loadBalancers,
+		Tags:              asgTags,
 		// No UpdatePolicy: a new launch template version replaces no
 		// machine here; kube-aws's roll replaces them afterwards, drained
 		// and gated (docs/design.md, "Changing a running cluster").

@@ -30,7 +30,7 @@ type sim struct {
 	// blocked makes the drain of an instance's node blocked by a PDB.
 	blocked map[string]bool
 	// bootReads is how many status reads a machine takes to be ready.
-	bootReads int
+	bootReads   int
 	statusReads map[string]int
 	drainReads  map[string]int
 	requests    map[string]nodeplan.DrainRequest
