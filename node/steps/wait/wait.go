@@ -24,6 +24,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
 	"github.com/kube-aws/kube-aws/node/etcdclient"
@@ -107,6 +109,9 @@ func (*Step) Check(_ context.Context, e *agent.Env) (step.Changes, error) {
 		if len(g.readyz) > 0 {
 			until += " and " + strings.Join(g.readyz, " and ") + " answer ok"
 		}
+		if len(n.DaemonSets) > 0 {
+			until += ", and its pods of " + daemonSetNames(n.DaemonSets) + " are of its release"
+		}
 		return step.Changes{{Action: "wait", Target: "node " + g.node, Data: g,
 			Detail: fmt.Sprintf("until %s (asking with %s), up to %s; then report phase ready", until, n.Kubeconfig, g.timeout)}}, nil
 	}
@@ -126,12 +131,17 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	var report nodeplan.GoalReport
 	var err error
 	if n := g.plan.Node; n != nil {
-		what, err = s.nodeReady(ctx, e, n.Kubeconfig, g.node)
+		var cs kubernetes.Interface
+		what, cs, err = s.nodeReady(ctx, e, n.Kubeconfig, g.node)
 		report.Node = g.node
 		if err == nil && len(g.readyz) > 0 {
 			err = apiReady(ctx, e, n.Kubeconfig, g.readyz)
 			what += ", " + strings.Join(g.readyz, " and ") + " answer ok"
 			report.APIReady = err == nil
+		}
+		if err == nil && len(n.DaemonSets) > 0 {
+			err = ownPods(ctx, e, cs, g.node, n.DaemonSets)
+			what += ", its pods of " + daemonSetNames(n.DaemonSets) + " are of its release"
 		}
 	} else {
 		what, report.Etcd, err = etcdHealthy(ctx, e, g.etcd)
@@ -181,6 +191,81 @@ func apiReady(ctx context.Context, e *agent.Env, kubeconfig string, urls []strin
 	return nil
 }
 
+// ownPods waits until this node's pod of each DaemonSet bound to its nodes
+// comes from the release the machine's userdata names: the DaemonSet's pod
+// template carries the release's digest, and so does each pod made from
+// it. A pod of another release is deleted once the DaemonSet's template is
+// of this node's (the DaemonSet made it from the release before, as the
+// node registered, and was upgraded since): the DaemonSet makes it again.
+func ownPods(ctx context.Context, e *agent.Env, cs kubernetes.Interface, node string, sets []nodeplan.NodeDaemonSet) error {
+	said := time.Now()
+	for _, d := range sets {
+		id := d.Namespace + "/" + d.Name
+		err := retry.Do(ctx, backoff, func(ctx context.Context) error {
+			ds, err := cs.AppsV1().DaemonSets(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("DaemonSet %s is not installed yet", id)
+			}
+			if err != nil {
+				return fmt.Errorf("DaemonSet %s: %w", id, err)
+			}
+			if got := ds.Spec.Template.Annotations[names.AnnotationReleaseDigest]; got != d.Digest {
+				return fmt.Errorf("DaemonSet %s is of release %s, this node of release %s: waiting for its upgrade, which the addons step of a controller of this node's release makes",
+					id, shortDigest(got), shortDigest(d.Digest))
+			}
+			pods, err := cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+			if err != nil {
+				return fmt.Errorf("listing the pods of node %s: %w", node, err)
+			}
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != ds.UID || p.DeletionTimestamp != nil {
+					continue
+				}
+				got := p.Annotations[names.AnnotationReleaseDigest]
+				if got == d.Digest {
+					return nil
+				}
+				uid := p.UID
+				err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					return fmt.Errorf("deleting pod %s/%s of DaemonSet %s, of release %s: %w", p.Namespace, p.Name, id, shortDigest(got), err)
+				}
+				e.Logf("deleted pod %s/%s of DaemonSet %s: the DaemonSet made it from release %s before its upgrade to this node's, %s; it makes it again",
+					p.Namespace, p.Name, id, shortDigest(got), shortDigest(d.Digest))
+			}
+			return fmt.Errorf("DaemonSet %s has no pod of this node's release on it yet", id)
+		}, func(_ int, err error, _ time.Duration) {
+			if time.Since(said) >= sayEvery {
+				said = time.Now()
+				e.Logf("still waiting: %v", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", node, err)
+		}
+	}
+	return nil
+}
+
+func daemonSetNames(sets []nodeplan.NodeDaemonSet) string {
+	var out []string
+	for _, d := range sets {
+		out = append(out, d.Namespace+"/"+d.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// shortDigest is a digest as people read it: its first 12 digits, or
+// "(none)" for a template or pod that carries none (made before kube-aws
+// marked its releases).
+func shortDigest(d string) string {
+	if d == "" {
+		return "(none)"
+	}
+	return d[:min(12, len(d))]
+}
+
 // readyz asks one /readyz URL.
 func readyz(ctx context.Context, client *http.Client, u string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -212,7 +297,7 @@ func firstLines(s string, n int) string {
 }
 
 // nodeReady watches this machine's Node until its Ready condition is True.
-func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name string) (string, error) {
+func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name string) (string, kubernetes.Interface, error) {
 	// A worker's kubeconfig names the client certificate its kubelet gets
 	// by TLS bootstrapping: until then the file (or its certificate) is
 	// missing, and that is the wait, not a failure.
@@ -224,7 +309,7 @@ func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name str
 		}
 		return err
 	}, nil); err != nil {
-		return "", fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
+		return "", nil, fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
@@ -259,11 +344,11 @@ func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name str
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
-			return "", fmt.Errorf("node %s did not become Ready in time: %s", name, last)
+			return "", nil, fmt.Errorf("node %s did not become Ready in time: %s", name, last)
 		}
-		return "", fmt.Errorf("watching node %s: %w", name, err)
+		return "", nil, fmt.Errorf("watching node %s: %w", name, err)
 	}
-	return fmt.Sprintf("node %s is Ready", name), nil
+	return fmt.Sprintf("node %s is Ready", name), cs, nil
 }
 
 // etcdHealthy waits until the member answers a linearizable read, as

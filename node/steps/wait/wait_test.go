@@ -1,6 +1,7 @@
 package wait
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/pem"
@@ -11,17 +12,23 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
 	"github.com/kube-aws/kube-aws/node/report"
@@ -327,8 +334,10 @@ func TestDryRun(t *testing.T) {
 			plan: func(_ *testing.T, e *agent.Env) (*nodeplan.GoalPlan, string) {
 				e.Facts["apiLoadBalancerDNS"] = "api-123.elb.us-east-1.amazonaws.com"
 				return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
-						APIReadyz: []string{"https://127.0.0.1:443/readyz", "https://{apiLoadBalancerDNS}:443/readyz"}}},
-					"wait node ip-10-0-1-23.ec2.internal: until it is Ready and https://127.0.0.1:443/readyz and https://api-123.elb.us-east-1.amazonaws.com:443/readyz answer ok (asking with /etc/kubernetes/admin.conf), up to 10m0s; then report phase ready"
+						APIReadyz:  []string{"https://127.0.0.1:443/readyz", "https://{apiLoadBalancerDNS}:443/readyz"},
+						DaemonSets: []nodeplan.NodeDaemonSet{{Namespace: "kube-system", Name: "kube-proxy", Digest: strings.Repeat("a", 64)}}}},
+					"wait node ip-10-0-1-23.ec2.internal: until it is Ready and https://127.0.0.1:443/readyz and https://api-123.elb.us-east-1.amazonaws.com:443/readyz answer ok, " +
+						"and its pods of kube-system/kube-proxy are of its release (asking with /etc/kubernetes/admin.conf), up to 10m0s; then report phase ready"
 			},
 		},
 		{
@@ -354,6 +363,119 @@ func TestDryRun(t *testing.T) {
 			agenttest.ExpectDryRun(t, e, &Step{Connect: func(string) (kubernetes.Interface, error) { connected = true; return nil, errors.New("no") }}, want)
 			if _, reported := e.Report.Last(); connected || reported {
 				t.Errorf("connected %v, reported %v", connected, reported)
+			}
+		})
+	}
+}
+
+// daemonSetCluster is an API server with this machine's Ready node and a
+// DaemonSet of release tmpl, which (as the DaemonSet controller does) makes
+// a pod on the node from its template whenever the node has none.
+func daemonSetCluster(t *testing.T, tmpl, pod string) *fake.Clientset {
+	const nodeName = "ip-10-0-1-23.ec2.internal"
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system", UID: "ds-uid"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+			Annotations: map[string]string{names.AnnotationReleaseDigest: tmpl}}}}}
+	cs := fake.NewClientset(node(nodeName, corev1.ConditionTrue, "KubeletReady"), ds)
+	var made atomic.Int32
+	makePod := func(digest string) {
+		n := made.Add(1)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kube-proxy-%d", n), Namespace: "kube-system", UID: types.UID(fmt.Sprintf("pod-%d", n)),
+			Annotations:     map[string]string{names.AnnotationReleaseDigest: digest},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "kube-proxy", UID: "ds-uid", APIVersion: "apps/v1", Controller: ptr(true)}}},
+			Spec: corev1.PodSpec{NodeName: nodeName}}
+		if err := cs.Tracker().Add(p); err != nil {
+			t.Error(err)
+		}
+	}
+	makePod(pod)
+	// A pod of another DaemonSet on the node, and another node's pod, are
+	// none of the step's business.
+	cs.Tracker().Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "flannel-x", Namespace: "kube-system", UID: "other",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "flannel", UID: "flannel-uid", Controller: ptr(true)}}},
+		Spec: corev1.PodSpec{NodeName: nodeName}})
+	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.DeleteAction).GetName()
+		if err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "kube-system", name); err != nil {
+			return true, nil, err
+		}
+		cur, err := cs.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("daemonsets"), "kube-system", "kube-proxy")
+		if err != nil {
+			return true, nil, err
+		}
+		makePod(cur.(*appsv1.DaemonSet).Spec.Template.Annotations[names.AnnotationReleaseDigest])
+		return true, nil, nil
+	})
+	return cs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A controller's pod of a DaemonSet bound to its nodes must be of its own
+// release: a pod the DaemonSet made from the release before (as the node
+// registered, before the controller's addons step upgraded it) is deleted
+// once the DaemonSet is of the node's release, and the DaemonSet makes it
+// again; a pod of the node's release is left alone.
+func TestNodeBoundDaemonSets(t *testing.T) {
+	const old, mine = "1111111111111111111111111111111111111111111111111111111111111111", "2222222222222222222222222222222222222222222222222222222222222222"
+	tests := []struct {
+		name    string
+		tmpl    string // the DaemonSet's release when the step starts
+		pod     string // its pod's on the node
+		upgrade bool   // the DaemonSet is upgraded to mine a moment later
+		deleted bool
+		timeout string
+		err     string
+	}{
+		{name: "a pod of the node's release", tmpl: mine, pod: mine},
+		{name: "a pod made before the upgrade", tmpl: mine, pod: old, deleted: true},
+		{name: "a pod made before kube-aws marked releases", tmpl: mine, pod: "", deleted: true},
+		{name: "the upgrade comes later", tmpl: old, pod: old, upgrade: true, deleted: true},
+		{name: "the upgrade never comes", tmpl: old, pod: old, timeout: "1s",
+			err: "DaemonSet kube-system/kube-proxy is of release 111111111111, this node of release 222222222222: waiting for its upgrade"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, out := env(t)
+			cs := daemonSetCluster(t, tt.tmpl, tt.pod)
+			timeout := cmp.Or(tt.timeout, "20s")
+			writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
+				DaemonSets: []nodeplan.NodeDaemonSet{{Namespace: "kube-system", Name: "kube-proxy", Digest: mine}}}, Timeout: timeout})
+			if tt.upgrade {
+				go func() {
+					time.Sleep(300 * time.Millisecond)
+					ds, _ := cs.AppsV1().DaemonSets("kube-system").Get(context.Background(), "kube-proxy", metav1.GetOptions{})
+					ds.Spec.Template.Annotations[names.AnnotationReleaseDigest] = mine
+					cs.AppsV1().DaemonSets("kube-system").Update(context.Background(), ds, metav1.UpdateOptions{})
+				}()
+			}
+			err := step.Run(t.Context(), e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			pods, _ := cs.CoreV1().Pods("kube-system").List(t.Context(), metav1.ListOptions{})
+			var got []string
+			for _, p := range pods.Items {
+				got = append(got, p.Name+"="+shortDigest(p.Annotations[names.AnnotationReleaseDigest]))
+			}
+			want := "flannel-x=(none) kube-proxy-1=" + shortDigest(tt.pod)
+			if tt.deleted {
+				want = "flannel-x=(none) kube-proxy-2=222222222222"
+			}
+			if slices.Sort(got); strings.Join(got, " ") != want {
+				t.Errorf("pods %v, want %s", got, want)
+			}
+			if deletedLine := strings.Contains(out.String(), "deleted pod kube-system/kube-proxy-1 of DaemonSet kube-system/kube-proxy"); deletedLine != tt.deleted {
+				t.Errorf("output:\n%s", out)
+			}
+			if !strings.Contains(out.String(), "its pods of kube-system/kube-proxy are of its release") {
+				t.Errorf("output:\n%s", out)
 			}
 		})
 	}

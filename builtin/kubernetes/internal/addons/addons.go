@@ -24,6 +24,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/plugins/sdk/chartcache"
 )
 
@@ -55,11 +56,14 @@ var NodeBound = map[string][]construct.Role{
 // DigestPath is the file, in the userdata of every role that runs a
 // NodeBound release, holding the sha256 of the release's chart and values:
 // a change of either changes the userdata, so kube-aws replaces those
-// machines, and the new ones run the new release.
+// machines, and the new ones run the new release. The release's pods carry
+// it too (names.AnnotationReleaseDigest), so that a controller's goal can
+// tell a pod of its own release from one the DaemonSet made before its
+// addons step upgraded it.
 func DigestPath(release string) string { return "/etc/kube-aws/releases/" + release + ".sha256" }
 
 // digest is the sha256 of a release's chart (its files' names and
-// contents) and values.
+// contents) and values (without the annotation that carries the digest).
 func digest(chartHash string, values []byte) string {
 	h := sha256.New()
 	h.Write([]byte(chartHash + "\n"))
@@ -69,11 +73,15 @@ func digest(chartHash string, values []byte) string {
 
 // Contribute adds the releases (and the controllers' node label and taint) to set;
 // apiServer is the API server's URL for kube-proxy. workDir is where cluster.yaml is: the charts are extracted under its
-// .kube-aws/cache for the helm plugin to read.
-func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiServer, plugin, workDir string) (diag.List, error) {
+// .kube-aws/cache for the helm plugin to read. It returns the NodeBound
+// DaemonSets the controllers run, with their releases' digests, for the
+// controllers' goal: a new controller's addons step upgrades them after its
+// kubelet registered, so the DaemonSet may have made its pod from the
+// release before.
+func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiServer, plugin, workDir string) ([]nodeplan.NodeDaemonSet, diag.List, error) {
 	dns, err := c.Kubernetes.DNSServiceIP()
 	if err != nil {
-		return diag.List{diag.Fatalf("%v", err).At("kubernetes.serviceCIDR")}, nil
+		return nil, diag.List{diag.Fatalf("%v", err).At("kubernetes.serviceCIDR")}, nil
 	}
 	releases := []struct {
 		name   string
@@ -96,33 +104,44 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release, apiSe
 			"clusterDomain": c.Kubernetes.ClusterDomain,
 		}},
 	}
+	var controllers []nodeplan.NodeDaemonSet
 	for _, rel := range releases {
 		path, err := chartcache.Extract(charts, "charts/"+rel.name, workDir, plugin)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		values, err := json.Marshal(rel.values)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if roles := NodeBound[rel.name]; roles != nil {
+			chart, err := chartcache.Hash(charts, "charts/"+rel.name)
+			if err != nil {
+				return nil, nil, err
+			}
+			sum := digest(chart, values)
+			for _, role := range roles {
+				set.Files = append(set.Files, construct.File{Target: construct.Target{Role: role}, Path: DigestPath(rel.name), Mode: "0644", Content: sum + "\n"})
+				if role == construct.Controller {
+					// The chart names its DaemonSet as the release.
+					controllers = append(controllers, nodeplan.NodeDaemonSet{Namespace: Namespace, Name: rel.name, Digest: sum})
+				}
+			}
+			// Its pods carry the digest, which a node compares with its
+			// own: the values the digest is of, and this annotation.
+			rel.values["podAnnotations"] = map[string]string{names.AnnotationReleaseDigest: sum}
+			if values, err = json.Marshal(rel.values); err != nil {
+				return nil, nil, err
+			}
 		}
 		set.HelmReleases = append(set.HelmReleases, construct.HelmRelease{
 			Name: rel.name, Namespace: Namespace, Values: values,
 			Chart: construct.Chart{Path: path, Name: rel.name, Version: "0.1.0"},
 		})
-		if roles := NodeBound[rel.name]; roles != nil {
-			chart, err := chartcache.Hash(charts, "charts/"+rel.name)
-			if err != nil {
-				return nil, err
-			}
-			sum := digest(chart, values)
-			for _, role := range roles {
-				set.Files = append(set.Files, construct.File{Target: construct.Target{Role: role}, Path: DigestPath(rel.name), Mode: "0644", Content: sum + "\n"})
-			}
-		}
 	}
 	set.NodeLabels = append(set.NodeLabels, construct.NodeLabel{Target: construct.Target{Role: construct.Controller},
 		Key: names.LabelRole, Value: names.RoleController})
 	set.NodeTaints = append(set.NodeTaints, construct.NodeTaint{Target: construct.Target{Role: construct.Controller},
 		Key: names.TaintControlPlane, Effect: "NoSchedule"})
-	return nil, nil
+	return controllers, nil, nil
 }

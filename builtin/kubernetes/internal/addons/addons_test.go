@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,9 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
 func cluster() *config.Cluster {
@@ -30,7 +33,7 @@ func render(t *testing.T) map[string]charttest.Objects {
 	t.Helper()
 	r, _ := versions.For("1.34.4")
 	var set construct.Set
-	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+	if _, d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
 	out := map[string]charttest.Objects{}
@@ -130,10 +133,10 @@ func TestChartsAreStable(t *testing.T) {
 	r, _ := versions.For("1.34.4")
 	dir := t.TempDir()
 	var a, b construct.Set
-	if _, err := Contribute(&a, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
+	if _, _, err := Contribute(&a, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Contribute(&b, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
+	if _, _, err := Contribute(&b, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
 		t.Fatal(err)
 	}
 	ja, _ := json.Marshal(a)
@@ -148,7 +151,7 @@ func TestChartsAreStable(t *testing.T) {
 func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
 	r, _ := versions.For("1.34.4")
 	var set construct.Set
-	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+	if _, d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
 	want := construct.NodeTaint{Target: construct.Target{Role: construct.Controller}, Key: names.TaintControlPlane, Effect: "NoSchedule"}
@@ -203,9 +206,12 @@ func TestNodeBoundReleases(t *testing.T) {
 	}
 
 	r, _ := versions.For("1.34.4")
+	var bound []nodeplan.NodeDaemonSet
 	digests := func(c *config.Cluster) map[string]string {
 		var set construct.Set
-		if d, err := Contribute(&set, c, r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+		var d diag.List
+		var err error
+		if bound, d, err = Contribute(&set, c, r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 			t.Fatal(d, err)
 		}
 		out := map[string]string{}
@@ -230,6 +236,22 @@ func TestNodeBoundReleases(t *testing.T) {
 	}
 	if got[want[0]] != got[want[1]] || got[want[0]] == got[want[2]] {
 		t.Errorf("one release, one digest on every role; two releases, two: %v", got)
+	}
+	// The controllers' goal waits for their pods of both; the pods carry
+	// the digest their node's userdata names.
+	wantBound := []nodeplan.NodeDaemonSet{
+		{Namespace: "kube-system", Name: "kube-proxy", Digest: strings.TrimSpace(got[want[0]])},
+		{Namespace: "kube-system", Name: "aws-cloud-controller-manager", Digest: strings.TrimSpace(got[want[2]])},
+	}
+	if !slices.Equal(bound, wantBound) {
+		t.Errorf("controllers' DaemonSets %+v, want %+v", bound, wantBound)
+	}
+	for _, b := range wantBound {
+		var ds appsv1.DaemonSet
+		objs[b.Name].Decode(t, "DaemonSet/"+b.Name, &ds)
+		if a := ds.Spec.Template.Annotations; a[names.AnnotationReleaseDigest] != b.Digest || a["checksum/config"] == "" {
+			t.Errorf("%s's pods are annotated %v, want %s = %s and the configuration's checksum", b.Name, a, names.AnnotationReleaseDigest, b.Digest)
+		}
 	}
 	// kube-proxy's values change (the pod network), CoreDNS's do not count.
 	other := cluster()

@@ -55,8 +55,11 @@ func Initialise(c *config.Cluster, workDir string, k joinsecrets.Keeper, store j
 	if err := joinsecrets.Contribute(set, k, store, apiServer); err != nil {
 		return nil, nil, err
 	}
-	d, err = addons.Contribute(set, c, r, apiServer, Plugin, workDir)
+	bound, d, err := addons.Contribute(set, c, r, apiServer, Plugin, workDir)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := node.Goals(set, bound); err != nil {
 		return nil, nil, err
 	}
 	if diags = append(diags, d...); diags.HasFatal() {
