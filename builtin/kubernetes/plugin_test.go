@@ -27,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the plugin
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
 // clusterJSON is a cluster as kube-aws hands it to plugins: defaults filled.
-const clusterJSON = `{"clusterName":"demo","region":"us-east-1","kubernetesVersion":"1.34.4",
+const clusterJSON = `{"clusterName":"demo","region":"us-east-1","kubernetesVersion":"1.34.4","s3URI":"s3://demo-bucket/clusters/demo",
  "kubernetes":{"podCIDR":"10.2.0.0/16","serviceCIDR":"10.3.0.0/24","clusterDomain":"cluster.local"},
  "etcd":{"count":3},"apiEndpoint":{"dnsName":"k8s.demo.example.com"},"nodePools":[{"name":"general","instanceType":"t3.large"}]}`
 
@@ -99,6 +99,7 @@ func TestPluginBinaryConstructs(t *testing.T) {
 	plans := map[string]func() nodeplan.Plan{
 		nodeplan.GoalPath:     func() nodeplan.Plan { return &nodeplan.GoalPlan{} },
 		nodeplan.ApproverPath: func() nodeplan.Plan { return &nodeplan.ApproverPlan{} },
+		nodeplan.DrainerPath:  func() nodeplan.Plan { return &nodeplan.DrainerPlan{} },
 	}
 	byRole := map[string]map[string]bool{}
 	for _, f := range set.Files {
@@ -113,9 +114,10 @@ func TestPluginBinaryConstructs(t *testing.T) {
 		}
 	}
 	for role, paths := range map[string][]string{
-		"controller": {nodeplan.GoalPath, nodeplan.ApproverPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml",
-			"/etc/kubernetes/manifests/kube-controller-manager.yaml", "/etc/kubernetes/manifests/kube-scheduler.yaml"},
-		"worker": {nodeplan.GoalPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml"},
+		"controller": {nodeplan.GoalPath, nodeplan.ApproverPath, nodeplan.DrainerPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml",
+			"/etc/kubernetes/manifests/kube-controller-manager.yaml", "/etc/kubernetes/manifests/kube-scheduler.yaml",
+			"/etc/kube-aws/releases/kube-proxy.sha256", "/etc/kube-aws/releases/aws-cloud-controller-manager.sha256"},
+		"worker": {nodeplan.GoalPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml", "/etc/kube-aws/releases/kube-proxy.sha256"},
 	} {
 		for _, p := range paths {
 			if !byRole[role][p] {
@@ -123,7 +125,7 @@ func TestPluginBinaryConstructs(t *testing.T) {
 			}
 		}
 	}
-	if byRole["worker"][nodeplan.ApproverPath] || byRole["etcd"] != nil {
+	if byRole["worker"][nodeplan.ApproverPath] || byRole["worker"][nodeplan.DrainerPath] || byRole["worker"]["/etc/kube-aws/releases/aws-cloud-controller-manager.sha256"] || byRole["etcd"] != nil {
 		t.Errorf("files for roles that must not get them: %v", byRole)
 	}
 	flags := map[string]string{}
@@ -159,9 +161,23 @@ func TestPluginBinaryConstructs(t *testing.T) {
 	if _, ok := flags["controller --bootstrap-kubeconfig"]; ok {
 		t.Error("controllers hold a kubelet kubeconfig; they must not bootstrap")
 	}
+	units := map[string]bool{}
 	for _, u := range set.Units {
 		if u.Content != "" && !u.Enable {
 			t.Errorf("unit %s for %s is not enabled", u.Name, u.Target)
+		}
+		units[u.Target.String()+" "+u.Name] = true
+	}
+	if !units["controller kube-aws-drainer.service"] || units["worker kube-aws-drainer.service"] {
+		t.Errorf("units %v: the controllers run the drainer, nothing else does", units)
+	}
+	sids := map[string]string{}
+	for _, st := range set.IAM {
+		sids[st.Sid] = st.Target.String()
+	}
+	for _, sid := range []string{"KubeAwsDrainerFind", "KubeAwsDrainerHook", "KubeAwsDrainerStatus"} {
+		if sids[sid] != "controller" {
+			t.Errorf("IAM statement %s for %q, want the controllers (all: %v)", sid, sids[sid], sids)
 		}
 	}
 }

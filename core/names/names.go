@@ -294,6 +294,13 @@ const (
 	TaintControlPlane = "node-role.kubernetes.io/control-plane"
 )
 
+// AnnotationReleaseDigest is the pod template annotation of a DaemonSet
+// bound to the nodes that run it (a node keeps its pod until it is
+// replaced): the sha256 of the release the template comes from, which the
+// nodes' userdata names too, so that a new node can tell a pod made from
+// the release before its own from one of its own.
+const AnnotationReleaseDigest = "kube-aws.io/release-digest"
+
 // KubernetesClusterTag is the tag Kubernetes' AWS cloud provider finds the
 // cluster's resources by (value "owned").
 func KubernetesClusterTag(cluster string) string { return "kubernetes.io/cluster/" + cluster }

@@ -2,6 +2,7 @@ package nodeplan
 
 import (
 	"net"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -120,6 +121,18 @@ func (c *checker) dnsName(field, s string) {
 			c.add(field, "%q is not a DNS name (label %q)", s, l)
 			return
 		}
+	}
+}
+
+// httpsURL checks an https URL that may name facts; example is one such
+// URL, for the message.
+func (c *checker) httpsURL(field, s, example string) {
+	if err := checkFacts(s); err != nil {
+		c.add(field, "%v", err)
+		return
+	}
+	if u, err := url.Parse(placeholder.ReplaceAllString(s, "x")); err != nil || u.Scheme != "https" || u.Host == "" {
+		c.add(field, "%q is not an https URL such as %s", s, example)
 	}
 }
 

@@ -21,6 +21,7 @@ var docPlans = map[string]func() Plan{
 	AddonsPath:       func() Plan { return &AddonsPlan{} },
 	GoalPath:         func() Plan { return &GoalPlan{} },
 	ApproverPath:     func() Plan { return &ApproverPlan{} },
+	DrainerPath:      func() Plan { return &DrainerPlan{} },
 }
 
 // fieldPaths lists every JSON field of t as the doc's tables name them:

@@ -3,6 +3,7 @@ package nodeplan
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -133,3 +134,42 @@ func DrainStatusKey(instanceID string) string {
 // DrainStatusPrefix is the S3 key prefix, relative to the cluster's
 // prefix, under which the controllers' drainer writes DrainStatus objects.
 const DrainStatusPrefix = "drains"
+
+// DrainerPlan (DrainerPath) configures `drainer`, the long-running drainer
+// on the controllers: one of them at a time (elected by a Lease) drains the
+// node of every instance of the cluster's groups that waits on the
+// termination hook Hook, and of every instance kube-aws tagged with
+// DrainTag.
+type DrainerPlan struct {
+	// Kubeconfig may list nodes and pods, cordon nodes, evict and delete
+	// pods, read PodDisruptionBudgets and hold a Lease in kube-system.
+	Kubeconfig string `json:"kubeconfig"`
+	// Hook is the termination lifecycle hook of the cluster's groups the
+	// drainer answers (names.DrainLifecycleHook).
+	Hook string `json:"hook"`
+	// Timeout bounds a drain the termination hook started (a request
+	// names its own); "5m" when empty. The hook's heartbeat timeout is
+	// above it.
+	Timeout string `json:"timeout,omitempty"`
+	// Force deletes the pods a PodDisruptionBudget still protects when
+	// Timeout expires on such a drain, instead of letting the instance go
+	// with them still running.
+	Force bool `json:"force,omitempty"`
+}
+
+// lifecycleHookName is what Auto Scaling accepts as a hook's name.
+var lifecycleHookName = regexp.MustCompile(`^[A-Za-z0-9_/-]{1,255}$`)
+
+// Validate implements Plan.
+func (p *DrainerPlan) Validate() error {
+	var c checker
+	c.absPath("kubeconfig", p.Kubeconfig)
+	switch {
+	case p.Hook == "":
+		c.add("hook", "missing: want the groups' termination lifecycle hook, such as kube-aws-drain")
+	case !lifecycleHookName.MatchString(p.Hook):
+		c.add("hook", "%q is not a lifecycle hook name (letters, digits, -, _ and /, at most 255)", p.Hook)
+	}
+	c.duration("timeout", p.Timeout)
+	return c.err()
+}

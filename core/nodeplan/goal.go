@@ -23,6 +23,30 @@ type NodeGoal struct {
 	// NodeName is this machine's node; it may name facts. "{hostname}"
 	// when empty, the name the kubelet registers with on AWS.
 	NodeName string `json:"nodeName,omitempty"`
+	// APIReadyz are https URLs of API servers' /readyz that must answer
+	// ok, asked with Kubeconfig's CA and credentials, before the goal is
+	// reached (controllers: their own API server, and the API through the
+	// load balancer, "https://{apiLoadBalancerDNS}:443/readyz"); they may
+	// name facts.
+	APIReadyz []string `json:"apiReadyz,omitempty"`
+	// DaemonSets are DaemonSets bound to the nodes that run them (they
+	// update OnDelete): this node's pod of each must come from the release
+	// this machine's userdata names. The DaemonSet may have made the pod
+	// from the release before, as the node registered, and been upgraded
+	// since (a controller's addons step upgrades it after its kubelet
+	// registered): the step deletes such a pod, so the DaemonSet makes it
+	// again from its template. Kubeconfig must be allowed to read
+	// DaemonSets and delete pods.
+	DaemonSets []NodeDaemonSet `json:"daemonSets,omitempty"`
+}
+
+// NodeDaemonSet is a DaemonSet whose pod on this node must be of a release.
+type NodeDaemonSet struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Digest is the sha256 of the release, which the DaemonSet's pod
+	// template carries in the annotation kube-aws.io/release-digest.
+	Digest string `json:"digest"`
 }
 
 // EtcdGoal: the etcd member on this machine is healthy (answers a
@@ -48,6 +72,25 @@ func (p *GoalPlan) Validate() error {
 		c.absPath("node.kubeconfig", n.Kubeconfig)
 		if n.NodeName != "" {
 			c.dnsName("node.nodeName", n.NodeName)
+		}
+		for i, u := range n.APIReadyz {
+			c.httpsURL(fmt.Sprintf("node.apiReadyz[%d]", i), u, "https://{apiLoadBalancerDNS}:443/readyz")
+		}
+		seen := map[string]int{}
+		for i, d := range n.DaemonSets {
+			field := fmt.Sprintf("node.daemonSets[%d]", i)
+			if !dnsLabel.MatchString(d.Namespace) {
+				c.add(field+".namespace", "%q is not a namespace (DNS-1123 label)", d.Namespace)
+			}
+			if !releaseName.MatchString(d.Name) || len(d.Name) > 253 {
+				c.add(field+".name", "%q is not a DaemonSet name (lower-case DNS name)", d.Name)
+			}
+			c.sha256(field+".digest", d.Digest)
+			id := d.Namespace + "/" + d.Name
+			if j, dup := seen[id]; dup {
+				c.add(field, "DaemonSet %s is listed by node.daemonSets[%d] too", id, j)
+			}
+			seen[id] = i
 		}
 	}
 	if e := p.Etcd; e != nil {

@@ -105,6 +105,20 @@ func TestValidate(t *testing.T) {
 			[]string{"node|etcd", "node.kubeconfig", "node.nodeName", "etcd.endpoints[0]", "etcd.caCert", "etcd.cert", "etcd.key", "timeout"}},
 		{"approver ok", &ApproverPlan{Kubeconfig: "/etc/kubernetes/admin.kubeconfig"}, nil},
 		{"approver bad", &ApproverPlan{}, []string{"kubeconfig"}},
+		{"goal node with readyz ok", &GoalPlan{Node: &NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
+			APIReadyz: []string{"https://127.0.0.1:443/readyz", "https://{apiLoadBalancerDNS}:443/readyz"}}}, nil},
+		{"goal node with readyz bad", &GoalPlan{Node: &NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
+			APIReadyz: []string{"https://127.0.0.1/readyz", "http://{apiLoadBalancerDNS}/readyz", "{apiLoadBalancerDNS}/readyz", "https://{api-lb}/readyz"}}},
+			[]string{"node.apiReadyz[1]", "node.apiReadyz[2]", "node.apiReadyz[3]"}},
+		{"goal node with daemonSets ok", &GoalPlan{Node: &NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
+			DaemonSets: []NodeDaemonSet{{Namespace: "kube-system", Name: "kube-proxy", Digest: sum}, {Namespace: "kube-system", Name: "aws-cloud-controller-manager", Digest: sum}}}}, nil},
+		{"goal node with daemonSets bad", &GoalPlan{Node: &NodeGoal{Kubeconfig: "/etc/kubernetes/admin.conf",
+			DaemonSets: []NodeDaemonSet{{Namespace: "kube_system", Name: "Kube-Proxy", Digest: "abc"}, {Namespace: "a", Name: "b", Digest: sum}, {Namespace: "a", Name: "b", Digest: sum}}}},
+			[]string{"node.daemonSets[0].namespace", "node.daemonSets[0].name", "node.daemonSets[0].digest", "node.daemonSets[2]:"}},
+		{"drainer ok", &DrainerPlan{Kubeconfig: "/etc/kubernetes/admin.conf", Hook: "kube-aws-drain", Timeout: "5m", Force: true}, nil},
+		{"drainer defaults ok", &DrainerPlan{Kubeconfig: "/etc/kubernetes/admin.conf", Hook: "kube-aws-drain"}, nil},
+		{"drainer bad", &DrainerPlan{Kubeconfig: "admin.conf", Hook: "kube aws drain", Timeout: "0s"}, []string{"kubeconfig", "hook", "timeout"}},
+		{"drainer no hook", &DrainerPlan{Kubeconfig: "/etc/kubernetes/admin.conf"}, []string{"hook"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

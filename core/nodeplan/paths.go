@@ -27,6 +27,8 @@ const (
 	GoalPath = Dir + "/goal.json"
 	// ApproverPath configures the kubelet serving CSR approver (ApproverPlan).
 	ApproverPath = Dir + "/csr-approver.json"
+	// DrainerPath configures the controllers' drainer (DrainerPlan).
+	DrainerPath = Dir + "/drainer.json"
 )
 
 // Files kube-aws-node writes itself.

@@ -20,9 +20,10 @@ type Status struct {
 	Seconds float64 `json:"seconds"`
 	// Time is when the status was written, RFC 3339 in UTC.
 	Time string `json:"time"`
-	// UserData is the key of the userdata the machine booted from
-	// (roles/<role>/userdata/<sha256>): what it runs, which kube-aws
-	// compares with what it rendered since.
+	// UserData is the full S3 key of the userdata the machine booted
+	// from (EnvUserDataKey, <prefix>/roles/<role>/userdata/<sha256>): what
+	// it runs, which kube-aws compares with what it rendered since. Every
+	// status the machine writes carries it.
 	UserData string `json:"userData,omitempty"`
 	// Goal says what the machine found when it reached its role's goal
 	// (PhaseReady): the gates of a roll read it.

@@ -21,6 +21,7 @@ const (
 	StepWaitAPI      = "wait-api"
 	StepEtcdSnapshot = "etcd-snapshot"
 	StepApproveCSRs  = "approve-csrs"
+	StepDrainer      = "drainer"
 )
 
 // Units is no step of kube-aws-node but the point of the boot where runcmd
@@ -120,6 +121,11 @@ var declared = []Step{
 		Summary: "run the approver of kubelet serving CSRs whose names are their node's instance's (until stopped)",
 		Needs: []Need{
 			{Units, "a unit runs it; it asks the API server, which a unit runs"},
+		}},
+	{Name: StepDrainer, Plan: DrainerPath,
+		Summary: "run the drainer of the nodes whose instances wait on the termination hook or carry kube-aws's drain request (until stopped)",
+		Needs: []Need{
+			{Units, "a unit runs it; it drains through the API server, which a unit runs"},
 		}},
 }
 

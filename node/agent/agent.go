@@ -154,7 +154,7 @@ func New(ctx context.Context, step string, o Options) (*Env, error) {
 	}
 	e.Report = &report.Reporter{
 		Role: e.Settings.Role, InstanceID: e.Facts[nodeplan.FactInstanceID], Address: e.Facts[nodeplan.FactPrivateIPv4],
-		Start: start, Out: out,
+		UserData: e.Settings.UserDataKey, Start: start, Out: out,
 	}
 	if !o.DryRun {
 		e.Report.Status = e.Store

@@ -29,6 +29,7 @@ func TestNew(t *testing.T) {
 	agenttest.UseMoto(t, motoURL)
 	imds := agenttest.ServeIMDS(t, agenttest.DefaultInstance)
 	s := agenttest.Settings(t, "nodepool-spot")
+	s.UserDataKey = "clusters/demo/roles/nodepool-spot/userdata/" + strings.Repeat("ab", 32)
 	agenttest.SetSettings(t, s)
 	root := t.TempDir()
 	e, out := agenttest.Env(t, "boot", root)
@@ -77,6 +78,10 @@ func TestNew(t *testing.T) {
 	json.NewDecoder(res.Body).Decode(&st)
 	if st.Phase != nodeplan.PhaseFailed || st.Step != "runcmd[2]" || st.Error != "exit status 1" || st.Address != "10.0.1.23" || st.Role != "nodepool-spot" || st.Time == "" {
 		t.Errorf("status = %+v", st)
+	}
+	// Every status says which userdata the machine booted from.
+	if st.UserData != s.UserDataKey {
+		t.Errorf("status names userdata %q, want %q", st.UserData, s.UserDataKey)
 	}
 	if last, ok := e.Report.Last(); !ok || last.Phase != nodeplan.PhaseFailed {
 		t.Errorf("local status = %+v %v", last, ok)

@@ -221,6 +221,72 @@ func (d *Drainer) Once(ctx context.Context) error {
 	return nil
 }
 
+// Work is a drain the drainer would start now.
+type Work struct {
+	Instance string
+	// Group is the Auto Scaling group whose termination hook holds the
+	// instance; empty when only a request asks for the drain.
+	Group string
+	// Request is kube-aws's request; nil for a drain the hook asks for.
+	// With both, the request's drain runs first and the hook is completed
+	// once it is done.
+	Request *nodeplan.DrainRequest
+	// Timeout and Force are the drain's: the request's, else the
+	// drainer's own.
+	Timeout time.Duration
+	Force   bool
+	// Node is the instance's Kubernetes node; empty when it has none, or
+	// when the nodes could not be read (NodeErr).
+	Node    string
+	NodeErr error
+}
+
+// Pending lists, in instance order, the drains a drainer that has done
+// nothing yet would start now, each with the node it would drain. It
+// changes nothing: it reads Auto Scaling, EC2 and the nodes. A node list
+// the API server refuses is no error: each Work carries it.
+func (d *Drainer) Pending(ctx context.Context) ([]Work, error) {
+	hooked, err := d.waiting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	requests, _, err := d.requests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*Work{}
+	for id, h := range hooked {
+		byID[id] = &Work{Instance: id, Group: h.group, Timeout: d.o.Timeout, Force: d.o.Force}
+	}
+	for id, r := range requests {
+		w := byID[id]
+		if w == nil {
+			w = &Work{Instance: id}
+			byID[id] = w
+		}
+		w.Request = &r
+		w.Timeout, w.Force = r.Timeout, r.Force
+	}
+	var nodes *corev1.NodeList
+	if len(byID) > 0 {
+		nodes, err = d.o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			err = fmt.Errorf("listing nodes: %w", err)
+		}
+	}
+	out := make([]Work, 0, len(byID))
+	for _, w := range byID {
+		if err != nil {
+			w.NodeErr = err
+		} else if n := nodeOfInstance(nodes.Items, w.Instance); n != nil {
+			w.Node = n.Name
+		}
+		out = append(out, *w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Instance < out[j].Instance })
+	return out, nil
+}
+
 // hookWait is an instance held by the drain hook.
 type hookWait struct{ group string }
 
@@ -477,12 +543,18 @@ func (d *Drainer) nodeOf(ctx context.Context, id string) (*corev1.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	for i := range nodes.Items {
-		if strings.HasSuffix(nodes.Items[i].Spec.ProviderID, "/"+id) {
-			return &nodes.Items[i], nil
+	return nodeOfInstance(nodes.Items, id), nil
+}
+
+// nodeOfInstance is the node among nodes whose provider id names the
+// instance; nil when none does.
+func nodeOfInstance(nodes []corev1.Node, id string) *corev1.Node {
+	for i := range nodes {
+		if strings.HasSuffix(nodes[i].Spec.ProviderID, "/"+id) {
+			return &nodes[i]
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // heartbeat extends the lifecycle action while the drain runs.

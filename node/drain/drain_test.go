@@ -312,3 +312,62 @@ func TestInstanceWithoutNode(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// Pending says what the drainer would drain now, and changes nothing: no
+// cordon, no status, no lifecycle action.
+func TestPending(t *testing.T) {
+	tests := []struct {
+		name  string
+		cloud *cloud
+		kube  func(*fake.Clientset)
+		want  []Work
+	}{
+		{"nothing to do", &cloud{}, nil, []Work{}},
+		{"a hook, a request, both, an instance without a node", &cloud{
+			waiting: map[string]string{"i-2": "asg-general", "i-1": "asg-general"},
+			tags:    map[string]string{"i-1": "id=r1;timeout=1m0s;force=true", "i-9": "id=r2;timeout=2m0s;force=false"},
+		}, nil, []Work{
+			{Instance: "i-1", Group: "asg-general", Request: &nodeplan.DrainRequest{ID: "r1", Timeout: time.Minute, Force: true}, Timeout: time.Minute, Force: true, Node: "node-i-1"},
+			{Instance: "i-2", Group: "asg-general", Timeout: 5 * time.Minute, Node: "node-i-2"},
+			{Instance: "i-9", Request: &nodeplan.DrainRequest{ID: "r2", Timeout: 2 * time.Minute}, Timeout: 2 * time.Minute},
+		}},
+		{"nodes unreadable", &cloud{waiting: map[string]string{"i-2": "asg-general"}}, func(cs *fake.Clientset) {
+			cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", nil)
+			})
+		}, []Work{{Instance: "i-2", Group: "asg-general", Timeout: 5 * time.Minute}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs, s := cluster(t, false), &statuses{last: map[string]nodeplan.DrainStatus{}}
+			if tt.kube != nil {
+				tt.kube(cs)
+			}
+			d := newDrainer(cs, tt.cloud, s, 5*time.Minute, false)
+			got, err := d.Pending(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if (g.NodeErr != nil) != (tt.kube != nil) {
+					t.Errorf("%s: node error %v", g.Instance, g.NodeErr)
+				}
+				g.NodeErr = nil
+				if (g.Request == nil) != (w.Request == nil) || (g.Request != nil && *g.Request != *w.Request) {
+					t.Errorf("%s: request %+v, want %+v", g.Instance, g.Request, w.Request)
+				}
+				g.Request, w.Request = nil, nil
+				if g != w {
+					t.Errorf("got %+v, want %+v", g, w)
+				}
+			}
+			if unschedulable(t, cs, "node-i-1") || unschedulable(t, cs, "node-i-2") || len(s.all) != 0 || len(tt.cloud.completed) != 0 {
+				t.Errorf("the look changed something: statuses %v, completed %v", s.all, tt.cloud.completed)
+			}
+		})
+	}
+}

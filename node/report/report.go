@@ -31,6 +31,10 @@ type Reporter struct {
 	Role, InstanceID, Address string
 	// Start is when the machine started (MachineStart).
 	Start time.Time
+	// UserData is the full S3 key of the userdata the machine booted
+	// from (nodeplan.EnvUserDataKey); every status carries it, so that
+	// kube-aws knows what each machine runs.
+	UserData string
 	// Out gets every line: stderr and the console.
 	Out io.Writer
 	// Status stores the status object (nil: only locally), at StatusKey,
@@ -115,15 +119,31 @@ func (r *Reporter) Logf(step, format string, args ...any) {
 // cannot be written is a line on the console, not a failed boot) and to
 // Local. A failure is also a console line naming the step and the error.
 func (r *Reporter) Report(ctx context.Context, phase nodeplan.Phase, step string, stepErr error) {
-	st := nodeplan.Status{
-		Role: r.Role, InstanceID: r.InstanceID, Address: r.Address,
-		Phase: phase, Step: step, Seconds: round(r.Seconds()),
-		Time: r.now().UTC().Format(time.RFC3339),
-	}
+	st := r.status(phase, step)
 	if stepErr != nil {
 		st.Error = stepErr.Error()
 		r.Logf(step, "FAILED: %v", stepErr)
 	}
+	r.write(ctx, st)
+}
+
+// Ready writes the status of a machine that reached its role's goal
+// (phase ready), with what it found there: the gates of a roll read it.
+func (r *Reporter) Ready(ctx context.Context, step string, goal *nodeplan.GoalReport) {
+	st := r.status(nodeplan.PhaseReady, step)
+	st.Goal = goal
+	r.write(ctx, st)
+}
+
+func (r *Reporter) status(phase nodeplan.Phase, step string) nodeplan.Status {
+	return nodeplan.Status{
+		Role: r.Role, InstanceID: r.InstanceID, Address: r.Address,
+		Phase: phase, Step: step, Seconds: round(r.Seconds()),
+		Time: r.now().UTC().Format(time.RFC3339), UserData: r.UserData,
+	}
+}
+
+func (r *Reporter) write(ctx context.Context, st nodeplan.Status) {
 	body, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		r.Logf("status", "encoding the status: %v", err)

@@ -50,7 +50,7 @@ func TestReporter(t *testing.T) {
 	var out bytes.Buffer
 	now := time.Unix(1000, 0)
 	put := &failingPut{}
-	r := &Reporter{Role: "etcd", InstanceID: "i-1", Address: "10.0.0.5", Start: now.Add(-12300 * time.Millisecond),
+	r := &Reporter{Role: "etcd", InstanceID: "i-1", Address: "10.0.0.5", UserData: "p/roles/etcd/userdata/0abc", Start: now.Add(-12300 * time.Millisecond),
 		Out: Writers(&out, nil), Status: put, StatusKey: "p/status/etcd/i-1.json", Local: filepath.Join(t.TempDir(), "s", "status.json"),
 		Now: func() time.Time { return now }}
 	r.Logf("volumes", "attached vol-1\nmounted /var/lib/etcd")
@@ -64,7 +64,19 @@ func TestReporter(t *testing.T) {
 		t.Errorf("calls %d, output %q", put.calls, out.String())
 	}
 	st, ok := r.Last()
-	if !ok || st.Phase != nodeplan.PhaseReady || st.Seconds != 12.3 || st.Time != "1970-01-01T00:16:40Z" {
+	if !ok || st.Phase != nodeplan.PhaseReady || st.Seconds != 12.3 || st.Time != "1970-01-01T00:16:40Z" || st.UserData != "p/roles/etcd/userdata/0abc" || st.Goal != nil {
 		t.Errorf("local status = %+v", st)
+	}
+	// At its goal, the machine says what it found there; the userdata
+	// stays in every status.
+	goal := &nodeplan.GoalReport{Etcd: &nodeplan.EtcdReport{Name: "etcd0", ID: "8e9e05c52164694d", Leader: "8e9e05c52164694d", Members: 3, Healthy: 3}}
+	r.Ready(context.Background(), "wait", goal)
+	st, ok = r.Last()
+	if !ok || st.Phase != nodeplan.PhaseReady || st.Step != "wait" || st.UserData != "p/roles/etcd/userdata/0abc" || st.Goal == nil || *st.Goal.Etcd != *goal.Etcd {
+		t.Errorf("status at the goal = %+v", st)
+	}
+	r.Report(context.Background(), nodeplan.PhaseFailed, "wait", errors.New("boom"))
+	if st, _ = r.Last(); st.Goal != nil || st.Error != "boom" || st.UserData == "" {
+		t.Errorf("a later status = %+v", st)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kube-aws/kube-aws/node/steps/boot"
 	"github.com/kube-aws/kube-aws/node/steps/certificates"
 	"github.com/kube-aws/kube-aws/node/steps/dns"
+	"github.com/kube-aws/kube-aws/node/steps/drainer"
 	"github.com/kube-aws/kube-aws/node/steps/etcdsnapshot"
 	"github.com/kube-aws/kube-aws/node/steps/secrets"
 	"github.com/kube-aws/kube-aws/node/steps/volumes"
@@ -34,6 +35,7 @@ var implementations = map[string]func() step.Step{
 	nodeplan.StepWaitAPI:      func() step.Step { return waitapi.New() },
 	nodeplan.StepEtcdSnapshot: func() step.Step { return etcdsnapshot.New() },
 	nodeplan.StepApproveCSRs:  func() step.Step { return approvecsrs.New() },
+	nodeplan.StepDrainer:      func() step.Step { return drainer.New() },
 }
 
 // All returns a new instance of every step, as kube-aws-node runs it, in

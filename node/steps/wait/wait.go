@@ -1,8 +1,10 @@
 // Package wait is the `wait` step: it waits for what the role is for (this
-// machine's Node Ready, or its etcd member healthy) and reports it with the
-// time since the machine started, on the console and in the status object
-// (phase ready), which is the figure the cluster's boot-time budget is
-// measured by.
+// machine's Node Ready, and on a controller its API server and the API
+// through the load balancer answering /readyz; or its etcd member healthy
+// in a whole cluster) and reports it with the time since the machine
+// started, on the console and in the status object (phase ready, with what
+// it found: the gates of kube-aws's roll), which is the figure the
+// cluster's boot-time budget is measured by.
 package wait
 
 import (
@@ -10,20 +12,29 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
 	"github.com/kube-aws/kube-aws/node/etcdclient"
@@ -44,6 +55,13 @@ type Step struct {
 // New is the step as kube-aws-node runs it.
 func New() *Step { return &Step{Connect: kube.Clientset} }
 
+// backoff paces every wait of the step: short, for a wait is over as soon
+// as its condition holds.
+var backoff = retry.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Factor: 1.5}
+
+// sayEvery is how often a long wait says what it still waits for.
+const sayEvery = 30 * time.Second
+
 func (*Step) Name() string { return nodeplan.StepWait }
 
 func (*Step) Flags(*flag.FlagSet) {}
@@ -52,9 +70,11 @@ func (*Step) Flags(*flag.FlagSet) {}
 type goal struct {
 	plan    nodeplan.GoalPlan
 	timeout time.Duration
-	// node is the Node's name; etcd the member's client configuration.
-	node string
-	etcd clientv3.Config
+	// node is the Node's name; readyz the /readyz URLs (facts expanded);
+	// etcd the member's client configuration.
+	node   string
+	readyz []string
+	etcd   clientv3.Config
 }
 
 // Check reads the goal plan, which the role must have, and says what the
@@ -78,14 +98,28 @@ func (*Step) Check(_ context.Context, e *agent.Env) (step.Changes, error) {
 		if g.node, err = e.Expand("node.nodeName", name); err != nil {
 			return nil, err
 		}
+		until := "it is Ready"
+		for i, u := range n.APIReadyz {
+			v, err := e.Expand(fmt.Sprintf("node.apiReadyz[%d]", i), u)
+			if err != nil {
+				return nil, err
+			}
+			g.readyz = append(g.readyz, v)
+		}
+		if len(g.readyz) > 0 {
+			until += " and " + strings.Join(g.readyz, " and ") + " answer ok"
+		}
+		if len(n.DaemonSets) > 0 {
+			until += ", and its pods of " + daemonSetNames(n.DaemonSets) + " are of its release"
+		}
 		return step.Changes{{Action: "wait", Target: "node " + g.node, Data: g,
-			Detail: fmt.Sprintf("until it is Ready (asking with %s), up to %s; then report phase ready", n.Kubeconfig, g.timeout)}}, nil
+			Detail: fmt.Sprintf("until %s (asking with %s), up to %s; then report phase ready", until, n.Kubeconfig, g.timeout)}}, nil
 	}
 	if g.etcd, err = etcdclient.Config(e, g.plan.Etcd); err != nil {
 		return nil, err
 	}
 	return step.Changes{{Action: "wait", Target: "etcd member " + strings.Join(g.etcd.Endpoints, ","), Data: g,
-		Detail: fmt.Sprintf("until it answers a linearizable read, up to %s; then report phase ready", g.timeout)}}, nil
+		Detail: fmt.Sprintf("until it answers a linearizable read and every member of its cluster answers, with a leader, up to %s; then report phase ready", g.timeout)}}, nil
 }
 
 // Apply waits and reports the machine ready.
@@ -94,22 +128,176 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	var what string
+	var report nodeplan.GoalReport
 	var err error
-	if g.plan.Node != nil {
-		what, err = s.nodeReady(ctx, e, g.plan.Node.Kubeconfig, g.node)
+	if n := g.plan.Node; n != nil {
+		var cs kubernetes.Interface
+		what, cs, err = s.nodeReady(ctx, e, n.Kubeconfig, g.node)
+		report.Node = g.node
+		if err == nil && len(g.readyz) > 0 {
+			err = apiReady(ctx, e, n.Kubeconfig, g.readyz)
+			what += ", " + strings.Join(g.readyz, " and ") + " answer ok"
+			report.APIReady = err == nil
+		}
+		if err == nil && len(n.DaemonSets) > 0 {
+			err = ownPods(ctx, e, cs, g.node, n.DaemonSets)
+			what += ", its pods of " + daemonSetNames(n.DaemonSets) + " are of its release"
+		}
 	} else {
-		what, err = etcdHealthy(ctx, e, g.etcd)
+		what, report.Etcd, err = etcdHealthy(ctx, e, g.etcd)
 	}
 	if err != nil {
 		return err
 	}
 	e.Logf("%s, %.1f s after the machine started", what, e.Report.Seconds())
-	e.Report.Report(ctx, nodeplan.PhaseReady, what, nil)
+	e.Report.Ready(ctx, what, &report)
 	return nil
 }
 
+// apiReady waits until every URL answers /readyz with ok, asked with the
+// kubeconfig's CA and credentials (a controller's own API server, and the
+// API through the load balancer: the gate of a controller's replacement).
+func apiReady(ctx context.Context, e *agent.Env, kubeconfig string, urls []string) error {
+	cfg, err := kube.Config(e.Path(kubeconfig))
+	if err != nil {
+		return err
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	left := slices.Clone(urls)
+	said := time.Now()
+	err = retry.Do(ctx, backoff, func(ctx context.Context) error {
+		var errs []error
+		var still []string
+		for _, u := range left {
+			if err := readyz(ctx, client, u); err != nil {
+				errs = append(errs, err)
+				still = append(still, u)
+			}
+		}
+		left = still
+		return errors.Join(errs...)
+	}, func(_ int, err error, _ time.Duration) {
+		if time.Since(said) >= sayEvery {
+			said = time.Now()
+			e.Logf("still waiting: %v", err)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("the API did not answer /readyz ok in time: %w", err)
+	}
+	return nil
+}
+
+// ownPods waits until this node's pod of each DaemonSet bound to its nodes
+// comes from the release the machine's userdata names: the DaemonSet's pod
+// template carries the release's digest, and so does each pod made from
+// it. A pod of another release is deleted once the DaemonSet's template is
+// of this node's (the DaemonSet made it from the release before, as the
+// node registered, and was upgraded since): the DaemonSet makes it again.
+func ownPods(ctx context.Context, e *agent.Env, cs kubernetes.Interface, node string, sets []nodeplan.NodeDaemonSet) error {
+	said := time.Now()
+	for _, d := range sets {
+		id := d.Namespace + "/" + d.Name
+		err := retry.Do(ctx, backoff, func(ctx context.Context) error {
+			ds, err := cs.AppsV1().DaemonSets(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("DaemonSet %s is not installed yet", id)
+			}
+			if err != nil {
+				return fmt.Errorf("DaemonSet %s: %w", id, err)
+			}
+			if got := ds.Spec.Template.Annotations[names.AnnotationReleaseDigest]; got != d.Digest {
+				return fmt.Errorf("DaemonSet %s is of release %s, this node of release %s: waiting for its upgrade, which the addons step of a controller of this node's release makes",
+					id, shortDigest(got), shortDigest(d.Digest))
+			}
+			pods, err := cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+			if err != nil {
+				return fmt.Errorf("listing the pods of node %s: %w", node, err)
+			}
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != ds.UID || p.DeletionTimestamp != nil {
+					continue
+				}
+				got := p.Annotations[names.AnnotationReleaseDigest]
+				if got == d.Digest {
+					return nil
+				}
+				uid := p.UID
+				err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					return fmt.Errorf("deleting pod %s/%s of DaemonSet %s, of release %s: %w", p.Namespace, p.Name, id, shortDigest(got), err)
+				}
+				e.Logf("deleted pod %s/%s of DaemonSet %s: the DaemonSet made it from release %s before its upgrade to this node's, %s; it makes it again",
+					p.Namespace, p.Name, id, shortDigest(got), shortDigest(d.Digest))
+			}
+			return fmt.Errorf("DaemonSet %s has no pod of this node's release on it yet", id)
+		}, func(_ int, err error, _ time.Duration) {
+			if time.Since(said) >= sayEvery {
+				said = time.Now()
+				e.Logf("still waiting: %v", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", node, err)
+		}
+	}
+	return nil
+}
+
+func daemonSetNames(sets []nodeplan.NodeDaemonSet) string {
+	var out []string
+	for _, d := range sets {
+		out = append(out, d.Namespace+"/"+d.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// shortDigest is a digest as people read it: its first 12 digits, or
+// "(none)" for a template or pod that carries none (made before kube-aws
+// marked its releases).
+func shortDigest(d string) string {
+	if d == "" {
+		return "(none)"
+	}
+	return d[:min(12, len(d))]
+}
+
+// readyz asks one /readyz URL.
+func readyz(ctx context.Context, client *http.Client, u string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return retry.Permanent(fmt.Errorf("%s: %w", u, err))
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", u, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		return fmt.Errorf("%s answers %s: %s", u, res.Status, firstLines(string(body), 3))
+	}
+	return nil
+}
+
+// firstLines keeps a /readyz body short: its failing checks come first
+// only when asked verbosely, so a few lines say enough.
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "; ")
+}
+
 // nodeReady watches this machine's Node until its Ready condition is True.
-func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name string) (string, error) {
+func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name string) (string, kubernetes.Interface, error) {
 	// A worker's kubeconfig names the client certificate its kubelet gets
 	// by TLS bootstrapping: until then the file (or its certificate) is
 	// missing, and that is the wait, not a failure.
@@ -121,7 +309,7 @@ func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name str
 		}
 		return err
 	}, nil); err != nil {
-		return "", fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
+		return "", nil, fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
@@ -156,43 +344,103 @@ func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name str
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
-			return "", fmt.Errorf("node %s did not become Ready in time: %s", name, last)
+			return "", nil, fmt.Errorf("node %s did not become Ready in time: %s", name, last)
 		}
-		return "", fmt.Errorf("watching node %s: %w", name, err)
+		return "", nil, fmt.Errorf("watching node %s: %w", name, err)
 	}
-	return fmt.Sprintf("node %s is Ready", name), nil
+	return fmt.Sprintf("node %s is Ready", name), cs, nil
 }
 
 // etcdHealthy waits until the member answers a linearizable read, as
-// `etcdctl endpoint health` asks.
-func etcdHealthy(ctx context.Context, e *agent.Env, cfg clientv3.Config) (string, error) {
+// `etcdctl endpoint health` asks, and its cluster is whole: every member
+// (MemberList) answers a status request at its client URL without an
+// alarm, and there is a leader. That is the gate of a member's
+// replacement: the member is back, under its name and ID, and the cluster
+// can lose another.
+func etcdHealthy(ctx context.Context, e *agent.Env, cfg clientv3.Config) (string, *nodeplan.EtcdReport, error) {
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return "", fmt.Errorf("etcd client for %v: %w", cfg.Endpoints, err)
+		return "", nil, fmt.Errorf("etcd client for %v: %w", cfg.Endpoints, err)
 	}
 	defer cli.Close()
 	said := time.Now()
-	var status *clientv3.StatusResponse
-	err = retry.Do(ctx, retry.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Factor: 1.5}, func(ctx context.Context) error {
+	var report *nodeplan.EtcdReport
+	var revision int64
+	err = retry.Do(ctx, backoff, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if _, err := cli.Get(cctx, "health"); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
 			return fmt.Errorf("etcd member %v is not healthy: %w", cfg.Endpoints, err)
 		}
-		s, err := cli.Status(cctx, cfg.Endpoints[0])
+		own, err := cli.Status(cctx, cfg.Endpoints[0])
 		if err != nil {
 			return fmt.Errorf("etcd member %s: %w", cfg.Endpoints[0], err)
 		}
-		status = s
+		r, err := etcdCluster(cctx, cli, own)
+		if err != nil {
+			return err
+		}
+		report, revision = r, own.Header.Revision
+		if !r.Whole() {
+			return fmt.Errorf("etcd member %s (%s): %d of %d members healthy, leader %q", r.Name, r.ID, r.Healthy, r.Members, r.Leader)
+		}
 		return nil
 	}, func(_ int, err error, _ time.Duration) {
-		if time.Since(said) >= 30*time.Second {
+		if time.Since(said) >= sayEvery {
 			said = time.Now()
 			e.Logf("still waiting: %v", err)
 		}
 	})
 	if err != nil {
-		return "", err
+		return "", report, err
 	}
-	return fmt.Sprintf("etcd member %x (%s) is healthy, leader %x, revision %d", status.Header.MemberId, cfg.Endpoints[0], status.Leader, status.Header.Revision), nil
+	return fmt.Sprintf("etcd member %s (%s, %s) is healthy, leader %s, %d of %d members healthy, revision %d",
+		report.ID, report.Name, cfg.Endpoints[0], report.Leader, report.Healthy, report.Members, revision), report, nil
 }
+
+// etcdCluster is the member's view of its cluster: its name and ID, the
+// leader, and how many members answer a status request at their client
+// URLs (all at once: a member down costs one timeout, not one each).
+func etcdCluster(ctx context.Context, cli *clientv3.Client, own *clientv3.StatusResponse) (*nodeplan.EtcdReport, error) {
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the etcd members: %w", err)
+	}
+	r := &nodeplan.EtcdReport{ID: memberID(own.Header.MemberId), Members: len(list.Members)}
+	if own.Leader != 0 {
+		r.Leader = memberID(own.Leader)
+	}
+	var healthy atomic.Int32
+	var wg sync.WaitGroup
+	for _, m := range list.Members {
+		if m.ID == own.Header.MemberId {
+			r.Name = m.Name
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if memberAnswers(ctx, cli, m.ClientURLs) {
+				healthy.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	r.Healthy = int(healthy.Load())
+	return r, nil
+}
+
+// memberAnswers says whether a member answers a status request, without an
+// alarm, at one of its client URLs; a member added but not started yet has
+// none.
+func memberAnswers(ctx context.Context, cli *clientv3.Client, urls []string) bool {
+	for _, u := range urls {
+		s, err := cli.Status(ctx, u)
+		if err == nil && len(s.Errors) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// memberID is how etcd (and etcdctl) write a member ID: hexadecimal.
+func memberID(id uint64) string { return strconv.FormatUint(id, 16) }

@@ -3,6 +3,8 @@ package addons
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +19,9 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
 func cluster() *config.Cluster {
@@ -29,7 +33,7 @@ func render(t *testing.T) map[string]charttest.Objects {
 	t.Helper()
 	r, _ := versions.For("1.34.4")
 	var set construct.Set
-	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+	if _, d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
 	out := map[string]charttest.Objects{}
@@ -129,10 +133,10 @@ func TestChartsAreStable(t *testing.T) {
 	r, _ := versions.For("1.34.4")
 	dir := t.TempDir()
 	var a, b construct.Set
-	if _, err := Contribute(&a, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
+	if _, _, err := Contribute(&a, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Contribute(&b, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
+	if _, _, err := Contribute(&b, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", dir); err != nil {
 		t.Fatal(err)
 	}
 	ja, _ := json.Marshal(a)
@@ -147,7 +151,7 @@ func TestChartsAreStable(t *testing.T) {
 func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
 	r, _ := versions.For("1.34.4")
 	var set construct.Set
-	if d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+	if _, d, err := Contribute(&set, cluster(), r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
 	want := construct.NodeTaint{Target: construct.Target{Role: construct.Controller}, Key: names.TaintControlPlane, Effect: "NoSchedule"}
@@ -178,5 +182,109 @@ func TestControllersAreTaintedAndTheirAddonsTolerateIt(t *testing.T) {
 		if !tolerated {
 			t.Errorf("%s does not tolerate %s:NoSchedule (tolerations %+v)", w.object, names.TaintControlPlane, spec.Tolerations)
 		}
+	}
+}
+
+// A node keeps the kube-proxy (and a controller the cloud controller
+// manager) it booted with: every DaemonSet of the plugin updates OnDelete
+// exactly when its release is NodeBound, and the roles that run it carry
+// the release's digest in their userdata, which changes with its values.
+func TestNodeBoundReleases(t *testing.T) {
+	objs := render(t)
+	for rel, o := range objs {
+		for _, key := range o.Keys() {
+			if !strings.HasPrefix(key, "DaemonSet/") {
+				continue
+			}
+			var ds appsv1.DaemonSet
+			o.Decode(t, key, &ds)
+			onDelete := ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
+			if _, bound := NodeBound[rel]; onDelete != bound {
+				t.Errorf("%s of release %s: updateStrategy %s, NodeBound %v", key, rel, ds.Spec.UpdateStrategy.Type, bound)
+			}
+		}
+	}
+
+	r, _ := versions.For("1.34.4")
+	var bound []nodeplan.NodeDaemonSet
+	digests := func(c *config.Cluster) map[string]string {
+		var set construct.Set
+		var d diag.List
+		var err error
+		if bound, d, err = Contribute(&set, c, r, "https://k8s.demo.example.com:443", "kubernetes", t.TempDir()); err != nil || len(d) != 0 {
+			t.Fatal(d, err)
+		}
+		out := map[string]string{}
+		for _, f := range set.Files {
+			out[f.Target.String()+" "+f.Path] = f.Content
+		}
+		return out
+	}
+	got := digests(cluster())
+	want := []string{
+		"controller /etc/kube-aws/releases/kube-proxy.sha256",
+		"worker /etc/kube-aws/releases/kube-proxy.sha256",
+		"controller /etc/kube-aws/releases/aws-cloud-controller-manager.sha256",
+	}
+	if len(got) != len(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	for _, w := range want {
+		if !regexp.MustCompile(`^[0-9a-f]{64}\n$`).MatchString(got[w]) {
+			t.Errorf("%s: %q is not a sha256 line", w, got[w])
+		}
+	}
+	if got[want[0]] != got[want[1]] || got[want[0]] == got[want[2]] {
+		t.Errorf("one release, one digest on every role; two releases, two: %v", got)
+	}
+	// The controllers' goal waits for their pods of both; the pods carry
+	// the digest their node's userdata names.
+	wantBound := []nodeplan.NodeDaemonSet{
+		{Namespace: "kube-system", Name: "kube-proxy", Digest: strings.TrimSpace(got[want[0]])},
+		{Namespace: "kube-system", Name: "aws-cloud-controller-manager", Digest: strings.TrimSpace(got[want[2]])},
+	}
+	if !slices.Equal(bound, wantBound) {
+		t.Errorf("controllers' DaemonSets %+v, want %+v", bound, wantBound)
+	}
+	for _, b := range wantBound {
+		var ds appsv1.DaemonSet
+		objs[b.Name].Decode(t, "DaemonSet/"+b.Name, &ds)
+		if a := ds.Spec.Template.Annotations; a[names.AnnotationReleaseDigest] != b.Digest || a["checksum/config"] == "" {
+			t.Errorf("%s's pods are annotated %v, want %s = %s and the configuration's checksum", b.Name, a, names.AnnotationReleaseDigest, b.Digest)
+		}
+	}
+	// kube-proxy's values change (the pod network), CoreDNS's do not count.
+	other := cluster()
+	other.Kubernetes.PodCIDR = "10.5.0.0/16"
+	changed := digests(other)
+	if changed[want[0]] == got[want[0]] || changed[want[2]] != got[want[2]] {
+		t.Errorf("a kube-proxy change must change its digest, and only its: %v then %v", got, changed)
+	}
+	other = cluster()
+	other.Kubernetes.ClusterDomain = "example.internal"
+	if d := digests(other); d[want[0]] != got[want[0]] || d[want[2]] != got[want[2]] {
+		t.Errorf("a CoreDNS change changed a node-bound digest: %v then %v", got, d)
+	}
+	if digest("a", []byte("{}")) == digest("b", []byte("{}")) {
+		t.Error("a chart change does not change the digest")
+	}
+}
+
+// CoreDNS is a Deployment whose pods may run on any node, old or new,
+// during an upgrade; an air-gapped node has only its own version's images.
+// So every supported Kubernetes version runs the same CoreDNS image: a
+// version that needs another makes this test fail, and docs/design.md
+// ("Changing a running cluster") says what to do then.
+func TestCoreDNSIsOneImageForEveryVersion(t *testing.T) {
+	images := map[string][]string{}
+	for _, v := range versions.Supported() {
+		r, d := versions.For(v)
+		if len(d) != 0 {
+			t.Fatal(d)
+		}
+		images[r.CoreDNSImage()] = append(images[r.CoreDNSImage()], v)
+	}
+	if len(images) != 1 {
+		t.Errorf("CoreDNS images by Kubernetes version: %v; want one image for all", images)
 	}
 }

@@ -68,11 +68,19 @@ func Initialise(c *config.Cluster, workDir string, k joinsecrets.Keeper, store j
 	if err := controlplane.Contribute(set, c, r); err != nil {
 		return nil, nil, err
 	}
+	d, err := controlplane.Drainer(set, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	diags = append(diags, d...)
 	if err := joinsecrets.Contribute(set, k, store, apiServer); err != nil {
 		return nil, nil, err
 	}
-	d, err := addons.Contribute(set, c, r, apiServer, Plugin, workDir)
+	bound, d, err := addons.Contribute(set, c, r, apiServer, Plugin, workDir)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := node.Goals(set, bound); err != nil {
 		return nil, nil, err
 	}
 	if diags = append(diags, d...); diags.HasFatal() {

@@ -1,12 +1,14 @@
 // Package controlplane builds what the controllers run besides the API
 // server (whose static pod the apiserver plugin's flags make): the static
 // pods of kube-controller-manager and kube-scheduler, both with leader
-// election so that any number of controllers may run them, the plan and
-// unit of kube-aws-node's kubelet serving CSR approver, and the RBAC
-// bindings that let a worker's kubelet join with a bootstrap token.
+// election so that any number of controllers may run them, the plans and
+// units of kube-aws-node's kubelet serving CSR approver and of its drainer
+// (with the drainer's IAM statements), and the RBAC bindings that let a
+// worker's kubelet join with a bootstrap token.
 package controlplane
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
@@ -24,6 +27,8 @@ const (
 	ManifestDir = "/etc/kubernetes/manifests"
 	// ApproverUnit runs `kube-aws-node approve-csrs`.
 	ApproverUnit = "kube-aws-approve-csrs.service"
+	// DrainerUnit runs `kube-aws-node drainer`.
+	DrainerUnit = "kube-aws-drainer.service"
 	// Health ports of the components (their defaults), probed on loopback.
 	ControllerManagerPort = 10257
 	SchedulerPort         = 10259
@@ -54,6 +59,56 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release) error
 	set.Units = append(set.Units, construct.Unit{Target: controller, Name: ApproverUnit, Content: approverUnit, Enable: true})
 	set.Manifests = append(set.Manifests, construct.Manifest{Name: "kube-aws-node-bootstrap.yaml", Content: bootstrapRBAC})
 	return nil
+}
+
+// Drainer adds the drainer's plan (cluster.yaml's drain settings, which the
+// termination hook's drains use; kube-aws's roll names its own in each
+// request), its unit on every controller (one leads, by a Lease), and the
+// controllers' IAM statements it needs. A fatal means s3URI does not parse
+// (core's validation refuses that first).
+func Drainer(set *construct.Set, c *config.Cluster) (diag.List, error) {
+	plan, err := nodeplan.Encode(&nodeplan.DrainerPlan{
+		Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook,
+		Timeout: c.Drain.TimeoutDuration().String(), Force: c.Drain.Force,
+	})
+	if err != nil {
+		return nil, err
+	}
+	set.Files = append(set.Files, construct.File{Target: controller, Path: nodeplan.DrainerPath, Mode: "0644", Content: string(plan)})
+	set.Units = append(set.Units, construct.Unit{Target: controller, Name: DrainerUnit, Content: drainerUnit, Enable: true})
+	iam, diags := drainerStatements(c)
+	set.IAM = append(set.IAM, iam...)
+	return diags, nil
+}
+
+// drainerStatements let the controllers' drainer find the instances to
+// drain (Auto Scaling and EC2 describe calls, which take no resource-level
+// permissions), answer the termination hook of the cluster's own groups
+// only (those tagged kubernetes.io/cluster/<cluster>=owned), and write its
+// drain statuses under the cluster's prefix.
+func drainerStatements(c *config.Cluster) ([]construct.IAMStatement, diag.List) {
+	owned, err := json.Marshal(map[string]any{"StringEquals": map[string]string{
+		"autoscaling:ResourceTag/" + names.KubernetesClusterTag(c.ClusterName): "owned"}})
+	if err != nil {
+		return nil, diag.List{diag.Fatalf("the drainer's IAM condition: %v", err)}
+	}
+	partition := config.Partition(c.Region)
+	out := []construct.IAMStatement{
+		{Target: controller, Sid: "KubeAwsDrainerFind", Effect: "Allow",
+			Actions: []string{"autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances"}, Resources: []string{"*"}},
+		{Target: controller, Sid: "KubeAwsDrainerHook", Effect: "Allow",
+			Actions:   []string{"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"},
+			Resources: []string{fmt.Sprintf("arn:%s:autoscaling:%s:*:autoScalingGroup:*:autoScalingGroupName/*", partition, c.Region)},
+			Condition: owned},
+	}
+	bucket, prefix, err := config.ParseS3URI(c.S3URI)
+	if err != nil {
+		return out, diag.List{diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix")}
+	}
+	out = append(out, construct.IAMStatement{Target: controller, Sid: "KubeAwsDrainerStatus", Effect: "Allow",
+		Actions:   []string{"s3:PutObject"},
+		Resources: []string{fmt.Sprintf("arn:%s:s3:::%s/%s/*", partition, bucket, nodeplan.Key(prefix, nodeplan.DrainStatusPrefix))}})
+	return out, nil
 }
 
 // flags renders name -> value as --name=value, sorted, refusing an empty
@@ -145,6 +200,26 @@ var approverUnit = strings.Join([]string{
 	"[Service]",
 	"EnvironmentFile=" + nodeplan.SettingsEnvPath,
 	"ExecStart=" + nodeplan.BinaryPath + " " + nodeplan.StepApproveCSRs,
+	"Restart=always",
+	"RestartSec=5",
+	"",
+	"[Install]",
+	"WantedBy=multi-user.target",
+	"",
+}, "\n")
+
+// drainerUnit runs the drainer on every controller: one at a time drains
+// (the one holding the Lease), the others stand by to take over. On
+// SIGTERM it stops its drains and lets go of the Lease.
+var drainerUnit = strings.Join([]string{
+	"[Unit]",
+	"Description=kube-aws: drain a node before its instance goes (termination hook, or kube-aws's roll)",
+	"After=network-online.target",
+	"Wants=network-online.target",
+	"",
+	"[Service]",
+	"EnvironmentFile=" + nodeplan.SettingsEnvPath,
+	"ExecStart=" + nodeplan.BinaryPath + " " + nodeplan.StepDrainer,
 	"Restart=always",
 	"RestartSec=5",
 	"",

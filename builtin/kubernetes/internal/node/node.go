@@ -64,8 +64,8 @@ var (
 	worker     = construct.Target{Role: construct.Worker}
 )
 
-// Contribute adds the nodes' files, units, kubelet flags and goal plans to
-// set.
+// Contribute adds the nodes' files, units and kubelet flags to set (Goals
+// their goal plans).
 func Contribute(set *construct.Set, s Settings) error {
 	containerd, err := ContainerdConfig(s.Release)
 	if err != nil {
@@ -78,11 +78,6 @@ func Contribute(set *construct.Set, s Settings) error {
 			return err
 		}
 		set.Files = append(set.Files, construct.File{Target: t, Path: KubeletConfigPath, Mode: "0644", Content: kc})
-		goal, err := nodeplan.Encode(&nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}})
-		if err != nil {
-			return err
-		}
-		set.Files = append(set.Files, construct.File{Target: t, Path: nodeplan.GoalPath, Mode: "0644", Content: string(goal)})
 		set.Units = append(set.Units,
 			construct.Unit{Target: t, Name: KubeletUnit, Content: kubeletUnit, Enable: true},
 			// containerd comes with the machine image and is running when
@@ -106,6 +101,38 @@ func Contribute(set *construct.Set, s Settings) error {
 	flag(worker, "bootstrap-kubeconfig", names.KubeconfigBootstrapKubelet)
 	set.Units = append(set.Units, construct.Unit{Target: worker, Name: KubeletUnit, DropIns: []construct.DropIn{{Name: "10-wait-api", Content: waitAPIDropIn}}})
 	return nil
+}
+
+// Goals adds the goal plans of the controllers and the workers to set;
+// daemonSets are the DaemonSets bound to the controllers (Goal).
+func Goals(set *construct.Set, daemonSets []nodeplan.NodeDaemonSet) error {
+	for _, t := range []construct.Target{controller, worker} {
+		goal, err := nodeplan.Encode(Goal(t.Role, daemonSets))
+		if err != nil {
+			return err
+		}
+		set.Files = append(set.Files, construct.File{Target: t, Path: nodeplan.GoalPath, Mode: "0644", Content: string(goal)})
+	}
+	return nil
+}
+
+// Goal is the role's goal plan: its node Ready. A controller also waits
+// until its own API server and the API through the load balancer (its DNS
+// name is a fact the control-plane stack's bootstrap passes) answer /readyz
+// ok, and until its pods of daemonSets (bound to the nodes that run them,
+// which its addons step upgrades after its kubelet registered) are of its
+// own release, asked with the admin's credentials: the gate of a
+// controller's replacement in kube-aws's roll. A worker boots once the
+// controllers upgraded those releases (the roll replaces them first), and
+// its kubelet's credentials could not read a DaemonSet.
+func Goal(role construct.Role, daemonSets []nodeplan.NodeDaemonSet) *nodeplan.GoalPlan {
+	if role != construct.Controller {
+		return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}}
+	}
+	return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigAdmin, APIReadyz: []string{
+		names.APIServerLocalURL + "/readyz",
+		fmt.Sprintf("https://{%s}:%d/readyz", names.FactAPILoadBalancerDNS, names.APIServerPort),
+	}, DaemonSets: daemonSets}}
 }
 
 // waitAPIDropIn holds a worker's kubelet until the API server answers its

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/kubernetes/internal/versions"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/nodeplan"
 )
 
 func release(t *testing.T) versions.Release {
@@ -127,5 +130,27 @@ func TestWorkersWaitForTheAPI(t *testing.T) {
 	}
 	if len(controller) != 0 {
 		t.Errorf("controller kubelet drop-ins %q, want none", controller)
+	}
+}
+
+// A worker's goal is its node Ready; a controller's is that, /readyz of
+// its own API server and of the API through the load balancer (the fact
+// the control-plane stack passes), and its pods of the DaemonSets bound to
+// it of its own release, asked with the admin's credentials.
+func TestGoal(t *testing.T) {
+	bound := []nodeplan.NodeDaemonSet{{Namespace: "kube-system", Name: "kube-proxy", Digest: strings.Repeat("0", 64)}}
+	tests := []struct {
+		role construct.Role
+		want nodeplan.NodeGoal
+	}{
+		{construct.Worker, nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}},
+		{construct.Controller, nodeplan.NodeGoal{Kubeconfig: names.KubeconfigAdmin,
+			APIReadyz: []string{"https://127.0.0.1:443/readyz", "https://{apiLoadBalancerDNS}:443/readyz"}, DaemonSets: bound}},
+	}
+	for _, tt := range tests {
+		g := Goal(tt.role, bound)
+		if err := g.Validate(); err != nil || g.Etcd != nil || g.Node == nil || !reflect.DeepEqual(*g.Node, tt.want) {
+			t.Errorf("%s: goal %+v (%v), want node %+v", tt.role, g.Node, err, tt.want)
+		}
 	}
 }
