@@ -148,6 +148,8 @@ func fullResult() *stage.Result {
 				Changes: []stage.ResourceChange{{Action: "Modify", LogicalID: "VPC", PhysicalID: "vpc-1", ResourceType: "AWS::EC2::VPC", Replacement: "False"}}}},
 			Orphans: []string{"c1-nodepool-old"},
 			Changed: true,
+			Machines: []stage.MachineDiff{{Stack: "nodepool-a", Role: "nodepool-a", Group: "c1-nodepool-a-Group-1", InstanceID: "i-1",
+				Address: "10.0.0.5", Reasons: []string{"kubernetesVersion 1.33.13 -> 1.34.4", "plugin dex changed"}}},
 		},
 		Destroy:     &stage.DestroyResult{Deleted: []string{"network"}, Absent: []string{"iam"}, Orphans: []string{"c1-nodepool-old"}},
 		Diagnostics: diag.List{fullDiag(), {Severity: diag.Warning, Message: "deprecated"}},

@@ -228,7 +228,9 @@ func TestVolumeFailures(t *testing.T) {
 			unmountAtEnd(t, e.Path("/var/lib/etcd"))
 			writePlan(t, e, tt.setup(t, e, client))
 			o := opts
-			o.Timeout = 2 * time.Second
+			// Long enough for a few reads of moto on a loaded machine;
+			// "every volume taken" waits all of it.
+			o.Timeout = 6 * time.Second
 			err := step.Run(context.Background(), e, &o)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || agent.ExitCode(err) != tt.code {
 				t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, agent.ExitCode(err), tt.want, tt.code)
