@@ -147,13 +147,13 @@ type DrainerPlan struct {
 	// Hook is the termination lifecycle hook of the cluster's groups the
 	// drainer answers (names.DrainLifecycleHook).
 	Hook string `json:"hook"`
-	// Timeout bounds a drain the termination hook started (a request
-	// names its own); "5m" when empty. The hook's heartbeat timeout is
-	// above it.
+	// Timeout bounds a drain the termination hook started when the hook's
+	// metadata names none (kube-aws renders it there, from cluster.yaml's
+	// drain; a request names its own); "5m" when empty.
 	Timeout string `json:"timeout,omitempty"`
-	// Force deletes the pods a PodDisruptionBudget still protects when
-	// Timeout expires on such a drain, instead of letting the instance go
-	// with them still running.
+	// Force, likewise when the hook's metadata says nothing, deletes the
+	// pods a PodDisruptionBudget still protects when Timeout expires on
+	// such a drain, instead of letting the instance go with them running.
 	Force bool `json:"force,omitempty"`
 }
 

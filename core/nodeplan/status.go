@@ -34,8 +34,9 @@ type Status struct {
 type GoalReport struct {
 	// Node is the machine's Kubernetes node, Ready.
 	Node string `json:"node,omitempty"`
-	// APIReady says that the machine's own API server and the API through
-	// the load balancer both answered /readyz ok (controllers).
+	// APIReady says that the machine's own API server answered /readyz ok
+	// (controllers); whether it answers through the load balancer is the
+	// load balancer's health of the instance, which a roll reads there.
 	APIReady bool `json:"apiReady,omitempty"`
 	// Etcd is the member's view of its cluster (etcd members).
 	Etcd *EtcdReport `json:"etcd,omitempty"`

@@ -58,6 +58,7 @@ type AutoScaling interface {
 	DescribeAutoScalingGroups(context.Context, *autoscaling.DescribeAutoScalingGroupsInput, ...func(*autoscaling.Options)) (*autoscaling.DescribeAutoScalingGroupsOutput, error)
 	CompleteLifecycleAction(context.Context, *autoscaling.CompleteLifecycleActionInput, ...func(*autoscaling.Options)) (*autoscaling.CompleteLifecycleActionOutput, error)
 	RecordLifecycleActionHeartbeat(context.Context, *autoscaling.RecordLifecycleActionHeartbeatInput, ...func(*autoscaling.Options)) (*autoscaling.RecordLifecycleActionHeartbeatOutput, error)
+	DescribeLifecycleHooks(context.Context, *autoscaling.DescribeLifecycleHooksInput, ...func(*autoscaling.Options)) (*autoscaling.DescribeLifecycleHooksOutput, error)
 }
 
 // EC2 is what the drainer asks of EC2: the instances with a drain request.
@@ -77,8 +78,8 @@ type Options struct {
 	EC2  EC2
 	// Put writes a drain's status (JSON) under the cluster's prefix.
 	Put func(ctx context.Context, rel string, body []byte) error
-	// Timeout and Force are a drain's when no request says otherwise (the
-	// termination hook's drains).
+	// Timeout and Force are a termination hook's drain's when the hook's
+	// metadata does not say.
 	Timeout time.Duration
 	Force   bool
 	// Poll is how often the groups and the requests are read.
@@ -216,7 +217,7 @@ func (d *Drainer) Once(ctx context.Context) error {
 		if _, busy := d.active[id]; busy || d.completed[id] {
 			continue
 		}
-		d.start(ctx, id, "", d.o.Timeout, d.o.Force, &h)
+		d.start(ctx, id, "", h.timeout, h.force, &h)
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func (d *Drainer) Pending(ctx context.Context) ([]Work, error) {
 	}
 	byID := map[string]*Work{}
 	for id, h := range hooked {
-		byID[id] = &Work{Instance: id, Group: h.group, Timeout: d.o.Timeout, Force: d.o.Force}
+		byID[id] = &Work{Instance: id, Group: h.group, Timeout: h.timeout, Force: h.force}
 	}
 	for id, r := range requests {
 		w := byID[id]
@@ -287,12 +288,22 @@ func (d *Drainer) Pending(ctx context.Context) ([]Work, error) {
 	return out, nil
 }
 
-// hookWait is an instance held by the drain hook.
-type hookWait struct{ group string }
+// hookWait is an instance held by the drain hook, and the drain the hook
+// asks for.
+type hookWait struct {
+	group   string
+	timeout time.Duration
+	force   bool
+}
 
-// waiting lists the cluster's instances held by the drain hook.
+// waiting lists the cluster's instances held by the drain hook, each with
+// the drain its group's hook asks for: its metadata is a
+// nodeplan.DrainRequest (cluster.yaml's drain, rendered into the hook, so
+// that changing it changes no machine); Options' Timeout and Force when it
+// says nothing.
 func (d *Drainer) waiting(ctx context.Context) (map[string]hookWait, error) {
 	out := map[string]hookWait{}
+	asked := map[string]hookWait{} // group -> its hook's drain
 	p := autoscaling.NewDescribeAutoScalingGroupsPaginator(d.o.ASG, &autoscaling.DescribeAutoScalingGroupsInput{
 		Filters: []astypes.Filter{{Name: aws.String("tag:" + clusterTag(d.o.Cluster)), Values: []string{"owned"}}},
 	})
@@ -303,13 +314,41 @@ func (d *Drainer) waiting(ctx context.Context) (map[string]hookWait, error) {
 		}
 		for _, g := range page.AutoScalingGroups {
 			for _, i := range g.Instances {
-				if i.LifecycleState == astypes.LifecycleStateTerminatingWait {
-					out[aws.ToString(i.InstanceId)] = hookWait{group: aws.ToString(g.AutoScalingGroupName)}
+				if i.LifecycleState != astypes.LifecycleStateTerminatingWait {
+					continue
 				}
+				name := aws.ToString(g.AutoScalingGroupName)
+				h, ok := asked[name]
+				if !ok {
+					h = d.hookAsks(ctx, name)
+					asked[name] = h
+				}
+				out[aws.ToString(i.InstanceId)] = h
 			}
 		}
 	}
 	return out, nil
+}
+
+// hookAsks reads the drain a group's hook asks for from its metadata.
+func (d *Drainer) hookAsks(ctx context.Context, group string) hookWait {
+	h := hookWait{group: group, timeout: d.o.Timeout, force: d.o.Force}
+	out, err := d.o.ASG.DescribeLifecycleHooks(ctx, &autoscaling.DescribeLifecycleHooksInput{AutoScalingGroupName: aws.String(group), LifecycleHookNames: []string{d.o.Hook}})
+	if err != nil {
+		d.o.Logf("group %s: reading its hook %s: %v; draining with a timeout of %s", group, d.o.Hook, err, h.timeout)
+		return h
+	}
+	for _, hook := range out.LifecycleHooks {
+		if md := aws.ToString(hook.NotificationMetadata); md != "" {
+			r, err := nodeplan.ParseDrainRequest(md)
+			if err != nil {
+				d.o.Logf("group %s: hook %s: %v; draining with a timeout of %s", group, d.o.Hook, err, h.timeout)
+				continue
+			}
+			h.timeout, h.force = r.Timeout, r.Force
+		}
+	}
+	return h
 }
 
 // requests lists the cluster's instances kube-aws asked to drain, and

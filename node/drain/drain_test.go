@@ -36,6 +36,8 @@ type cloud struct {
 	ended     map[string]bool
 	completed []string
 	beats     int
+	// hookAsks is the metadata of the groups' hook.
+	hookAsks string
 }
 
 func (c *cloud) DescribeAutoScalingGroups(_ context.Context, in *autoscaling.DescribeAutoScalingGroupsInput, _ ...func(*autoscaling.Options)) (*autoscaling.DescribeAutoScalingGroupsOutput, error) {
@@ -74,6 +76,19 @@ func (c *cloud) RecordLifecycleActionHeartbeat(context.Context, *autoscaling.Rec
 	defer c.mu.Unlock()
 	c.beats++
 	return &autoscaling.RecordLifecycleActionHeartbeatOutput{}, nil
+}
+
+// DescribeLifecycleHooks: the hook asks, in its metadata, for the drain
+// the test sets (none: the drainer's own).
+func (c *cloud) DescribeLifecycleHooks(_ context.Context, in *autoscaling.DescribeLifecycleHooksInput, _ ...func(*autoscaling.Options)) (*autoscaling.DescribeLifecycleHooksOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := &autoscaling.DescribeLifecycleHooksOutput{}
+	if c.hookAsks != "" {
+		out.LifecycleHooks = []astypes.LifecycleHook{{AutoScalingGroupName: in.AutoScalingGroupName, LifecycleHookName: aws.String("kube-aws-drain"),
+			NotificationMetadata: aws.String(c.hookAsks)}}
+	}
+	return out, nil
 }
 
 func (c *cloud) DescribeInstances(_ context.Context, _ *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
@@ -288,10 +303,11 @@ func TestTerminationHook(t *testing.T) {
 	}
 }
 
-// A hook whose drain times out still lets the instance go, saying so.
+// A hook whose drain times out still lets the instance go, saying so. The
+// hook's metadata names the timeout (the drainer's own is a minute).
 func TestTerminationHookTimesOut(t *testing.T) {
-	cs, c, s := cluster(t, true), &cloud{waiting: map[string]string{"i-2": "asg-general"}}, &statuses{last: map[string]nodeplan.DrainStatus{}}
-	d := newDrainer(cs, c, s, 300*time.Millisecond, false)
+	cs, c, s := cluster(t, true), &cloud{waiting: map[string]string{"i-2": "asg-general"}, hookAsks: "id=kube-aws-drain;timeout=300ms;force=false"}, &statuses{last: map[string]nodeplan.DrainStatus{}}
+	d := newDrainer(cs, c, s, time.Minute, false)
 	until(t, d, "the hook", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.completed) == 1 })
 	if st := s.get("i-2"); st.Phase != nodeplan.DrainBlocked {
 		t.Errorf("status %+v", st)

@@ -28,6 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -123,6 +125,9 @@ type Engine struct {
 	kms  *kms.Client
 	asg  *autoscaling.Client
 	ec2  *ec2.Client
+	// elb and elbv2 read the load balancers' health of a roll's machines.
+	elb   *elb.Client
+	elbv2 *elbv2.Client
 }
 
 // Target is what to deploy: the cluster configuration, the render output
@@ -228,6 +233,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.kms = kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = ep() })
 	e.asg = autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.BaseEndpoint = ep() })
 	e.ec2 = ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = ep() })
+	e.elb = elb.NewFromConfig(cfg, func(o *elb.Options) { o.BaseEndpoint = ep() })
+	e.elbv2 = elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = ep() })
 	return e, nil
 }
 

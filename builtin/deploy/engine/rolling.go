@@ -15,6 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kube-aws/kube-aws/builtin/deploy/engine/roll"
@@ -243,6 +247,46 @@ func (f *fleet) DrainStatus(ctx context.Context, instance string) (*nodeplan.Dra
 		return nil, err
 	}
 	return &ds, nil
+}
+
+// Serving reads the health of the instance in every load balancer of its
+// group: a classic load balancer's InService, a target group's healthy.
+func (f *fleet) Serving(ctx context.Context, group, instance string) (bool, string, error) {
+	out, err := f.e.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{group}})
+	if err != nil {
+		return false, "", fmt.Errorf("describing auto scaling group %s: %w", group, err)
+	}
+	if len(out.AutoScalingGroups) == 0 {
+		return false, "", fmt.Errorf("auto scaling group %s does not exist", group)
+	}
+	g := out.AutoScalingGroups[0]
+	for _, lb := range g.LoadBalancerNames {
+		h, err := f.e.elb.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(lb), Instances: []elbtypes.Instance{{InstanceId: aws.String(instance)}}})
+		if err != nil {
+			return false, "", fmt.Errorf("reading the health of %s in load balancer %s: %w", instance, lb, err)
+		}
+		for _, s := range h.InstanceStates {
+			if aws.ToString(s.State) != "InService" {
+				return false, fmt.Sprintf("load balancer %s: %s %s", lb, aws.ToString(s.State), aws.ToString(s.Description)), nil
+			}
+		}
+	}
+	for _, tg := range g.TargetGroupARNs {
+		h, err := f.e.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(tg), Targets: []elbv2types.TargetDescription{{Id: aws.String(instance)}}})
+		if err != nil {
+			return false, "", fmt.Errorf("reading the health of %s in target group %s: %w", instance, tg, err)
+		}
+		for _, d := range h.TargetHealthDescriptions {
+			if th := d.TargetHealth; th == nil || th.State != elbv2types.TargetHealthStateEnumHealthy {
+				state, why := "unknown", ""
+				if th != nil {
+					state, why = string(th.State), aws.ToString(th.Description)
+				}
+				return false, fmt.Sprintf("target group %s: %s %s", tg, state, why), nil
+			}
+		}
+	}
+	return true, "", nil
 }
 
 // readJSON reads a JSON object under the cluster's prefix; false when

@@ -152,7 +152,12 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			Protocol:                   "TCP",
 			TargetType:                 "instance",
 			VpcId:                      cfn.Ref(paramVpcID),
-			HealthCheckProtocol:        "TCP",
+			// The API server's own readiness, over TLS (a health check
+			// does not verify the certificate): a controller is in service
+			// when its API server answers /readyz, which is what a roll of
+			// the controllers waits for.
+			HealthCheckProtocol:        "HTTPS",
+			HealthCheckPath:            "/readyz",
 			HealthCheckIntervalSeconds: 10,
 			HealthyThresholdCount:      3,
 			UnhealthyThresholdCount:    3,
@@ -185,7 +190,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 				LoadBalancerPort: "443", InstancePort: "443", Protocol: "TCP", InstanceProtocol: "TCP",
 			}},
 			HealthCheck: &elasticloadbalancing.LoadBalancer_HealthCheck{
-				Target: "TCP:443", HealthyThreshold: "3", UnhealthyThreshold: "3", Interval: "10", Timeout: "5",
+				Target: "HTTPS:443/readyz", HealthyThreshold: "3", UnhealthyThreshold: "3", Interval: "10", Timeout: "5",
 			},
 			Tags: lbTags,
 		})

@@ -126,6 +126,10 @@ type Fleet interface {
 	Status(ctx context.Context, role, instance string) (*nodeplan.Status, error)
 	// DrainStatus is the drainer's report on an instance; nil when none.
 	DrainStatus(ctx context.Context, instance string) (*nodeplan.DrainStatus, error)
+	// Serving says whether every load balancer of the group sends to the
+	// instance (its health as the load balancer sees it), and if not
+	// why; a group without one serves.
+	Serving(ctx context.Context, group, instance string) (bool, string, error)
 }
 
 // Options tune a roll.
@@ -694,7 +698,7 @@ func (r *roller) waitReady(ctx context.Context, s Spec, in Instance, member stri
 	if launched.IsZero() {
 		launched = r.o.Now()
 	}
-	lastStep := ""
+	lastStep, lastServing := "", ""
 	return r.poll(ctx, func() (bool, error) {
 		st, err := r.f.Status(ctx, s.Role, in.ID)
 		if err != nil {
@@ -712,6 +716,21 @@ func (r *roller) waitReady(ctx context.Context, s Spec, in Instance, member stri
 			if why := gate(s, st, member); why != "" {
 				return false, &Error{Role: s.Role, Instance: in.ID, Address: in.Address, Reason: why}
 			}
+			if s.Kind == Controller {
+				// Its API server answers through the load balancer: the
+				// load balancer's own health of it.
+				ok, why, err := r.f.Serving(ctx, s.Group, in.ID)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					if why != lastServing {
+						lastServing = why
+						r.report(s, in, PhaseBooting, "ready, not yet in service behind the API load balancer: %s", why)
+					}
+					return r.graceLeft(s, in, launched, "not in service behind the API load balancer: "+why)
+				}
+			}
 			r.report(s, in, PhaseReady, "ready %.1f s after its machine started", st.Seconds)
 			return true, nil
 		}
@@ -719,16 +738,22 @@ func (r *roller) waitReady(ctx context.Context, s Spec, in Instance, member stri
 			lastStep = st.Step
 			r.report(s, in, PhaseBooting, "%s", st.Step)
 		}
-		if age := r.o.Now().Sub(launched); age > r.o.BootGrace {
-			at := "it wrote no status"
-			if st != nil {
-				at = "last at step " + st.Step
-			}
-			return false, &Error{Role: s.Role, Instance: in.ID, Address: in.Address,
-				Reason: fmt.Sprintf("not ready %s after launch (%s): see its console output or journal; the machines not yet replaced keep serving", age.Round(time.Second), at)}
+		at := "it wrote no status"
+		if st != nil {
+			at = "last at step " + st.Step
 		}
-		return false, nil
+		return r.graceLeft(s, in, launched, at)
 	})
+}
+
+// graceLeft fails a wait for a new machine that is older than BootGrace,
+// saying where it stands.
+func (r *roller) graceLeft(s Spec, in Instance, launched time.Time, at string) (bool, error) {
+	if age := r.o.Now().Sub(launched); age > r.o.BootGrace {
+		return false, &Error{Role: s.Role, Instance: in.ID, Address: in.Address,
+			Reason: fmt.Sprintf("not ready %s after launch (%s): see its console output or journal; the machines not yet replaced keep serving", age.Round(time.Second), at)}
+	}
+	return false, nil
 }
 
 // gate says why a machine at its goal does not pass its kind's gate; ""
@@ -748,7 +773,7 @@ func gate(s Spec, st *nodeplan.Status, member string) string {
 		}
 	case Controller:
 		if g == nil || !g.APIReady {
-			return "it reached its goal without /readyz answering through the load balancer"
+			return "it reached its goal without its API server answering /readyz"
 		}
 	}
 	return ""

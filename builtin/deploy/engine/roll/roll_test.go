@@ -33,6 +33,8 @@ type sim struct {
 	bootReads   int
 	statusReads map[string]int
 	drainReads  map[string]int
+	// servingReads counts the load balancer's reads of each instance.
+	servingReads map[string]int
 	requests    map[string]nodeplan.DrainRequest
 	withdrawn   []string
 	// maxDesired is the highest desired capacity each group had.
@@ -51,7 +53,7 @@ type simGroup struct {
 
 func newSim() *sim {
 	return &sim{groups: map[string]*simGroup{}, failStep: map[string]string{}, failed: map[string]string{}, blocked: map[string]bool{},
-		bootReads: 2, statusReads: map[string]int{}, drainReads: map[string]int{}, requests: map[string]nodeplan.DrainRequest{},
+		bootReads: 2, statusReads: map[string]int{}, drainReads: map[string]int{}, servingReads: map[string]int{}, requests: map[string]nodeplan.DrainRequest{},
 		maxDesired: map[string]int{}}
 }
 
@@ -209,6 +211,21 @@ func (s *sim) DrainStatus(_ context.Context, id string) (*nodeplan.DrainStatus, 
 	return ds, nil
 }
 
+// Serving: a controller serves behind the load balancer one read of it
+// after its status is ready.
+func (s *sim) Serving(_ context.Context, group, id string) (bool, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servingReads[id]++
+	if s.servingReads[id] < 2 {
+		return false, "OutOfService: registering", nil
+	}
+	if s.servingReads[id] == 2 {
+		s.log = append(s.log, "serving "+id)
+	}
+	return true, "", nil
+}
+
 func (s *sim) index(entry string) int {
 	for i, l := range s.log {
 		if l == entry {
@@ -239,7 +256,7 @@ func exampleSim(versions map[string]string) *sim {
 		g := fmt.Sprintf("asg-etcd%d", i)
 		s.add(g, "etcd", Etcd, 1, 1, v(g))
 	}
-	s.add("asg-controller", "controller", Controller, 2, 2, v("asg-controller"))
+	s.add("asg-controller", "controller", Controller, 2, 3, v("asg-controller"))
 	s.add("asg-general", "nodepool-general", Worker, 2, 3, v("asg-general"))
 	s.add("asg-spot", "nodepool-spot", Worker, 1, 2, v("asg-spot"))
 	return s
@@ -311,6 +328,17 @@ func TestRollOrderAndGates(t *testing.T) {
 		}
 		if ready < 0 {
 			t.Errorf("etcd member after %s went before its replacement was ready: %v", id, s.log)
+		}
+	}
+	// Each old controller is drained only once a new one serves behind the
+	// load balancer.
+	serving := 0
+	for _, l := range s.log {
+		switch {
+		case strings.HasPrefix(l, "serving "):
+			serving++
+		case l == "drain i-04" && serving < 1, l == "drain i-05" && serving < 2:
+			t.Errorf("%s before a new controller served: %v", l, s.log)
 		}
 	}
 	// Pools surge by one: desired never above target+1, and each old node

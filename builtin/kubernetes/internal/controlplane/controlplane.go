@@ -61,16 +61,15 @@ func Contribute(set *construct.Set, c *config.Cluster, r versions.Release) error
 	return nil
 }
 
-// Drainer adds the drainer's plan (cluster.yaml's drain settings, which the
-// termination hook's drains use; kube-aws's roll names its own in each
-// request), its unit on every controller (one leads, by a Lease), and the
-// controllers' IAM statements it needs. A fatal means s3URI does not parse
-// (core's validation refuses that first).
+// Drainer adds the drainer's plan, its unit on every controller (one leads,
+// by a Lease), and the controllers' IAM statements it needs. The plan holds
+// no drain settings: a termination hook's drain is the one the hook's
+// metadata asks for (cluster.yaml's drain, rendered into the hooks), and
+// kube-aws's roll names its own in each request, so changing cluster.yaml's
+// drain replaces no controller. A fatal means s3URI does not parse (core's
+// validation refuses that first).
 func Drainer(set *construct.Set, c *config.Cluster) (diag.List, error) {
-	plan, err := nodeplan.Encode(&nodeplan.DrainerPlan{
-		Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook,
-		Timeout: c.Drain.TimeoutDuration().String(), Force: c.Drain.Force,
-	})
+	plan, err := nodeplan.Encode(&nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +94,7 @@ func drainerStatements(c *config.Cluster) ([]construct.IAMStatement, diag.List) 
 	partition := config.Partition(c.Region)
 	out := []construct.IAMStatement{
 		{Target: controller, Sid: "KubeAwsDrainerFind", Effect: "Allow",
-			Actions: []string{"autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances"}, Resources: []string{"*"}},
+			Actions: []string{"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeLifecycleHooks", "ec2:DescribeInstances"}, Resources: []string{"*"}},
 		{Target: controller, Sid: "KubeAwsDrainerHook", Effect: "Allow",
 			Actions:   []string{"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"},
 			Resources: []string{fmt.Sprintf("arn:%s:autoscaling:%s:*:autoScalingGroup:*:autoScalingGroupName/*", partition, c.Region)},

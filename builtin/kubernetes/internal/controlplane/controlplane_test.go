@@ -22,8 +22,8 @@ func TestFlagsRefuseEmptyValues(t *testing.T) {
 	}
 }
 
-// The controllers run the drainer with cluster.yaml's drain settings, and
-// may answer the termination hook of the cluster's own groups only, and
+// The controllers run the drainer (the drain settings are the hooks', not
+// the plan's: a change of them replaces no controller), and may answer the termination hook of the cluster's own groups only, and
 // write drain statuses under the cluster's prefix only.
 func TestDrainer(t *testing.T) {
 	tests := []struct {
@@ -34,13 +34,13 @@ func TestDrainer(t *testing.T) {
 		fatal   string
 	}{
 		{"defaults", config.Cluster{ClusterName: "demo", Region: "us-east-1", S3URI: "s3://bucket/clusters/demo"},
-			nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook, Timeout: "5m0s"},
+			nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook},
 			"arn:aws:s3:::bucket/clusters/demo/drains/*", ""},
 		{"forced, no prefix, another partition", config.Cluster{ClusterName: "cn", Region: "cn-north-1", S3URI: "s3://bucket", Drain: config.Drain{Timeout: "90s", Force: true}},
-			nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook, Timeout: "1m30s", Force: true},
+			nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook},
 			"arn:aws-cn:s3:::bucket/drains/*", ""},
 		{"no s3URI", config.Cluster{ClusterName: "demo", Region: "us-east-1"},
-			nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook, Timeout: "5m0s"}, "", "s3URI"},
+			nodeplan.DrainerPlan{Kubeconfig: names.KubeconfigAdmin, Hook: names.DrainLifecycleHook}, "", "s3URI"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestDrainer(t *testing.T) {
 				strings.Join(hook.Actions, " ") != "autoscaling:CompleteLifecycleAction autoscaling:RecordLifecycleActionHeartbeat" {
 				t.Errorf("hook statement %+v (condition %s)", hook, hook.Condition)
 			}
-			if find := byID["KubeAwsDrainerFind"]; strings.Join(find.Actions, " ") != "autoscaling:DescribeAutoScalingGroups ec2:DescribeInstances" || find.Condition != nil {
+			if find := byID["KubeAwsDrainerFind"]; strings.Join(find.Actions, " ") != "autoscaling:DescribeAutoScalingGroups autoscaling:DescribeLifecycleHooks ec2:DescribeInstances" || find.Condition != nil {
 				t.Errorf("find statement %+v", find)
 			}
 			if st, ok := byID["KubeAwsDrainerStatus"]; (tt.status == "") == ok || (ok && (strings.Join(st.Resources, " ") != tt.status || strings.Join(st.Actions, " ") != "s3:PutObject")) {

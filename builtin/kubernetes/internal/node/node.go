@@ -117,11 +117,9 @@ func Goals(set *construct.Set, daemonSets []nodeplan.NodeDaemonSet) error {
 }
 
 // Goal is the role's goal plan: its node Ready. A controller also waits
-// until its own API server and the API through the load balancer (its DNS
-// name is a fact the control-plane stack's bootstrap passes) answer /readyz
-// ok, and until its pods of daemonSets (bound to the nodes that run them,
-// which its addons step upgrades after its kubelet registered) are of its
-// own release, asked with the admin's credentials: the gate of a
+// until its own API server answers /readyz ok, and until its pods of
+// daemonSets (bound to the nodes that run them, which its addons step
+// upgrades after its kubelet registered) are of its own release, asked with the admin's credentials: the gate of a
 // controller's replacement in kube-aws's roll. A worker boots once the
 // controllers upgraded those releases (the roll replaces them first), and
 // its kubelet's credentials could not read a DaemonSet.
@@ -129,9 +127,14 @@ func Goal(role construct.Role, daemonSets []nodeplan.NodeDaemonSet) *nodeplan.Go
 	if role != construct.Controller {
 		return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}}
 	}
+	// Not the API through the load balancer: on AWS a network load
+	// balancer that preserves client addresses does not route a target's
+	// connection back to the target itself, so a lone controller would
+	// never pass. That its API server answers through the load balancer is
+	// the roll's gate, read from the load balancer's own health of the
+	// instance.
 	return &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: names.KubeconfigAdmin, APIReadyz: []string{
 		names.APIServerLocalURL + "/readyz",
-		fmt.Sprintf("https://{%s}:%d/readyz", names.FactAPILoadBalancerDNS, names.APIServerPort),
 	}, DaemonSets: daemonSets}}
 }
 

@@ -145,7 +145,7 @@ func TestGoal(t *testing.T) {
 	}{
 		{construct.Worker, nodeplan.NodeGoal{Kubeconfig: names.KubeconfigKubelet}},
 		{construct.Controller, nodeplan.NodeGoal{Kubeconfig: names.KubeconfigAdmin,
-			APIReadyz: []string{"https://127.0.0.1:443/readyz", "https://{apiLoadBalancerDNS}:443/readyz"}, DaemonSets: bound}},
+			APIReadyz: []string{"https://127.0.0.1:443/readyz"}, DaemonSets: bound}},
 	}
 	for _, tt := range tests {
 		g := Goal(tt.role, bound)
