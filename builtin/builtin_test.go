@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,53 @@ func TestPluginsMatchTheirFolders(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join("internal", "plugin.go")); err == nil {
 		t.Error("builtin/internal is shared code, not a plugin")
+	}
+}
+
+// No plugin imports another plugin's package, and no program but the
+// built-ins' executable imports a plugin's: what two plugins agree on is
+// in core/, what built-ins share in builtin/internal (docs/design.md).
+func TestNoPluginImportsAnother(t *testing.T) {
+	const mod = "github.com/kube-aws/kube-aws/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", mod+"builtin/...", mod+"contrib/plugins/...", mod+"cmd/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	// owner says which plugin a package is of ("" for none): builtin/<name>/...
+	// but builtin/internal, and contrib/plugins/<name>/....
+	owner := func(pkg string) string {
+		rest, ok := strings.CutPrefix(pkg, mod)
+		if !ok {
+			return ""
+		}
+		parts := strings.Split(rest, "/")
+		switch {
+		case len(parts) >= 2 && parts[0] == "builtin" && parts[1] != "internal":
+			return "builtin/" + parts[1]
+		case len(parts) >= 3 && parts[0] == "contrib" && parts[1] == "plugins":
+			return "contrib/plugins/" + parts[2]
+		}
+		return ""
+	}
+	pkgs := strings.Fields(string(out))
+	checked := 0
+	for _, p := range pkgs {
+		self := owner(p)
+		if self == "" && !strings.HasPrefix(p, mod+"cmd/") || p == mod+"cmd/kube-aws-builtins" {
+			continue
+		}
+		deps, err := exec.Command("go", "list", "-deps", p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", p, err, deps)
+		}
+		checked++
+		for _, d := range strings.Fields(string(deps)) {
+			if o := owner(d); o != "" && o != self {
+				t.Errorf("%s imports %s, a package of plugin %s", p, d, o)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d packages of %v", checked, pkgs)
 	}
 }
