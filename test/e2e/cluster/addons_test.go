@@ -22,7 +22,10 @@ import (
 // says one thing was installed: the AWS environment ConfigMap, a release
 // (releases[i]: release <ns>/<name> ...: installed|upgraded|unchanged) or
 // a manifest (manifests[i]: <path> ...: <n> objects applied).
-var addonsLine = regexp.MustCompile(`kube-aws-node\[[^\]]+\]\s+[0-9.]+s addons: (?:(ConfigMap ` +
+// The step writes each line to the console itself, and cloud-init forwards
+// its stderr there too ("cloud-init[181]: kube-aws-node[...]"): only the
+// step's own lines, which start the line, are read.
+var addonsLine = regexp.MustCompile(`(?m)^kube-aws-node\[[^\]]+\]\s+[0-9.]+s addons: (?:(ConfigMap ` +
 	regexp.QuoteMeta(names.AWSEnvNamespace+"/"+names.AWSEnvConfigMap) + `): |releases\[([0-9]+)\]: release (\S+) .*: (?:installed|upgraded|unchanged) \(chart |manifests\[([0-9]+)\]: .*: [0-9]+ objects applied)`)
 
 // checkAddonsOrder holds the plugin guide's promise (docs/plugins.md,
