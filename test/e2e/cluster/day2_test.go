@@ -223,7 +223,7 @@ func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	proxies, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
+	proxies, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=kube-proxy"})
 	if err != nil {
 		return nil, err
 	}
