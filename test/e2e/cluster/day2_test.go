@@ -191,7 +191,9 @@ func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes
 	c := &traffic{e: e, cancel: cancel, done: make(chan struct{})}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
-	if err := eventually(ctx, "web answering through a worker", func() error {
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer wcancel()
+	if err := eventually(wctx, "web answering through a worker", func() error {
 		if sent, _ := c.counts(); sent == 0 {
 			return errors.New("no request sent yet")
 		}
