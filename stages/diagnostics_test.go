@@ -121,7 +121,11 @@ func TestOperations(t *testing.T) {
 				if in.Rendered == nil {
 					t.Errorf("%s: diff without the render output", name)
 				}
-				return &stage.Result{Diff: &stage.DiffResult{Stacks: []stage.StackDiff{{Stack: name, Action: stage.ActionNone}}, Changed: name == "extra"}}, nil
+				d := &stage.DiffResult{Stacks: []stage.StackDiff{{Stack: name, Action: stage.ActionNone}}, Changed: name == "extra"}
+				if name == "deploy" {
+					d.Machines = []stage.MachineDiff{{Stack: "nodepool-a", Role: "nodepool-a", InstanceID: "i-1", Reasons: []string{"plugin extra changed"}}}
+				}
+				return &stage.Result{Diff: d}, nil
 			case stage.Destroy:
 				mu.Lock()
 				order = append(order, name)
@@ -135,7 +139,8 @@ func TestOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Diff == nil || len(out.Diff.Stacks) != 3 || !out.Diff.Changed || out.Rendered == nil || out.Stages[2].Stage != stage.Diff {
+	if out.Diff == nil || len(out.Diff.Stacks) != 3 || !out.Diff.Changed || out.Rendered == nil || out.Stages[2].Stage != stage.Diff ||
+		len(out.Diff.Machines) != 1 || out.Diff.Machines[0].InstanceID != "i-1" {
 		t.Errorf("diff outcome %+v", out)
 	}
 	out, err = h.session().Operate(context.Background(), stage.Destroy)

@@ -185,6 +185,7 @@ func mergeOperation(parts []Plugin, calls []call, res *StageResult) {
 			}
 			res.Diff.Stacks = append(res.Diff.Stacks, d.Stacks...)
 			res.Diff.Orphans = append(res.Diff.Orphans, d.Orphans...)
+			res.Diff.Machines = append(res.Diff.Machines, d.Machines...)
 			res.Diff.Changed = res.Diff.Changed || d.Changed
 		}
 		if d := r.Destroy; d != nil {

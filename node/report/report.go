@@ -120,6 +120,14 @@ func (r *Reporter) Logf(step, format string, args ...any) {
 // Local. A failure is also a console line naming the step and the error.
 func (r *Reporter) Report(ctx context.Context, phase nodeplan.Phase, step string, stepErr error) {
 	st := r.status(phase, step)
+	if phase == nodeplan.PhaseReady {
+		// A machine at its goal stays there: a later status (boot's
+		// "runcmd done", after the wait step wrote the goal) keeps what
+		// the machine found at it, which a roll's gate reads.
+		if last, ok := r.Last(); ok && last.Phase == nodeplan.PhaseReady {
+			st.Goal = last.Goal
+		}
+	}
 	if stepErr != nil {
 		st.Error = stepErr.Error()
 		r.Logf(step, "FAILED: %v", stepErr)

@@ -75,6 +75,13 @@ func TestReporter(t *testing.T) {
 	if !ok || st.Phase != nodeplan.PhaseReady || st.Step != "wait" || st.UserData != "p/roles/etcd/userdata/0abc" || st.Goal == nil || *st.Goal.Etcd != *goal.Etcd {
 		t.Errorf("status at the goal = %+v", st)
 	}
+	// A later status at the goal (boot's end, written by another process
+	// from the same local copy) keeps what the machine found there.
+	r2 := &Reporter{Role: r.Role, InstanceID: r.InstanceID, UserData: r.UserData, Start: r.Start, Out: r.Out, Status: put, StatusKey: r.StatusKey, Local: r.Local, Now: r.Now}
+	r2.Report(context.Background(), nodeplan.PhaseReady, "runcmd done", nil)
+	if st, _ = r2.Last(); st.Step != "runcmd done" || st.Goal == nil || *st.Goal.Etcd != *goal.Etcd {
+		t.Errorf("boot's status after the goal = %+v", st)
+	}
 	r.Report(context.Background(), nodeplan.PhaseFailed, "wait", errors.New("boom"))
 	if st, _ = r.Last(); st.Goal != nil || st.Error != "boom" || st.UserData == "" {
 		t.Errorf("a later status = %+v", st)
