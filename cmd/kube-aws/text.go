@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -49,7 +50,11 @@ func diffText(d *stage.DiffResult) string {
 					n++
 				}
 			}
-			fmt.Fprintf(&b, "%s (%s): %d machine(s) would be replaced, drained first\n", m.Role, m.Stack, n)
+			how := "drained first"
+			if m.Role == names.RoleEtcd {
+				how = "one member at a time" // members run no pods
+			}
+			fmt.Fprintf(&b, "%s (%s): %d machine(s) would be replaced, %s\n", m.Role, m.Stack, n, how)
 		}
 		who := m.InstanceID
 		if m.Address != "" {

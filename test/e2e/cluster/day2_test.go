@@ -84,7 +84,7 @@ func (e *example) day2(ctx context.Context, t *testing.T, archive string) {
 	sent, failed := client.counts()
 	t.Logf("web client: %d requests through the workers during the day-2 cases, %d failed", sent, failed)
 	if failed > 0 {
-		t.Errorf("%d of %d requests to the web Service failed; first: %s", failed, sent, strings.Join(client.firstFailures(5), "; "))
+		t.Errorf("%d of %d requests to the web Service failed, by worker:\n%s", failed, sent, client.failureSummary())
 	}
 }
 
@@ -184,11 +184,20 @@ type traffic struct {
 	sent     int
 	failed   int
 	failures []string
+	// byTarget sums the failures through each worker.
+	byTarget map[string]*targetFailures
+}
+
+// targetFailures are the failed requests through one worker.
+type targetFailures struct {
+	n           int
+	first, last time.Time
+	sample      string
 }
 
 func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &traffic{e: e, cancel: cancel, done: make(chan struct{})}
+	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -288,9 +297,17 @@ func (c *traffic) run(ctx context.Context) {
 				c.sent++
 				if err != nil {
 					c.failed++
+					now := time.Now()
 					if len(c.failures) < 20 {
-						c.failures = append(c.failures, fmt.Sprintf("%s via %s: %v", time.Now().Format("15:04:05.000"), w, err))
+						c.failures = append(c.failures, fmt.Sprintf("%s via %s: %v", now.Format("15:04:05.000"), w, err))
 					}
+					f := c.byTarget[w]
+					if f == nil {
+						f = &targetFailures{first: now, sample: err.Error()}
+						c.byTarget[w] = f
+					}
+					f.n++
+					f.last = now
 				}
 			}()
 		}
@@ -324,6 +341,19 @@ func (c *traffic) firstFailures(n int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.failures[:min(n, len(c.failures))])
+}
+
+// failureSummary says, per worker, how many requests through it failed,
+// from when to when, and one error.
+func (c *traffic) failureSummary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lines []string
+	for w, f := range c.byTarget {
+		lines = append(lines, fmt.Sprintf("%s: %d failed %s to %s (%s)", w, f.n, f.first.Format("15:04:05.0"), f.last.Format("15:04:05.0"), f.sample))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 func (c *traffic) stop() {
@@ -453,15 +483,25 @@ func (e *example) upgrade(ctx context.Context, t *testing.T, cs *kubernetes.Clie
 			last = r
 		}
 	}
-	// Every node at the new version.
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		if v := n.Status.NodeInfo.KubeletVersion; v != "v"+exampleVersion {
-			t.Errorf("node %s runs kubelet %s, want v%s", n.Name, v, exampleVersion)
+	// Every node at the new version, once the cloud controller manager
+	// has removed the nodes of the instances that are gone.
+	if err := eventually(ctx, "every node at v"+exampleVersion, func() error {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
 		}
+		var old []string
+		for _, n := range nodes.Items {
+			if v := n.Status.NodeInfo.KubeletVersion; v != "v"+exampleVersion {
+				old = append(old, n.Name+" "+v)
+			}
+		}
+		if len(old) > 0 || len(nodes.Items) != len(before)-len(etcd) {
+			return fmt.Errorf("%d nodes, at other versions: %v", len(nodes.Items), old)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	// etcd: the same members, with their data.
 	membersAfter, err := e.etcdMembers(ctx, ids(e.live(ctx, t, "-etcd"))[0])
@@ -484,7 +524,7 @@ func (e *example) upgrade(ctx context.Context, t *testing.T, cs *kubernetes.Clie
 	t.Logf("upgrade %s -> %s: %d machines replaced; web client %d requests, %d failed; /readyz through the load balancer %d probes, %d failed, longest without an ok %.1fs",
 		previousVersion, exampleVersion, len(before), sent-sent0, failed-failed0, probes, failedProbes, longest.Seconds())
 	if failed > failed0 {
-		t.Errorf("%d requests failed during the upgrade: %s", failed-failed0, strings.Join(client.firstFailures(5), "; "))
+		t.Errorf("%d requests failed during the upgrade, by worker (since the web client began):\n%s", failed-failed0, client.failureSummary())
 	}
 	if longest > lbFailover {
 		t.Errorf("/readyz through the load balancer went %.1fs without an ok during the upgrade, more than %s", longest.Seconds(), lbFailover)
@@ -553,12 +593,13 @@ func (e *example) reportRoll(t *testing.T, evs []rollEvent) {
 	for _, s := range stacks {
 		a, _ := time.Parse("15:04:05", first[s])
 		b, _ := time.Parse("15:04:05", lastAt[s])
-		n := 0
+		gone := map[string]bool{}
 		for _, ev := range evs {
-			if ev.stack == s && ev.phase == "gone" {
-				n++
+			if ev.stack == s && ev.phase == "terminating" {
+				gone[ev.instance] = true
 			}
 		}
+		n := len(gone)
 		t.Logf("roll of %s: %d machines replaced, %s to %s (%.0fs)", s, n, first[s], lastAt[s], b.Sub(a).Seconds())
 	}
 }
@@ -633,7 +674,8 @@ func (e *example) pluginChange(ctx context.Context, t *testing.T, cs *kubernetes
 	if out, err = e.up(ctx, t); err != nil {
 		t.Fatalf("kube-aws up with the pool-unit plugin: %v\n%s", err, out)
 	}
-	e.reportRoll(t, rollEvents(out))
+	evs := rollEvents(out)
+	e.reportRoll(t, evs)
 	after, err := e.instances(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -646,9 +688,17 @@ func (e *example) pluginChange(ctx context.Context, t *testing.T, cs *kubernetes
 		}
 	}
 	for _, id := range spot {
-		ds, err := e.drainStatus(ctx, id)
-		if err != nil || ds.Phase != nodeplan.DrainDrained || ds.Request == "" {
-			t.Errorf("spot machine %s went without a drain kube-aws asked for: %+v %v", id, ds, err)
+		drained, terminated := -1, -1
+		for i, ev := range evs {
+			switch {
+			case ev.instance == id && ev.phase == "drained" && drained < 0:
+				drained = i
+			case ev.instance == id && ev.phase == "terminating" && terminated < 0:
+				terminated = i
+			}
+		}
+		if drained < 0 || terminated < drained {
+			t.Errorf("spot machine %s: drained at event %d, terminated at %d; want drained first", id, drained, terminated)
 		}
 	}
 	for _, in := range e.live(ctx, t, "-nodepool-spot-") {

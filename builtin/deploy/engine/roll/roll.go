@@ -708,8 +708,9 @@ func (r *roller) waitReady(ctx context.Context, s Spec, in Instance, member stri
 			in.Address = st.Address
 		}
 		if st != nil && st.Phase == nodeplan.PhaseFailed {
-			r.report(s, in, PhaseFailed, "failed at step %s: %s", st.Step, st.Error)
-			return false, &Error{Role: s.Role, Instance: in.ID, Address: in.Address, Step: st.Step, Reason: st.Error +
+			why := failure(st.Error)
+			r.report(s, in, PhaseFailed, "failed at step %s: %s", st.Step, why)
+			return false, &Error{Role: s.Role, Instance: in.ID, Address: in.Address, Step: st.Step, Reason: why +
 				"; the machines not yet replaced keep serving: fix the cause and run kube-aws up again, which continues from here"}
 		}
 		if st != nil && st.Phase == nodeplan.PhaseReady {
@@ -754,6 +755,19 @@ func (r *roller) graceLeft(s Spec, in Instance, launched time.Time, at string) (
 			Reason: fmt.Sprintf("not ready %s after launch (%s): see its console output or journal; the machines not yet replaced keep serving", age.Round(time.Second), at)}
 	}
 	return false, nil
+}
+
+// failure is what a failed machine's status says went wrong, in one line:
+// a step run by boot fails with boot's line and the command's last output
+// after it, whose last line is the step's own account of its failure.
+func failure(err string) string {
+	lines := strings.Split(strings.TrimSpace(err), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	last := strings.TrimSpace(lines[len(lines)-1])
+	head := strings.TrimSuffix(strings.TrimSpace(lines[0]), "; its last output:")
+	return head + ": " + last
 }
 
 // gate says why a machine at its goal does not pass its kind's gate; ""

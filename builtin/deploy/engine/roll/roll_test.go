@@ -174,7 +174,8 @@ func (s *sim) Status(_ context.Context, role, id string) (*nodeplan.Status, erro
 		s.failed[id] = step
 	}
 	if step, ok := s.failed[id]; ok {
-		return &nodeplan.Status{Role: role, InstanceID: id, Phase: nodeplan.PhaseFailed, Step: step, Error: "sha256 mismatch"}, nil
+		return &nodeplan.Status{Role: role, InstanceID: id, Phase: nodeplan.PhaseFailed, Step: step,
+			Error: "runcmd[1] (line 10) `kube-aws-node artifacts`: exit status 1; its last output:\nkube-aws-node[x] 3.6s artifacts: bridge installed\nkube-aws-node[x] 3.7s artifacts: FAILED: sha256 mismatch"}, nil
 	}
 	if n <= s.bootReads {
 		return &nodeplan.Status{Role: role, InstanceID: id, Phase: nodeplan.PhaseBooting, Step: "runcmd[1]: kube-aws-node artifacts"}, nil
@@ -399,7 +400,7 @@ func TestFailedReplacementStopsAndResumes(t *testing.T) {
 	if !errors.As(err, &re) {
 		t.Fatalf("want a roll error, got %v", err)
 	}
-	if re.Role != "nodepool-general" || re.Step != "runcmd[1]: kube-aws-node artifacts" || !strings.Contains(re.Error(), re.Instance) || !strings.Contains(re.Error(), "sha256 mismatch") {
+	if re.Role != "nodepool-general" || re.Step != "runcmd[1]: kube-aws-node artifacts" || !strings.Contains(re.Error(), re.Instance) || !strings.Contains(re.Error(), "exit status 1: kube-aws-node[x] 3.7s artifacts: FAILED: sha256 mismatch") || strings.Contains(re.Error(), "bridge installed") {
 		t.Errorf("error: %v", re)
 	}
 	// The old machines still serve: none was drained or terminated.
