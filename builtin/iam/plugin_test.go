@@ -137,7 +137,7 @@ func TestRolesGetTheirStatementsInPluginOrder(t *testing.T) {
 	tmpl := template(t, renderFixture(t, "full"))
 	cases := map[string]string{
 		"ControllerRole":      "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsCloudProvider Route53",
-		"EtcdRole":            "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsEtcdDiscovery",
+		"EtcdRole":            "KubeAwsRead KubeAwsStatus KubeAwsDecrypt",
 		"NodePoolGeneralRole": "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsNode Logs",
 		"NodePoolSpotArmRole": "KubeAwsRead KubeAwsStatus KubeAwsDecrypt KubeAwsNode Logs SpotTermination",
 	}

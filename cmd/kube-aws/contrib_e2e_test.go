@@ -54,20 +54,7 @@ const contribValues = `  bastion:
 // diff --exit-code exits 0, and validate alone passes too.
 func TestTheExampleWithEveryContribPluginComesUpAndValidates(t *testing.T) {
 	l := newAWSLayout(t)
-	contribDir := filepath.Join(filepath.Dir(l.kubeAWS), "kube-aws-plugins", "contrib")
-	entries, err := os.ReadDir(filepath.Join("..", "..", "contrib", "plugins"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !strings.Contains(contribValues, "\n  "+e.Name()+":\n") && !strings.HasPrefix(contribValues, "  "+e.Name()+":\n") {
-			t.Fatalf("contrib plugin %s is not enabled by this test: add it to contribValues", e.Name())
-		}
-		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/contrib/plugins/"+e.Name()), filepath.Join(contribDir, e.Name()))
-	}
-	l.edit("\n  deploy:\n    enabled: true\n", "\n  deploy:\n    enabled: true\n"+contribValues)
-	t.Setenv("DD_API_KEY", "dd-api-key-e2e")
-	t.Setenv("DEX_KUBECTL_SECRET", "dex-kubectl-secret-e2e")
+	enableEveryContribPlugin(l)
 
 	stdout, stderr, code := l.run("up", "--endpoint-url", l.endpoint)
 	if code != 0 || !strings.Contains(stdout+stderr, "validate: pki, kubernetes, deploy, bastion (4 plugin(s))") {
@@ -82,4 +69,25 @@ func TestTheExampleWithEveryContribPluginComesUpAndValidates(t *testing.T) {
 	if stdout, stderr, code := l.run("diff", "--exit-code", "--endpoint-url", l.endpoint); code != 0 {
 		t.Fatalf("diff --exit-code after up: exit %d, want 0\n%s\n%s", code, stdout, stderr)
 	}
+}
+
+// enableEveryContribPlugin installs every contrib plugin beside l's kube-aws
+// and enables each in its cluster.yaml with contribValues, the sensitive
+// values in kube-aws's environment.
+func enableEveryContribPlugin(l *awsLayout) {
+	t := l.t
+	t.Helper()
+	contribDir := filepath.Join(filepath.Dir(l.kubeAWS), "kube-aws-plugins", "contrib")
+	entries, err := os.ReadDir(filepath.Join("..", "..", "contrib", "plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.Contains(contribValues, "\n  "+e.Name()+":\n") && !strings.HasPrefix(contribValues, "  "+e.Name()+":\n") {
+			t.Fatalf("contrib plugin %s is not enabled by this test: add it to contribValues", e.Name())
+		}
+		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/contrib/plugins/"+e.Name()), filepath.Join(contribDir, e.Name()))
+	}
+	l.edit("\n  deploy:\n    enabled: true\n", "\n  deploy:\n    enabled: true\n"+contribValues)
+	l.env = append(l.env, "DD_API_KEY=dd-api-key-e2e", "DEX_KUBECTL_SECRET=dex-kubectl-secret-e2e")
 }

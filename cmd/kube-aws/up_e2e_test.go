@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -260,8 +262,24 @@ func TestUpDiffValidateDestroyAgainstMoto(t *testing.T) {
 	for _, r := range res.StackResourceSummaries {
 		kinds[aws.ToString(r.ResourceType)]++
 	}
-	if kinds["AWS::EC2::Volume"] != 3 || kinds["AWS::AutoScaling::AutoScalingGroup"] != 3 || kinds["AWS::Route53::HostedZone"] != 1 {
-		t.Fatalf("etcd stack resources %v, want 3 volumes, 3 groups of one and the zone", kinds)
+	if kinds["AWS::EC2::Volume"] != 3 || kinds["AWS::AutoScaling::AutoScalingGroup"] != 3 || kinds["AWS::Route53::HostedZone"] != 1 ||
+		kinds["AWS::IAM::Policy"] != 1 {
+		t.Fatalf("etcd stack resources %v, want 3 volumes, 3 groups of one, the zone and the etcd role's policy on it", kinds)
+	}
+	// That policy is on the etcd role the iam stack made, and names the
+	// zone the etcd stack made, by the id moto gave it.
+	role, zone := l.parameter("demo-etcd", "EtcdRoleName"), l.physicalID("demo-etcd", "PrivateZone")
+	iamc := iam.NewFromConfig(aws.Config{Region: awstest.Region, Credentials: awstest.Credentials()}, func(o *iam.Options) { o.BaseEndpoint = aws.String(l.endpoint) })
+	pol, err := iamc.GetRolePolicy(context.Background(), &iam.GetRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String("kube-aws-etcd-records")})
+	if err != nil {
+		t.Fatalf("the etcd role %q has no records policy: %v", role, err)
+	}
+	policy, err := url.QueryUnescape(aws.ToString(pol.PolicyDocument))
+	if err != nil {
+		policy = aws.ToString(pol.PolicyDocument)
+	}
+	if zone == "" || !strings.Contains(policy, "arn:aws:route53:::hostedzone/"+zone+`"`) || strings.Contains(policy, `"*"`) {
+		t.Fatalf("the etcd role's records policy, want it on zone %s alone:\n%s", zone, policy)
 	}
 
 	// Again, with nothing changed: no stack updated, nothing uploaded.

@@ -28,6 +28,13 @@ const (
 	// EtcdZoneResource is the logical id of the members' private hosted
 	// zone in the etcd stack.
 	EtcdZoneResource = "PrivateZone"
+	// EtcdRecordsPolicyResource is the logical id of the IAM policy in the
+	// etcd stack that lets the etcd role change records in that zone and
+	// no other. It is in the etcd stack, not the iam stack, because it
+	// names the zone by its id, which only the etcd stack has: the iam
+	// stack is deployed first (every machine stack takes its instance
+	// profile), so it cannot take the etcd stack's outputs.
+	EtcdRecordsPolicyResource = "EtcdRecordsPolicy"
 	// FactEtcdZoneID is the machine fact holding that zone's id, from the
 	// TagEtcdZoneID tag of the member's data volume: a member upserts its
 	// record by id, with no lookup by name (which needs

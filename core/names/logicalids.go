@@ -9,9 +9,10 @@ import (
 // Logical IDs of the resources the built-in plugins render: what a patch
 // (construct.Patch.LogicalID) and a Ref or Fn::GetAtt of another plugin's
 // resource name. The security groups, the API rule, LaunchTemplate,
-// AutoScalingGroup, APILoadBalancer and EtcdZoneResource are declared
-// beside the stacks and outputs they go with; BuiltinResources lists them
-// all, and the plugin guide's table of logical IDs is made from it.
+// AutoScalingGroup, APILoadBalancer, EtcdZoneResource and
+// EtcdRecordsPolicyResource are declared beside the stacks and outputs they
+// go with; BuiltinResources lists them all, and the plugin guide's table of
+// logical IDs is made from it.
 
 // The network stack of a new VPC (no network.vpcId in cluster.yaml).
 const (
@@ -149,6 +150,7 @@ func BuiltinResources() []Resource {
 
 		{StackEtcd, LaunchTemplate, "names.LaunchTemplate", "AWS::EC2::LaunchTemplate", "cloudformation", ""},
 		{StackEtcd, EtcdZoneResource, "names.EtcdZoneResource", "AWS::Route53::HostedZone", "etcd", ""},
+		{StackEtcd, EtcdRecordsPolicyResource, "names.EtcdRecordsPolicyResource", "AWS::IAM::Policy", "etcd", ""},
 		{StackEtcd, "EtcdData<i>", "names.EtcdDataVolume(i)", "AWS::EC2::Volume", "etcd", "per member"},
 		{StackEtcd, "EtcdMember<i>Group", "names.EtcdMemberGroup(i)", "AWS::AutoScaling::AutoScalingGroup", "etcd", "per member"},
 

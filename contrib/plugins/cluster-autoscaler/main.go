@@ -100,9 +100,13 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Resul
 		{
 			// Scaling is limited to the groups this cluster owns: the
 			// owner tag is on every node pool's group and nowhere else.
+			// Both actions act on a group, so the statement names groups
+			// of the cluster's region (any name: pools' groups are named
+			// by CloudFormation) and the tag picks this cluster's.
 			Target: target, Sid: "ClusterAutoscalerScale", Effect: "Allow",
-			Actions:   []string{"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"},
-			Resources: []string{"*"},
+			Actions: []string{"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"},
+			Resources: []string{fmt.Sprintf("arn:%s:autoscaling:%s:*:autoScalingGroup:*:autoScalingGroupName/*",
+				config.Partition(c.Region), c.Region)},
 			Condition: mustJSON(map[string]any{"StringEquals": map[string]string{
 				"aws:ResourceTag/" + tagOwnerPrefix + c.ClusterName: "owned",
 			}}),

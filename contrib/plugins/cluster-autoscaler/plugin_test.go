@@ -72,6 +72,9 @@ func TestIAMForTheNodePoolsGroups(t *testing.T) {
 	if err := json.Unmarshal(scale.Condition, &cond); err != nil || cond["StringEquals"]["aws:ResourceTag/k8s.io/cluster-autoscaler/demo"] != "owned" {
 		t.Errorf("scaling is not limited to the cluster's groups: %s", scale.Condition)
 	}
+	if len(scale.Resources) != 1 || scale.Resources[0] != "arn:aws:autoscaling:us-east-1:*:autoScalingGroup:*:autoScalingGroupName/*" {
+		t.Errorf("scaling is on %v, want the auto scaling groups of the cluster's region", scale.Resources)
+	}
 	// Controllers get a label the release selects.
 	if len(res.Constructs.NodeLabels) != 1 || res.Constructs.NodeLabels[0].Key != names.LabelRole {
 		t.Errorf("labels %+v", res.Constructs.NodeLabels)

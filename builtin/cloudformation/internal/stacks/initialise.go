@@ -148,10 +148,10 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			Tags: lbTags,
 		})
 		s.resource(names.APITargetGroup, &elasticloadbalancingv2.TargetGroup{
-			Port:                       443,
-			Protocol:                   "TCP",
-			TargetType:                 "instance",
-			VpcId:                      cfn.Ref(paramVpcID),
+			Port:       443,
+			Protocol:   "TCP",
+			TargetType: "instance",
+			VpcId:      cfn.Ref(paramVpcID),
 			// The API server's own readiness, over TLS (a health check
 			// does not verify the certificate): a controller is in service
 			// when its API server answers /readyz, which is what a roll of

@@ -35,8 +35,8 @@ type sim struct {
 	drainReads  map[string]int
 	// servingReads counts the load balancer's reads of each instance.
 	servingReads map[string]int
-	requests    map[string]nodeplan.DrainRequest
-	withdrawn   []string
+	requests     map[string]nodeplan.DrainRequest
+	withdrawn    []string
 	// maxDesired is the highest desired capacity each group had.
 	maxDesired map[string]int
 	// onDrain is called when a drain is requested (tests cancel there).

@@ -15,6 +15,7 @@
 package members
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -107,8 +108,14 @@ func Artifact() construct.Artifact {
 const (
 	// PrivateZone is the private hosted zone of the members' names.
 	PrivateZone = names.EtcdZoneResource
-	paramVpcID  = "VpcId"
+	// RecordsPolicy lets the etcd role change records in PrivateZone only.
+	RecordsPolicy = names.EtcdRecordsPolicyResource
+	paramVpcID    = "VpcId"
 )
+
+// paramRoleName is the etcd stack's parameter with the etcd role's name,
+// from the iam stack's output of the same name.
+var paramRoleName = names.RoleNameOutput(names.RoleEtcd, "")
 
 // DataVolume is member i's data volume's logical ID (EtcdData0).
 func DataVolume(i int) string { return names.EtcdDataVolume(i) }
@@ -338,16 +345,39 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	return set, append(diags, d...)
 }
 
-// statements are what the members' own steps call: attach their volume,
-// upsert their record, store snapshots (SSE-KMS with the cluster's key).
+// statements are what the members' own steps call, each on what is the
+// members' own: attach a data volume of this cluster's members to an
+// instance of this cluster (the volumes step), and store snapshots under
+// the cluster's prefix (SSE-KMS with the cluster's key). The volumes step
+// finds its volume with DescribeVolumes, which takes no resource-level
+// permissions. What the dns step calls is RecordsPolicy, in the etcd stack.
 func statements(c *config.Cluster) ([]construct.IAMStatement, diag.List) {
 	target := construct.Target{Role: construct.Etcd}
+	partition := config.Partition(c.Region)
+	// AttachVolume is authorised on the volume and on the instance: the
+	// volume must carry the tags the etcd stack gives the members' data
+	// volumes (and the volumes plan looks for), the instance this
+	// cluster's owner tag, which every machine of the cluster carries.
+	volumes, err := json.Marshal(map[string]any{"StringEquals": map[string]string{
+		"aws:ResourceTag/" + names.TagCluster: c.ClusterName,
+		"aws:ResourceTag/" + names.TagRole:    DataVolumeTag,
+	}})
+	if err != nil {
+		return nil, diag.List{diag.Fatalf("the etcd volumes' IAM condition: %v", err)}
+	}
+	instances, err := json.Marshal(map[string]any{"StringEquals": map[string]string{
+		"aws:ResourceTag/" + names.KubernetesClusterTag(c.ClusterName): "owned",
+	}})
+	if err != nil {
+		return nil, diag.List{diag.Fatalf("the etcd instances' IAM condition: %v", err)}
+	}
 	out := []construct.IAMStatement{
 		{Target: target, Sid: "KubeAwsEtcdVolume", Effect: "Allow",
-			Actions: []string{"ec2:AttachVolume", "ec2:DescribeVolumes"}, Resources: []string{"*"}},
-		{Target: target, Sid: "KubeAwsEtcdRecord", Effect: "Allow",
-			Actions:   []string{"route53:ChangeResourceRecordSets", "route53:GetChange"},
-			Resources: []string{"*"}},
+			Actions: []string{"ec2:AttachVolume"}, Resources: []string{fmt.Sprintf("arn:%s:ec2:%s:*:volume/*", partition, c.Region)}, Condition: volumes},
+		{Target: target, Sid: "KubeAwsEtcdVolumeInstance", Effect: "Allow",
+			Actions: []string{"ec2:AttachVolume"}, Resources: []string{fmt.Sprintf("arn:%s:ec2:%s:*:instance/*", partition, c.Region)}, Condition: instances},
+		{Target: target, Sid: "KubeAwsEtcdVolumeFind", Effect: "Allow",
+			Actions: []string{"ec2:DescribeVolumes"}, Resources: []string{"*"}},
 	}
 	bucket, prefix, err := config.ParseS3URI(c.S3URI)
 	if err != nil {
@@ -355,7 +385,7 @@ func statements(c *config.Cluster) ([]construct.IAMStatement, diag.List) {
 	}
 	out = append(out, construct.IAMStatement{Target: target, Sid: "KubeAwsEtcdSnapshots", Effect: "Allow",
 		Actions:   []string{"s3:PutObject"},
-		Resources: []string{fmt.Sprintf("arn:%s:s3:::%s/%s", config.Partition(c.Region), bucket, nodeplan.Key(prefix, nodeplan.SnapshotPrefix)+"/*")}})
+		Resources: []string{fmt.Sprintf("arn:%s:s3:::%s/%s", partition, bucket, nodeplan.Key(prefix, nodeplan.SnapshotPrefix)+"/*")}})
 	if c.KMSKeyARN != "" {
 		out = append(out, construct.IAMStatement{Target: target, Sid: "KubeAwsEtcdSnapshotsKMS", Effect: "Allow",
 			Actions: []string{"kms:GenerateDataKey"}, Resources: []string{c.KMSKeyARN}})

@@ -98,9 +98,12 @@ func TestMembersSpreadOverSubnets(t *testing.T) {
 		if len(g.Properties.VPCZoneIdentifier) != 1 {
 			t.Errorf("member %d's group spans %d subnets; want its volume's one", i, len(g.Properties.VPCZoneIdentifier))
 		}
-		wantDeps := 2
+		// Its volume, the zone and the role's policy on the zone (the
+		// machine attaches the one and upserts its record in the other as
+		// it boots).
+		wantDeps := 3
 		if i > 0 {
-			wantDeps = 3 // and the group before it: members are replaced one at a time
+			wantDeps = 4 // and the group before it: members are replaced one at a time
 		}
 		if len(g.DependsOn) != wantDeps {
 			t.Errorf("member %d depends on %v", i, g.DependsOn)
@@ -183,5 +186,93 @@ func TestSnapshotsNeedKMS(t *testing.T) {
 	set, d = Initialise(c, Values{})
 	if len(d) != 0 || len(set.Units) != 3 || !strings.Contains(set.Units[1].Content, "KUBE_AWS_KMS_KEY_ARN=arn:aws:kms:us-east-1:123456789012:key/k") {
 		t.Errorf("got %v and units %+v", d, set.Units)
+	}
+}
+
+// TestTheRoleActsOnlyOnTheMembersOwn: the etcd role changes records in the
+// members' zone alone (a policy in the etcd stack, which names the zone,
+// attached to the role the iam stack makes), and attaches only this
+// cluster's etcd data volumes to this cluster's instances.
+func TestTheRoleActsOnlyOnTheMembersOwn(t *testing.T) {
+	c := load(t, fixtures["full"])
+	set, d := Initialise(c, Values{})
+	if d.HasFatal() {
+		t.Fatal(d)
+	}
+	st := set.Stacks[0]
+	if src := st.ParameterSources[paramRoleName]; src != names.From(names.StackIAM, names.RoleNameOutput(names.RoleEtcd, "")) {
+		t.Errorf("parameter %s comes from %s, want the iam stack's etcd role name", paramRoleName, src)
+	}
+	var policy struct {
+		Type       string
+		Properties struct {
+			Roles          []map[string]string
+			PolicyDocument struct {
+				Statement []struct {
+					Sid      string
+					Action   []string
+					Resource []map[string]string
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(st.Resources[RecordsPolicy], &policy); err != nil {
+		t.Fatalf("%s: %v", RecordsPolicy, err)
+	}
+	if policy.Type != "AWS::IAM::Policy" || len(policy.Properties.Roles) != 1 || policy.Properties.Roles[0]["Ref"] != paramRoleName {
+		t.Errorf("%s is %s on roles %v, want an AWS::IAM::Policy on the role of parameter %s", RecordsPolicy, policy.Type, policy.Properties.Roles, paramRoleName)
+	}
+	got := map[string]string{}
+	for _, s := range policy.Properties.PolicyDocument.Statement {
+		for _, a := range s.Action {
+			for _, r := range s.Resource {
+				got[a] = r["Fn::Sub"]
+			}
+		}
+	}
+	zone := "arn:${AWS::Partition}:route53:::hostedzone/${" + PrivateZone + "}"
+	for action, want := range map[string]string{
+		// The dns step reads the record, upserts it and waits for the
+		// change to be in sync.
+		"route53:ListResourceRecordSets":   zone,
+		"route53:ChangeResourceRecordSets": zone,
+		"route53:GetChange":                "arn:${AWS::Partition}:route53:::change/*",
+	} {
+		if got[action] != want {
+			t.Errorf("%s on %q, want %q", action, got[action], want)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("the records policy allows %v, want the dns step's three actions", got)
+	}
+
+	byID := map[string]string{}
+	for _, s := range set.IAM {
+		b, _ := json.Marshal(s)
+		byID[s.Sid] = string(b)
+		if strings.HasPrefix(s.Actions[0], "route53:") {
+			t.Errorf("%s is an IAM construct; the records policy in the etcd stack holds the role's Route 53 actions", s.Sid)
+		}
+	}
+	for sid, want := range map[string]string{
+		"KubeAwsEtcdVolume": `"actions":["ec2:AttachVolume"],"resources":["arn:aws:ec2:eu-west-1:*:volume/*"],` +
+			`"condition":{"StringEquals":{"aws:ResourceTag/kube-aws:cluster":"prod","aws:ResourceTag/kube-aws:role":"etcd-data"}}`,
+		"KubeAwsEtcdVolumeInstance": `"actions":["ec2:AttachVolume"],"resources":["arn:aws:ec2:eu-west-1:*:instance/*"],` +
+			`"condition":{"StringEquals":{"aws:ResourceTag/kubernetes.io/cluster/prod":"owned"}}`,
+		"KubeAwsEtcdVolumeFind": `"actions":["ec2:DescribeVolumes"],"resources":["*"]`,
+	} {
+		if !strings.Contains(byID[sid], want) {
+			t.Errorf("%s = %s\nwant it to hold %s", sid, byID[sid], want)
+		}
+	}
+	// The tags the condition names are the ones the stack gives the
+	// volumes and the instances.
+	for _, tag := range []string{`{"Key":"kube-aws:cluster","Value":"prod"}`, `{"Key":"kube-aws:role","Value":"etcd-data"}`} {
+		if !strings.Contains(string(st.Resources[DataVolume(0)]), tag) {
+			t.Errorf("%s lacks the tag %s its IAM condition names", DataVolume(0), tag)
+		}
+	}
+	if !strings.Contains(string(st.Resources[MemberGroup(0)]), `{"Key":"kubernetes.io/cluster/prod","PropagateAtLaunch":true,"Value":"owned"}`) {
+		t.Errorf("%s does not tag its instances with the owner tag the IAM condition names: %s", MemberGroup(0), st.Resources[MemberGroup(0)])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/awslabs/goformation/v4/cloudformation"
 	"github.com/awslabs/goformation/v4/cloudformation/autoscaling"
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+	"github.com/awslabs/goformation/v4/cloudformation/iam"
 	"github.com/awslabs/goformation/v4/cloudformation/policies"
 	"github.com/awslabs/goformation/v4/cloudformation/route53"
 	"github.com/awslabs/goformation/v4/cloudformation/tags"
@@ -20,8 +21,9 @@ import (
 // Stack is the etcd plugin's contribution to the etcd stack, whose launch
 // template (the bootstrap every member boots with) the cloudformation
 // plugin makes: per member a data volume tagged with the member's name and
-// an auto scaling group of one machine in the volume's zone, and the
-// private zone of the members' names in the cluster's VPC.
+// an auto scaling group of one machine in the volume's zone, the private
+// zone of the members' names in the cluster's VPC, and the etcd role's
+// policy on that zone's records (RecordsPolicy).
 //
 // One launch template serves every member: a machine learns which member
 // it is from the volume it attaches, so the groups differ only in their
@@ -35,17 +37,20 @@ func Stack(c *config.Cluster, ms []Member, volumeSize int) construct.Stack {
 		Parameters:       map[string]json.RawMessage{},
 		ParameterSources: map[string]names.Source{},
 	}
-	wired := func(id, typ, output string) {
-		s.Parameters[id] = cfn.MustRaw(cloudformation.Parameter{Type: typ, Description: "From " + names.StackNetwork + "." + output})
-		s.ParameterSources[id] = names.From(names.StackNetwork, output)
+	wiredFrom := func(stack, id, typ, output string) {
+		s.Parameters[id] = cfn.MustRaw(cloudformation.Parameter{Type: typ, Description: "From " + stack + "." + output})
+		s.ParameterSources[id] = names.From(stack, output)
 	}
+	wired := func(id, typ, output string) { wiredFrom(names.StackNetwork, id, typ, output) }
 	wired(paramVpcID, "AWS::EC2::VPC::Id", names.OutputVpcID)
+	wiredFrom(names.StackIAM, paramRoleName, "String", paramRoleName)
 	s.Resources[PrivateZone] = cfn.MustRaw(&route53.HostedZone{
 		Name: names.EtcdZone(c.ClusterName),
 		HostedZoneConfig: &route53.HostedZone_HostedZoneConfig{
 			Comment: fmt.Sprintf("kube-aws %s: the etcd members' names", c.ClusterName)},
 		VPCs: []route53.HostedZone_VPC{{VPCId: cfn.Ref(paramVpcID), VPCRegion: cfn.Ref("AWS::Region")}},
 	})
+	s.Resources[RecordsPolicy] = cfn.MustRaw(recordsPolicy())
 	previous := ""
 	for i, m := range ms {
 		subnet := names.SubnetOutput(m.Subnet.Name)
@@ -70,7 +75,9 @@ func Stack(c *config.Cluster, ms []Member, volumeSize int) construct.Stack {
 			AWSCloudFormationDeletionPolicy:      policies.DeletionPolicy("Snapshot"),
 			AWSCloudFormationUpdateReplacePolicy: policies.UpdateReplacePolicy("Snapshot"),
 		})
-		deps := []string{DataVolume(i), PrivateZone}
+		// A member's machine attaches its volume and upserts its record
+		// as it boots.
+		deps := []string{DataVolume(i), PrivateZone, RecordsPolicy}
 		if previous != "" {
 			deps = append(deps, previous)
 		}
@@ -100,6 +107,36 @@ func Stack(c *config.Cluster, ms []Member, volumeSize int) construct.Stack {
 		OutputPrivateZone: cfn.MustRaw(cloudformation.Output{Value: cfn.Ref(PrivateZone), Description: "Private hosted zone of the etcd members' names"}),
 	}
 	return s
+}
+
+// recordsPolicy is what the dns step of a member calls, on the members'
+// zone and no other: read the member's record, upsert it, and wait for
+// the change to be in sync (a change's id is Route 53's, known only once
+// made). The iam stack holds the etcd role's other statements (IAM
+// constructs); this one names the zone, which only this stack has, so it
+// is attached to the role from here.
+func recordsPolicy() *iam.Policy {
+	return &iam.Policy{
+		PolicyName: "kube-aws-etcd-records",
+		Roles:      []string{cfn.Ref(paramRoleName)},
+		PolicyDocument: map[string]any{
+			"Version": "2012-10-17",
+			"Statement": []any{
+				map[string]any{
+					"Sid":      "KubeAwsEtcdRecord",
+					"Effect":   "Allow",
+					"Action":   []any{"route53:ChangeResourceRecordSets", "route53:ListResourceRecordSets"},
+					"Resource": []any{map[string]any{"Fn::Sub": "arn:${AWS::Partition}:route53:::hostedzone/${" + PrivateZone + "}"}},
+				},
+				map[string]any{
+					"Sid":      "KubeAwsEtcdRecordSync",
+					"Effect":   "Allow",
+					"Action":   []any{"route53:GetChange"},
+					"Resource": []any{map[string]any{"Fn::Sub": "arn:${AWS::Partition}:route53:::change/*"}},
+				},
+			},
+		},
+	}
 }
 
 // OutputPrivateZone is the etcd stack's output of the members' zone.

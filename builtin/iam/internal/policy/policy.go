@@ -90,12 +90,6 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 		},
 		Resources: []string{"*"},
 	})
-	// etcd members find each other through their auto scaling group.
-	out = append(out, construct.IAMStatement{
-		Target: construct.Target{Role: construct.Etcd}, Sid: "KubeAwsEtcdDiscovery", Effect: "Allow",
-		Actions:   []string{"autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances", "ec2:DescribeTags"},
-		Resources: []string{"*"},
-	})
 	// The kubelet looks itself up and pulls images from ECR.
 	out = append(out, construct.IAMStatement{
 		Target: construct.Target{Role: construct.Worker}, Sid: "KubeAwsNode", Effect: "Allow",
