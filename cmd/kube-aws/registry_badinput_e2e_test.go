@@ -229,7 +229,7 @@ func TestSignaturesCLI(t *testing.T) {
 	digest := l.push(l.pluginFolder("hello", "", nil), "plugins/hello:0.0.1")
 	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"), "verify: {key: "+filepath.Base(pub)+"}")
 	l.refused(1, "plugins.hello.verify", []string{"plugin hello from " + l.reg.Ref("plugins/hello:0.0.1") + " (" + digest + ") is refused: it has no cosign signature",
-		"sign it with `cosign sign --key cosign.key REGISTRY/REPOSITORY@" + digest + "`"}, "render")
+		"sign it with `cosign sign --key cosign.key --tlog-upload=false --use-signing-config=false REGISTRY/REPOSITORY@" + digest + "`"}, "render")
 	cosign.Sign(t, otherKey, l.reg.Host+"/plugins/hello@"+digest, registrytest.SimpleSigning)
 	l.refused(1, "plugins.hello.verify", []string{"is refused: none of its 1 cosign signature(s) verifies with the key " + pub}, "plugins", "install")
 	if _, err := os.Stat(filepath.Join(l.cluster, source.LockfileName)); err == nil {

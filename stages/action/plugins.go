@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -232,7 +233,14 @@ func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 	opts.Registry.Mode = source.Offline
 	p, err := stages.NewPlan(opts)
 	if err != nil {
-		return "", nil, err
+		// The plugins from registries that cannot be checked (not in the
+		// cache, no record of their signature's check) are diagnostics
+		// that say why and what to run: hand them on.
+		var se *stages.Error
+		if errors.As(err, &se) {
+			return lockPathOf(opts), se.Diagnostics, err
+		}
+		return lockPathOf(opts), nil, err
 	}
 	path := filepath.Join(p.ClusterDir, source.LockfileName)
 	var diags diag.List
@@ -244,4 +252,18 @@ func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 		return path, diags, &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("plugins do not match %s", path), Diagnostics: diags}
 	}
 	return path, nil, nil
+}
+
+// lockPathOf is plugins.lock beside the cluster.yaml opts names, for a
+// report when planning failed.
+func lockPathOf(opts stages.Options) string {
+	cfg := opts.ConfigPath
+	if cfg == "" {
+		cfg = "cluster.yaml"
+	}
+	abs, err := filepath.Abs(cfg)
+	if err != nil {
+		return source.LockfileName
+	}
+	return filepath.Join(filepath.Dir(abs), source.LockfileName)
 }
