@@ -151,5 +151,9 @@ for every --platform. push starts the plugin once to ask its name, version and s
 func printPushed(g *globals, res *helper.PushResult) {
 	fmt.Fprintf(g.stdout, "pushed %s %s for %s to %s\n", res.Name, res.Version, strings.Join(res.Platforms, ", "), res.Target)
 	fmt.Fprintf(g.stdout, "digest: %s\n", res.Digest)
-	fmt.Fprintf(g.stdout, "sign it: cosign sign --key cosign.key %s@%s\n", res.Repository, res.Digest)
+	// Signed as cosign does by default, a private plugin's repository and
+	// digest would be published in Sigstore's public transparency log,
+	// which kube-aws never reads: the command keeps the signature private.
+	fmt.Fprintf(g.stdout, "sign it: %s\n", helper.SignCommand("cosign.key", res.Repository+"@"+res.Digest))
+	fmt.Fprintln(g.stdout, "  (signs privately, not in Sigstore's public transparency log; cosign before 2.6 has no --use-signing-config: leave it out there)")
 }

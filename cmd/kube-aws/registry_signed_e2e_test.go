@@ -113,3 +113,30 @@ func TestEditedLockCannotStartAnUnsignedPluginCLI(t *testing.T) {
 		t.Errorf("plugins verify with the genuine lock:\n%s", stdout)
 	}
 }
+
+// The cosign command plugins push prints signs privately: run as printed
+// (on a machine that cannot reach Sigstore's services, as this test's),
+// it makes a signature kube-aws verifies, and nothing goes to the public
+// transparency log.
+func TestPushPrintsAPrivateSignCommandCLI(t *testing.T) {
+	l := newRegLayout(t)
+	cosign := registrytest.NewCosign(t)
+	cosign.GenerateKeyPair(t, l.cluster)
+	stdout, stderr, code := l.run("plugins", "push", l.pluginFolder("hello", "", nil), l.reg.Ref("plugins/hello:0.0.1"))
+	if code != 0 {
+		t.Fatalf("push: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	line := lineWith(stdout, "sign it: ")
+	args := strings.Fields(strings.TrimPrefix(line, "sign it: "))
+	if len(args) < 2 || args[0] != "cosign" || !strings.Contains(line, " --tlog-upload=false --use-signing-config=false ") {
+		t.Fatalf("push prints no private cosign command:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "not in Sigstore's public transparency log") {
+		t.Errorf("push does not say the signature stays private:\n%s", stdout)
+	}
+	cosign.Run(t, l.cluster, args[1:]...)
+	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"), "verify: {key: cosign.pub}")
+	if stdout, _ := l.ok("plugins", "install"); !strings.Contains(stdout, "signature verified") {
+		t.Errorf("plugins install after signing as printed:\n%s", stdout)
+	}
+}
