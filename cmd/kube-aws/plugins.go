@@ -205,8 +205,8 @@ func newPluginsVerify(g *globals) *cobra.Command {
 				}
 				return nil
 			}
+			printDiagnostics(g.stderr, diags)
 			if err != nil {
-				printDiagnostics(g.stderr, diags)
 				fmt.Fprintf(g.stderr, "Error: %v\n", err)
 				return &printedError{err}
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages/action"
@@ -62,10 +63,14 @@ func runRegistry(g *globals, cmd *cobra.Command, names []string, upgrade bool) e
 			Repaired   string `json:"repaired,omitempty"`
 		}
 		out := struct {
-			Lockfile    string   `json:"lockfile"`
-			LockWritten bool     `json:"lockWritten"`
-			Plugins     []change `json:"plugins"`
-		}{Lockfile: res.LockPath, LockWritten: res.LockWritten, Plugins: []change{}}
+			Lockfile    string    `json:"lockfile"`
+			LockWritten bool      `json:"lockWritten"`
+			Plugins     []change  `json:"plugins"`
+			Diagnostics diag.List `json:"diagnostics"`
+		}{Lockfile: res.LockPath, LockWritten: res.LockWritten, Plugins: []change{}, Diagnostics: res.Diagnostics}
+		if out.Diagnostics == nil {
+			out.Diagnostics = diag.List{}
+		}
 		for _, c := range res.Changes {
 			ch := change{Name: c.Name, Source: c.Source, Version: c.To.Version, Digest: c.To.Digest, Downloaded: c.Downloaded, Repaired: c.Repaired}
 			if c.From != nil {
@@ -75,6 +80,7 @@ func runRegistry(g *globals, cmd *cobra.Command, names []string, upgrade bool) e
 		}
 		return writeJSON(g.stdout, out)
 	}
+	printDiagnostics(g.stderr, res.Diagnostics)
 	for _, c := range res.Changes {
 		fmt.Fprintln(g.stdout, describeChange(c, upgrade))
 	}

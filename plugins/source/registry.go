@@ -186,7 +186,8 @@ func Ensure(ctx context.Context, plugins []RegistryPlugin, opts EnsureOptions) (
 				p.Name, p.Source, p.Name, (&Pin{e.Version, e.Digest}).String(), e.Ref, p.Name)})
 		case !pinned && opts.Mode == Offline:
 			out.Problems = append(out.Problems, Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
-				"plugin %s (%s) is not installed: run `kube-aws plugins install`", p.Name, p.Source)})
+				"plugin %s (%s) is not installed: run `kube-aws plugins install`, which downloads it, checks its signature when plugins.%s.verify.key is set and pins it in plugins.lock; plugins verify checks only what is installed, and contacts no registry",
+				p.Name, p.Source, p.Name)})
 		case !pinned:
 			reqs = append(reqs, fresh)
 		default:
@@ -268,7 +269,8 @@ func pinnedPlugin(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions,
 				"plugin %s has not been checked with the key %s (plugins.lock records another key, or none): run `kube-aws plugins install`", p.Name, p.Key)}
 		case !exists(dir):
 			return nil, Candidate{}, &Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
-				"plugin %s %s is not in the plugin cache (%s): run `kube-aws plugins install`", p.Name, (&Pin{e.Version, e.Digest}).String(), opts.Cache.Root)}
+				"plugin %s %s is not in the plugin cache (%s): run `kube-aws plugins install`, which downloads it by the digest plugins.lock pins; plugins verify checks only what is in the cache, and contacts no registry",
+				p.Name, (&Pin{e.Version, e.Digest}).String(), opts.Cache.Root)}
 		case sig == sigUnchecked:
 			return nil, Candidate{}, &Problem{Name: p.Name, Field: "verify", Err: fmt.Errorf(
 				"plugins.lock pins plugin %s to %s, and the plugin cache (%s) records no check of its cosign signature with the key %s (plugins.%s.verify.key), so it cannot be trusted: run `kube-aws plugins install`, which checks it; if that refuses it, plugins.lock names an artifact that key did not sign: restore plugins.lock from version control, or run `kube-aws plugins upgrade %s` to pin the signed artifact %s names now",

@@ -225,7 +225,8 @@ func LockPlugins(ctx context.Context, opts stages.Options) (string, []source.Can
 }
 
 // VerifyPlugins checks every plugin that is not built in against
-// plugins.lock and reports every difference as a fatal diagnostic. It
+// plugins.lock and reports every difference as a fatal diagnostic, after
+// the warnings planning found. It
 // installs nothing and contacts no registry: a plugin from a registry that
 // is not in the cache is a difference too.
 func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
@@ -243,15 +244,19 @@ func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 		return lockPathOf(opts), nil, err
 	}
 	path := filepath.Join(p.ClusterDir, source.LockfileName)
-	var diags diag.List
+	// The plan's warnings first (a plugin from a registry whose signature
+	// is not checked, say): verify is where CI looks.
+	diags := append(diag.List(nil), p.Diagnostics...)
+	fatal := false
 	for _, e := range p.Deps.Verify(p.All, path) {
+		fatal = true
 		diags = append(diags, diag.Diagnostic{Severity: diag.Fatal, File: path, Message: e.Error(),
 			Hint: "if the change is intended, run `kube-aws plugins lock` and commit plugins.lock"})
 	}
-	if len(diags) > 0 {
+	if fatal {
 		return path, diags, &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("plugins do not match %s", path), Diagnostics: diags}
 	}
-	return path, nil, nil
+	return path, diags, nil
 }
 
 // lockPathOf is plugins.lock beside the cluster.yaml opts names, for a
