@@ -226,9 +226,10 @@ func LockPlugins(ctx context.Context, opts stages.Options) (string, []source.Can
 
 // VerifyPlugins checks every plugin that is not built in against
 // plugins.lock and reports every difference as a fatal diagnostic, after
-// the warnings planning found. It
-// installs nothing and contacts no registry: a plugin from a registry that
-// is not in the cache is a difference too.
+// the warnings planning found. It installs nothing and contacts no
+// registry: a plugin from a registry that is not in the cache, or whose
+// pinned digest the cache does not record as checked with its verify.key,
+// is a fatal diagnostic at its setting, saying what to run.
 func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 	opts.ConfigOptional = true
 	opts.Registry.Mode = source.Offline
