@@ -41,7 +41,9 @@ func (p *Plan) resolvePlugins(ctx context.Context, found []source.Candidate) err
 	case errors.As(err, &cfgErr):
 		return ConfigError("%s", cfgErr.Msg)
 	case errors.As(err, &problems):
-		var diags diag.List
+		// The warnings found so far (a plugin from a registry whose
+		// signature is not checked, say) belong beside the problems.
+		diags := append(diag.List(nil), p.Diagnostics...)
 		for _, pr := range problems.Problems {
 			diags = append(diags, diag.Fatalf("%s", pr.Err).At(pr.Path()))
 		}

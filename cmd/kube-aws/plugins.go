@@ -178,6 +178,11 @@ func newPluginsVerify(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Check every contrib and user plugin against plugins.lock",
+		Long: `verify checks every contrib and user plugin, and every plugin from a registry in the
+plugin cache, against plugins.lock, reporting every difference; it starts nothing and
+contacts no registry. A plugin from a registry that is not in the cache is reported with
+what to run (plugins install), and so is one with plugins.<name>.verify.key whose pinned
+digest the cache does not record as signature-checked with that key.`,
 		Example: `  kube-aws plugins verify
   kube-aws plugins verify --output json`,
 		Args: exactArgs(0, "no arguments"),
@@ -205,8 +210,8 @@ func newPluginsVerify(g *globals) *cobra.Command {
 				}
 				return nil
 			}
+			printDiagnostics(g.stderr, diags)
 			if err != nil {
-				printDiagnostics(g.stderr, diags)
 				fmt.Fprintf(g.stderr, "Error: %v\n", err)
 				return &printedError{err}
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages/action"
@@ -62,10 +63,14 @@ func runRegistry(g *globals, cmd *cobra.Command, names []string, upgrade bool) e
 			Repaired   string `json:"repaired,omitempty"`
 		}
 		out := struct {
-			Lockfile    string   `json:"lockfile"`
-			LockWritten bool     `json:"lockWritten"`
-			Plugins     []change `json:"plugins"`
-		}{Lockfile: res.LockPath, LockWritten: res.LockWritten, Plugins: []change{}}
+			Lockfile    string    `json:"lockfile"`
+			LockWritten bool      `json:"lockWritten"`
+			Plugins     []change  `json:"plugins"`
+			Diagnostics diag.List `json:"diagnostics"`
+		}{Lockfile: res.LockPath, LockWritten: res.LockWritten, Plugins: []change{}, Diagnostics: res.Diagnostics}
+		if out.Diagnostics == nil {
+			out.Diagnostics = diag.List{}
+		}
 		for _, c := range res.Changes {
 			ch := change{Name: c.Name, Source: c.Source, Version: c.To.Version, Digest: c.To.Digest, Downloaded: c.Downloaded, Repaired: c.Repaired}
 			if c.From != nil {
@@ -75,6 +80,7 @@ func runRegistry(g *globals, cmd *cobra.Command, names []string, upgrade bool) e
 		}
 		return writeJSON(g.stdout, out)
 	}
+	printDiagnostics(g.stderr, res.Diagnostics)
 	for _, c := range res.Changes {
 		fmt.Fprintln(g.stdout, describeChange(c, upgrade))
 	}
@@ -151,5 +157,9 @@ for every --platform. push starts the plugin once to ask its name, version and s
 func printPushed(g *globals, res *helper.PushResult) {
 	fmt.Fprintf(g.stdout, "pushed %s %s for %s to %s\n", res.Name, res.Version, strings.Join(res.Platforms, ", "), res.Target)
 	fmt.Fprintf(g.stdout, "digest: %s\n", res.Digest)
-	fmt.Fprintf(g.stdout, "sign it: cosign sign --key cosign.key %s@%s\n", res.Repository, res.Digest)
+	// Signed as cosign does by default, a private plugin's repository and
+	// digest would be published in Sigstore's public transparency log,
+	// which kube-aws never reads: the command keeps the signature private.
+	fmt.Fprintf(g.stdout, "sign it: %s\n", helper.SignCommand("cosign.key", res.Repository+"@"+res.Digest))
+	fmt.Fprintln(g.stdout, "  (signs privately, not in Sigstore's public transparency log; cosign before 2.6 has no --use-signing-config: leave it out there)")
 }

@@ -229,7 +229,7 @@ func TestSignaturesCLI(t *testing.T) {
 	digest := l.push(l.pluginFolder("hello", "", nil), "plugins/hello:0.0.1")
 	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"), "verify: {key: "+filepath.Base(pub)+"}")
 	l.refused(1, "plugins.hello.verify", []string{"plugin hello from " + l.reg.Ref("plugins/hello:0.0.1") + " (" + digest + ") is refused: it has no cosign signature",
-		"sign it with `cosign sign --key cosign.key REGISTRY/REPOSITORY@" + digest + "`"}, "render")
+		"sign it with `cosign sign --key cosign.key --tlog-upload=false --use-signing-config=false REGISTRY/REPOSITORY@" + digest + "`"}, "render")
 	cosign.Sign(t, otherKey, l.reg.Host+"/plugins/hello@"+digest, registrytest.SimpleSigning)
 	l.refused(1, "plugins.hello.verify", []string{"is refused: none of its 1 cosign signature(s) verifies with the key " + pub}, "plugins", "install")
 	if _, err := os.Stat(filepath.Join(l.cluster, source.LockfileName)); err == nil {
@@ -319,4 +319,73 @@ func TestSourceAndUserFolderCLI(t *testing.T) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// Every malformed source is a configuration error at its line, exit 2,
+// whichever the mistake, before anything is installed; so is an empty
+// source, which would otherwise quietly mean "no source".
+func TestMalformedSourcesCLI(t *testing.T) {
+	l := newLayout(t)
+	t.Setenv("KUBE_AWS_CACHE_DIR", registryEnv(t))
+	installHelper(t, l.kubeAWS)
+	rl := &regLayout{layout: l}
+	for _, tc := range []struct{ source, want string }{
+		{`""`, "plugins.hello.source is empty"},
+		{"https://ghcr.io/acme/hello:1", "is not an oci:// reference"},
+		{"oci://ghcr.io", "names no registry and repository"},
+		{"oci://ghcr.io/acme/hello", "names no tag or digest"},
+		{"oci://ghcr.io/Acme/hello:1", `names the repository "Acme/hello", which is not a valid repository name`},
+		{"oci://ghcr.io/acme/hello:+1", `has the tag "+1", which is not a valid tag`},
+		{"oci://ghcr.io/acme/hello@sha256:abc", `pins "sha256:abc", which is not a sha256 digest`},
+		{"'oci://ghcr io/acme/hello:1'", `names the registry "ghcr io"`},
+	} {
+		rl.plugin("hello", "source: "+tc.source)
+		for _, cmd := range [][]string{{"render"}, {"plugins", "install"}} {
+			stderr := rl.refused(2, "plugins.hello.source", []string{tc.want}, cmd...)
+			if strings.Contains(stderr, "plugins: ") {
+				t.Errorf("%s: something was installed:\n%s", tc.source, stderr)
+			}
+		}
+	}
+}
+
+// A plugin from a registry without verify.key is a warning at its source
+// (the first pin trusts whoever can push there); --warnings-as-errors makes
+// it fatal before anything is downloaded.
+func TestUnsignedSourceWarnsCLI(t *testing.T) {
+	l := newRegLayout(t)
+	l.push(l.pluginFolder("hello", "", nil), "plugins/hello:0.0.1")
+	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"))
+	l.refused(2, "plugins.hello.source", []string{"warning", "plugin hello comes from a registry and its signature is not checked",
+		"set plugins.hello.verify.key"}, "--warnings-as-errors", "plugins", "install")
+	if es, _ := os.ReadDir(filepath.Join(l.cache, "sha256")); len(es) != 0 {
+		t.Errorf("installed with --warnings-as-errors: %v", es)
+	}
+	_, stderr := l.ok("plugins", "install")
+	if !regexp.MustCompile(`warning \S*cluster\.yaml:\d+:\d+ plugins\.hello\.source: plugin hello comes from a registry and its signature is not checked`).MatchString(stderr) {
+		t.Errorf("plugins install does not warn:\n%s", stderr)
+	}
+	if _, stderr := l.ok("render"); !strings.Contains(stderr, "its signature is not checked") {
+		t.Errorf("render does not warn:\n%s", stderr)
+	}
+}
+
+// plugins verify on a machine whose cache lacks a plugin from a registry
+// says which, why and what to run, at its setting.
+func TestVerifyWithNothingCachedCLI(t *testing.T) {
+	l := newRegLayout(t)
+	l.push(l.pluginFolder("hello", "", nil), "plugins/hello:0.0.1")
+	l.plugin("hello", "source: "+l.reg.Ref("plugins/hello:0.0.1"))
+	l.refused(1, "plugins.hello.source", []string{"plugin hello (" + l.reg.Ref("plugins/hello:0.0.1") + ") is not installed: run `kube-aws plugins install`"},
+		"plugins", "verify")
+	l.ok("plugins", "install")
+	empty := t.TempDir()
+	t.Setenv("KUBE_AWS_CACHE_DIR", empty)
+	l.refused(1, "plugins.hello.source", []string{"plugin hello 0.0.1 (sha256:", "is not in the plugin cache (" + empty + "): run `kube-aws plugins install`"},
+		"plugins", "verify")
+	stdout, _, code := l.run("plugins", "verify", "--output", "json")
+	if code != 1 || !strings.Contains(stdout, `"path": "plugins.hello.source"`) || !strings.Contains(stdout, "is not in the plugin cache") ||
+		!strings.Contains(stdout, `"lockfile": "`+filepath.Join(l.cluster, source.LockfileName)+`"`) {
+		t.Errorf("plugins verify --output json: exit %d\n%s", code, stdout)
+	}
 }

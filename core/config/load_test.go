@@ -243,6 +243,34 @@ func TestBadInput(t *testing.T) {
 		{"plugin source without a repository", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io\n    enabled: true"), []want{
 			{path: "plugins.dex.source", line: 33, msg: `names no registry and repository`},
 		}},
+		{"empty plugin source", replace("  dex:\n    enabled: true", "  dex:\n    source: \"\"\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `plugins.dex.source is empty`, hint: "or remove source to use the plugin shipped with kube-aws or beside cluster.yaml"},
+		}},
+		{"plugin source with an upper-case repository", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/Acme/dex:1\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `names the repository "Acme/dex", which is not a valid repository name`, hint: "lower-case letters and digits"},
+		}},
+		{"plugin source with a bad registry", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr io/acme/dex:1\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `names the registry "ghcr io", which is not a host name`},
+		}},
+		{"plugin source with a bad tag", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex:+1\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `has the tag "+1", which is not a valid tag`},
+		}},
+		{"plugin source with a bad tag before a digest", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex:-1@sha256:"+strings.Repeat("a", 64)+"\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `has the tag "-1", which is not a valid tag`},
+		}},
+		{"plugin source with a short digest", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex@sha256:abc\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `pins "sha256:abc", which is not a sha256 digest`},
+		}},
+		{"plugin source with another digest algorithm", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex@sha512:"+strings.Repeat("a", 128)+"\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, msg: `which is not a sha256 digest`},
+		}},
+		{"plugin from a registry without a key", replace("  dex:\n    enabled: true", "  dex:\n    source: oci://ghcr.io/acme/dex:1\n    enabled: true"), []want{
+			{path: "plugins.dex.source", line: 33, sev: diag.Warning, msg: "plugin dex comes from a registry and its signature is not checked: whoever can push to oci://ghcr.io/acme/dex:1 decides what kube-aws runs",
+				hint: "set plugins.dex.verify.key to their public key"},
+		}},
+		{"empty source in a node pool", replace("      dex:\n        values:", "      dex:\n        source: ''\n        values:"), []want{
+			{path: "nodePools[1].plugins.dex.source", line: 29, msg: `cannot be set for a node pool`},
+		}},
 		{"verify without a source", replace("  dex:\n    enabled: true", "  dex:\n    verify: {key: cosign.pub}\n    enabled: true"), []want{
 			{path: "plugins.dex.verify", line: 33, msg: `plugins.dex.verify needs plugins.dex.source`},
 		}},
@@ -288,6 +316,25 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Well-formed sources are accepted as the registry client would accept
+// them; a plugin from a registry with a key, or not enabled, is no warning.
+func TestPluginSourcesAccepted(t *testing.T) {
+	valid := readValid(t)
+	for _, entry := range []string{
+		"source: oci://ghcr.io/acme/dex:1.0.0\n    verify: {key: keys/acme.pub}",
+		"source: oci://127.0.0.1:5000/acme/kube-aws_dex:v1.0.0-rc.1\n    verify: {key: keys/acme.pub}",
+		"source: oci://registry.example.com/a/b/c@sha256:" + strings.Repeat("0f", 32) + "\n    verify: {key: keys/acme.pub}",
+		"source: oci://ghcr.io/acme/dex:1@sha256:" + strings.Repeat("0f", 32) + "\n    verify: {key: keys/acme.pub}",
+		"source: oci://[::1]:5000/acme/dex__x:_1\n    verify: {key: keys/acme.pub}",
+		"source: oci://ghcr.io/acme/dex:1\n    enabled: false",
+	} {
+		src := strings.Replace(valid, "  dex:\n    enabled: true", "  dex:\n    "+entry, 1)
+		if _, diags := loadAll("cluster.yaml", src); len(diags) != 0 {
+			t.Errorf("%s:\n%s", entry, diags.Error())
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -570,7 +571,7 @@ func (v *validator) pluginConfigs(path string, plugins map[string]PluginConfig) 
 // form, so that a typo is reported with its line before anything runs.
 func (v *validator) pluginSource(inPool bool, p string, pc PluginConfig) {
 	if inPool {
-		if pc.Source != "" {
+		if pc.Source != "" || v.c.isSet(p+".source", true) {
 			v.fatal(p+".source", "set it under the cluster-level plugins: a plugin comes from one place for the whole cluster", "%s.source cannot be set for a node pool", p)
 		}
 		if pc.Verify != nil {
@@ -578,16 +579,17 @@ func (v *validator) pluginSource(inPool bool, p string, pc PluginConfig) {
 		}
 		return
 	}
-	if pc.Source != "" {
-		rest, ok := strings.CutPrefix(pc.Source, "oci://")
-		slash := strings.Index(rest, "/")
-		switch {
-		case !ok:
-			v.fatal(p+".source", "write oci://REGISTRY/REPOSITORY:TAG, or @sha256:DIGEST to pin a digest", "%s.source %q is not an oci:// reference", p, pc.Source)
-		case slash <= 0 || slash == len(rest)-1:
-			v.fatal(p+".source", "write oci://REGISTRY/REPOSITORY:TAG, e.g. oci://ghcr.io/acme/kube-aws-hello:0.1.0", "%s.source %q names no registry and repository", p, pc.Source)
-		case !strings.ContainsAny(rest[slash:], ":@"):
-			v.fatal(p+".source", "add the version to install, :TAG, or pin a digest, @sha256:DIGEST", "%s.source %q names no tag or digest", p, pc.Source)
+	switch {
+	case pc.Source == "" && v.c.isSet(p+".source", true):
+		// An empty source would quietly mean "no source": the shipped or
+		// user plugin of that name, not the registry's.
+		v.fatal(p+".source", "write oci://REGISTRY/REPOSITORY:TAG, or remove source to use the plugin shipped with kube-aws or beside cluster.yaml", "%s.source is empty", p)
+	case pc.Source != "":
+		if msg, hint := CheckPluginSource(pc.Source); msg != "" {
+			v.fatal(p+".source", hint, "%s.source %q %s", p, pc.Source, msg)
+		} else if pc.Verify == nil && (pc.Enabled == nil || *pc.Enabled) {
+			v.warn(p+".source", fmt.Sprintf("have its author sign it (docs/plugins.md, section 12.4) and set %s.verify.key to their public key", p),
+				"plugin %s comes from a registry and its signature is not checked: whoever can push to %s decides what kube-aws runs when it is installed or upgraded", lastElem(p), pc.Source)
 		}
 	}
 	if pc.Verify != nil {
@@ -598,6 +600,62 @@ func (v *validator) pluginSource(inPool bool, p string, pc PluginConfig) {
 			v.fatal(p+".verify.key", "give the public key's path relative to cluster.yaml (cosign.pub)", "%s.verify.key is empty", p)
 		}
 	}
+}
+
+var (
+	// The forms the registry client (oras-go) accepts, which kube-aws
+	// itself does not link: a mistake is reported here, at its line,
+	// before anything is installed.
+	ociRepositoryRe = lazyRE(`^[a-z0-9]+(?:(?:[._]|__|[-]*)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|[-]*)[a-z0-9]+)*)*$`)
+	ociTagRe        = lazyRE(`^[\w][\w.-]{0,127}$`)
+	sha256DigestRe  = lazyRE(`^sha256:[a-f0-9]{64}$`)
+)
+
+// CheckPluginSource checks plugins.NAME.source, an
+// oci://REGISTRY/REPOSITORY:TAG (or @DIGEST, or :TAG@DIGEST) reference, as
+// the registry client in the kube-aws-oci helper parses it, and returns
+// what is wrong ("" when nothing) and what to write instead. Every mistake
+// in a source is thus a configuration error at its line (exit 2), never a
+// failure of the helper later.
+func CheckPluginSource(src string) (msg, hint string) {
+	const form = "write oci://REGISTRY/REPOSITORY:TAG, e.g. oci://ghcr.io/acme/kube-aws-hello:0.1.0, or @sha256:DIGEST to pin a digest"
+	rest, ok := strings.CutPrefix(src, "oci://")
+	if !ok {
+		return "is not an oci:// reference", "write oci://REGISTRY/REPOSITORY:TAG, or @sha256:DIGEST to pin a digest"
+	}
+	host, path, ok := strings.Cut(rest, "/")
+	if !ok || host == "" || path == "" {
+		return "names no registry and repository", form
+	}
+	if u, err := url.ParseRequestURI("oci://" + host); err != nil || u.Host != host {
+		return fmt.Sprintf("names the registry %q, which is not a host name or address with an optional :PORT", host), form
+	}
+	repo, tag, dgst := path, "", ""
+	if i := strings.Index(path, "@"); i >= 0 {
+		repo, dgst = path[:i], path[i+1:]
+		if j := strings.Index(repo, ":"); j >= 0 {
+			repo, tag = repo[:j], repo[j+1:]
+			if !ociTagRe.MatchString(tag) {
+				return fmt.Sprintf("has the tag %q, which is not a valid tag", tag), "a tag is up to 128 letters, digits, '_', '.' and '-', and starts with a letter, digit or '_'"
+			}
+		}
+	} else if j := strings.Index(path, ":"); j >= 0 {
+		repo, tag = path[:j], path[j+1:]
+	}
+	if !ociRepositoryRe.MatchString(repo) {
+		return fmt.Sprintf("names the repository %q, which is not a valid repository name", repo), "a repository is lower-case letters and digits, path components separated by '/' and words by '.', '_', '__' or '-'"
+	}
+	switch {
+	case dgst != "":
+		if !sha256DigestRe.MatchString(dgst) {
+			return fmt.Sprintf("pins %q, which is not a sha256 digest", dgst), "pin @sha256: and the 64 lower-case hex digits of the digest `kube-aws plugins push` printed"
+		}
+	case tag == "":
+		return "names no tag or digest", "add the version to install, :TAG, or pin a digest, @sha256:DIGEST"
+	case !ociTagRe.MatchString(tag):
+		return fmt.Sprintf("has the tag %q, which is not a valid tag", tag), "a tag is up to 128 letters, digits, '_', '.' and '-', and starts with a letter, digit or '_'"
+	}
+	return "", ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

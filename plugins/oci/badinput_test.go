@@ -13,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"github.com/kube-aws/kube-aws/test/registrytest"
 )
@@ -380,6 +381,36 @@ func TestBadSources(t *testing.T) {
 	r, err := ParseReference("oci://example.com/a/b:1.0@sha256:" + strings.Repeat("a", 64))
 	if err != nil || r.Tag() != "1.0" || r.Repo() != "example.com/a/b" {
 		t.Errorf("tag@digest: %+v %v", r, err)
+	}
+}
+
+// cluster.yaml's validation (core/config, which cannot link the registry
+// client) accepts a source exactly when the helper can parse it, so that
+// every malformed source is a configuration error at its line, and none
+// it lets through fails later.
+func TestSourceValidationAgreesWithTheRegistryClient(t *testing.T) {
+	d := strings.Repeat("0f", 32)
+	for _, src := range []string{
+		"oci://ghcr.io/acme/hello:0.1.0", "oci://127.0.0.1:5000/a/b/c:v1", "oci://[::1]:5000/acme/x:1",
+		"oci://localhost/a__b.c-d/e:_x.Y-1", "oci://ghcr.io/acme/hello@sha256:" + d, "oci://ghcr.io/acme/hello:1@sha256:" + d,
+		"oci://ghcr.io/acme/hello:" + strings.Repeat("t", 128),
+		"https://ghcr.io/acme/hello:1", "oci://", "oci://ghcr.io", "oci://ghcr.io/", "oci:///acme/hello:1", "oci://ghcr.io/acme/hello",
+		"oci://ghcr.io/acme/hello:", "oci://ghcr.io/acme/hello@", "oci://ghcr.io/Acme/hello:1", "oci://ghcr.io/acme//hello:1",
+		"oci://ghcr.io/acme/hello-:1", "oci://ghcr io/acme/hello:1", "oci://ghcr.io:x/acme/hello:1", "oci://user@ghcr.io/acme/hello:1",
+		"oci://ghcr.io/acme/hello:+1", "oci://ghcr.io/acme/hello:.1", "oci://ghcr.io/acme/hello:" + strings.Repeat("t", 129),
+		"oci://ghcr.io/acme/hello@sha256:abc", "oci://ghcr.io/acme/hello@sha256:" + strings.ToUpper(d), "oci://ghcr.io/acme/hello@sha1:1",
+	} {
+		msg, _ := config.CheckPluginSource(src)
+		_, err := ParseReference(src)
+		if (msg == "") != (err == nil) {
+			t.Errorf("%s: cluster.yaml validation says %q, the registry client %v", src, msg, err)
+		}
+	}
+	// The one difference: the client ignores a tag before a digest, which
+	// `plugins install` looks up to see whether it moved; validation checks
+	// it too.
+	if msg, _ := config.CheckPluginSource("oci://ghcr.io/acme/hello:+1@sha256:" + d); !strings.Contains(msg, `has the tag "+1"`) {
+		t.Errorf("a bad tag before a digest: %q", msg)
 	}
 }
 

@@ -113,7 +113,11 @@ func (h *Helper) Install(ctx context.Context, c cache.Cache, platform string, pr
 		return res, err
 	}
 	res.Digest, res.Version = art.Digest(), art.Info.Version
-	h.logf("%s: %s is %s (%s %s)", r.Name, r.Source, art.Digest(), art.Info.Name, art.Info.Version)
+	if r.Pinned != "" {
+		h.logf("%s: plugins.lock pins %s (%s %s) from %s", r.Name, art.Digest(), art.Info.Name, art.Info.Version, ref.Repo())
+	} else {
+		h.logf("%s: %s is %s (%s %s)", r.Name, r.Source, art.Digest(), art.Info.Name, art.Info.Version)
+	}
 	if r.Pinned != "" && r.CheckTag && ref.Tag() != "" {
 		now, err := repo.Resolve(ctx, ref.Tag())
 		if err != nil {
@@ -145,10 +149,18 @@ func (h *Helper) Install(ctx context.Context, c cache.Cache, platform string, pr
 			if errors.As(err, &ue) {
 				return res, err
 			}
+			if r.Pinned != "" {
+				return res, &signatureError{pinnedRefused(r, art.Digest(), explainSigErr(ref, err))}
+			}
 			return res, &signatureError{fmt.Errorf("plugin %s from %s (%s) is refused: %w", r.Name, r.Source, art.Digest(), explainSigErr(ref, err))}
 		}
 		res.Key = key.Fingerprint
 		h.logf("%s: the cosign signature of %s verifies with %s", r.Name, art.Digest(), r.KeyFile)
+		// What lets kube-aws run this digest from the cache later without
+		// the helper: a record that it was checked with this key.
+		if err := c.RecordVerified(cache.Verified{Digest: art.Digest(), Key: key.Fingerprint, Name: art.Info.Name, Platforms: cachePlatforms(art)}); err != nil {
+			return res, fmt.Errorf("recording in the plugin cache that the signature of plugin %s %s verifies: %w", r.Name, art.Digest(), err)
+		}
 	}
 	res.Platforms = lockPlatforms(art)
 	p, err := art.ForPlatform(platform)
@@ -178,6 +190,20 @@ func (h *Helper) Install(ctx context.Context, c cache.Cache, platform string, pr
 	}
 	res.Dir, res.Downloaded = dir, true
 	return res, nil
+}
+
+// pinnedRefused is the error for a digest plugins.lock pins whose
+// signature does not verify with the configured key: plugins.lock edited
+// to name another artifact (one a cluster without a key put in the shared
+// cache, say), or a key newly set for a plugin pinned before it was signed.
+func pinnedRefused(r helper.InstallRequest, digest string, err error) error {
+	reason := err.Error()
+	var no *cosign.NoSignatureError
+	if errors.As(err, &no) {
+		reason = no.Reason()
+	}
+	return fmt.Errorf("plugin %s from %s (%s) is refused: plugins.lock pins it to that digest, and %s. plugins.%s.verify.key asks for a signature with the key %s, so only what that key signed runs, whatever the plugin cache holds: if plugins.lock was edited, restore plugins.lock from version control; to pin the signed artifact %s names now, run `kube-aws plugins upgrade %s`; if the plugin's author has not signed %s yet, they sign it with `%s`",
+		r.Name, r.Source, digest, reason, r.Name, r.KeyFile, r.Source, r.Name, digest, helper.SignCommand("cosign.key", "REGISTRY/REPOSITORY@"+digest))
 }
 
 // signatureError is a failure about plugins.NAME.verify: the key or the
@@ -214,6 +240,16 @@ func lockPlatforms(a *Artifact) map[string]helper.Platform {
 			lp.Files[f] = l.Digest.Encoded()
 		}
 		out[name] = lp
+	}
+	return out
+}
+
+// cachePlatforms is lockPlatforms as the cache's verification record
+// keeps them.
+func cachePlatforms(a *Artifact) map[string]cache.Platform {
+	out := map[string]cache.Platform{}
+	for name, p := range lockPlatforms(a) {
+		out[name] = cache.Platform{Manifest: p.Manifest, SHA256: p.SHA256, Files: p.Files}
 	}
 	return out
 }

@@ -66,6 +66,11 @@ func TestSignatures(t *testing.T) {
 				if got.Key != fp.Fingerprint || got.Dir == "" {
 					t.Errorf("installed %+v, want key %s", got, fp.Fingerprint)
 				}
+				// The check is recorded for kube-aws, which cannot repeat it.
+				v, ok := f.cache.LookupVerified(got.Digest, fp.Fingerprint)
+				if !ok || v.Name != "hello" || v.Platforms[HostPlatform()].SHA256 != got.Platforms[HostPlatform()].SHA256 {
+					t.Errorf("verification record %+v, %v", v, ok)
+				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "plugin hello from "+f.reg.Ref("plugins/hello:"+tc.tag)) {
@@ -80,6 +85,26 @@ func TestSignatures(t *testing.T) {
 			if after, _ := f.cache.Entries(); len(after) != len(before) {
 				t.Errorf("cache went from %v to %v in a refused install", before, after)
 			}
+			if _, ok := f.cache.LookupVerified(got.Digest, fp.Fingerprint); ok || got.Digest == "" {
+				t.Errorf("a refused signature of %q was recorded as checked", got.Digest)
+			}
 		})
+	}
+	// Installed without a key, nothing is recorded as checked.
+	got, err := f.install(t, helper.InstallRequest{Name: "hello", Source: f.reg.Ref("plugins/hello:unsigned")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.cache.LookupVerified(got.Digest, fp.Fingerprint); ok {
+		t.Error("an install without a key recorded a signature check")
+	}
+	// A digest plugins.lock pins that the key did not sign says so, and
+	// what to do.
+	_, err = f.install(t, helper.InstallRequest{Name: "hello", Source: f.reg.Ref("plugins/hello:bundle"), Pinned: got.Digest, KeyFile: myPub})
+	for _, want := range []string{"plugin hello from " + f.reg.Ref("plugins/hello:bundle") + " (" + got.Digest + ") is refused: plugins.lock pins it to that digest, and it has no cosign signature",
+		"with the key " + myPub, "restore plugins.lock", "kube-aws plugins upgrade hello"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("pinned unsigned digest: %v\ndoes not say %q", err, want)
+		}
 	}
 }

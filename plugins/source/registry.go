@@ -132,6 +132,13 @@ type Outcome struct {
 // always fetched by its digest: a tag that moved is never followed unless
 // the user runs `kube-aws plugins upgrade`.
 //
+// plugins.lock is not trusted to say that a digest is signed: it is a file
+// anyone with commit access may edit, and the cache is shared with clusters
+// that set no key. When cluster.yaml sets plugins.NAME.verify.key, the
+// pinned digest runs from the cache only when the cache records that the
+// helper checked its signature with that key (signatureOf); otherwise the
+// helper checks it first, and a digest the key did not sign is refused.
+//
 // Problems with single plugins are in the outcome; an error means nothing
 // could be done at all (the helper could not be started, say). Resolve
 // calls it (through ResolveOptions.Ensure); only its tests call it alone.
@@ -179,7 +186,8 @@ func Ensure(ctx context.Context, plugins []RegistryPlugin, opts EnsureOptions) (
 				p.Name, p.Source, p.Name, (&Pin{e.Version, e.Digest}).String(), e.Ref, p.Name)})
 		case !pinned && opts.Mode == Offline:
 			out.Problems = append(out.Problems, Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
-				"plugin %s (%s) is not installed: run `kube-aws plugins install`", p.Name, p.Source)})
+				"plugin %s (%s) is not installed: run `kube-aws plugins install`, which downloads it, checks its signature when plugins.%s.verify.key is set and pins it in plugins.lock; plugins verify checks only what is installed, and contacts no registry",
+				p.Name, p.Source, p.Name)})
 		case !pinned:
 			reqs = append(reqs, fresh)
 		default:
@@ -214,7 +222,8 @@ func Ensure(ctx context.Context, plugins []RegistryPlugin, opts EnsureOptions) (
 	changed := false
 	for i, r := range res.Installed {
 		c, entry, prob := apply(reqs[i], r, lock.Entry(r.Name), opts.Platform)
-		if prob != nil && why[r.Name] != "" {
+		// A refused signature says all there is to say about the pin.
+		if prob != nil && why[r.Name] != "" && prob.Field != "verify" {
 			prob.Err = fmt.Errorf("%w (kube-aws had to fetch plugin %s %s by its pinned digest because %s)", prob.Err, r.Name, reqs[i].Pinned, why[r.Name])
 		}
 		if prob != nil {
@@ -248,6 +257,7 @@ func pinnedPlugin(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions,
 			p.Name, p.Source, e.Digest, opts.Platform, strings.Join(e.PlatformNames(), ", "), p.Name)}
 	}
 	unverified := fp != "" && fp != e.Key
+	sig := signatureOf(opts.Cache, p.Name, e, fp)
 	dir, err := opts.Cache.EntryDir(pl.Manifest)
 	if err != nil {
 		return nil, Candidate{}, &Problem{Name: p.Name, Field: "source", Err: err}
@@ -259,7 +269,16 @@ func pinnedPlugin(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions,
 				"plugin %s has not been checked with the key %s (plugins.lock records another key, or none): run `kube-aws plugins install`", p.Name, p.Key)}
 		case !exists(dir):
 			return nil, Candidate{}, &Problem{Name: p.Name, Field: "source", Err: fmt.Errorf(
-				"plugin %s %s is not in the plugin cache (%s): run `kube-aws plugins install`", p.Name, (&Pin{e.Version, e.Digest}).String(), opts.Cache.Root)}
+				"plugin %s %s is not in the plugin cache (%s): run `kube-aws plugins install`, which downloads it by the digest plugins.lock pins; plugins verify checks only what is in the cache, and contacts no registry",
+				p.Name, (&Pin{e.Version, e.Digest}).String(), opts.Cache.Root)}
+		case sig == sigUnchecked:
+			return nil, Candidate{}, &Problem{Name: p.Name, Field: "verify", Err: fmt.Errorf(
+				"plugins.lock pins plugin %s to %s, and the plugin cache (%s) records no check of its cosign signature with the key %s (plugins.%s.verify.key), so it cannot be trusted: run `kube-aws plugins install`, which checks it; if that refuses it, plugins.lock names an artifact that key did not sign: restore plugins.lock from version control, or run `kube-aws plugins upgrade %s` to pin the signed artifact %s names now",
+				p.Name, e.Digest, opts.Cache.Root, p.Key, p.Name, p.Name, p.Source)}
+		case sig == sigDiffers:
+			return nil, Candidate{}, &Problem{Name: p.Name, Field: "verify", Err: fmt.Errorf(
+				"plugins.lock pins plugin %s to %s, whose cosign signature verifies with the key %s, but the plugin or the hashes plugins.lock records for it are not what that digest holds: plugins.lock was edited; restore plugins.lock from version control, or run `kube-aws plugins upgrade %s` to pin the signed artifact %s names now",
+				p.Name, e.Digest, p.Key, p.Name, p.Source)}
 		}
 		// A changed entry is for the host's hash check to report.
 		return nil, candidate(p.Name, dir), nil
@@ -268,10 +287,51 @@ func pinnedPlugin(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions,
 		req.CheckTag = true
 		return req, Candidate{}, nil
 	}
-	if unverified || !opts.Cache.Fresh(pl.Manifest) {
+	if unverified || sig != sigChecked || !opts.Cache.Fresh(pl.Manifest) {
 		return req, Candidate{}, nil
 	}
 	return nil, candidate(p.Name, dir), nil
+}
+
+// signature is what the plugin cache says about the signature of the
+// digest plugins.lock pins, checked with the key cluster.yaml names.
+type signature int
+
+const (
+	// sigChecked: the kube-aws-oci helper checked it with that key, and the
+	// digest holds the plugin and the builds the lock records.
+	sigChecked signature = iota
+	// sigUnchecked: no check with that key is recorded.
+	sigUnchecked
+	// sigDiffers: it was checked, but the lock's name or hashes are not
+	// what the digest holds.
+	sigDiffers
+)
+
+// signatureOf decides whether the digest e pins may run without the helper
+// checking its signature first. With a key set (fp, its fingerprint), the
+// lock alone is not enough: plugins.lock may have been edited to name any
+// digest, and the shared cache may hold unsigned ones that clusters without
+// a key installed. Only the record the helper writes after a successful
+// check (plugins/oci/cache, Verified) of this digest with this key, for
+// this plugin and these hashes, lets it run. Without a key there is
+// nothing to check: sigChecked.
+func signatureOf(c cache.Cache, name string, e *LockEntry, fp string) signature {
+	if fp == "" {
+		return sigChecked
+	}
+	v, ok := c.LookupVerified(e.Digest, fp)
+	if !ok {
+		return sigUnchecked
+	}
+	got := make(map[string]PlatformLock, len(v.Platforms))
+	for k, p := range v.Platforms {
+		got[k] = PlatformLock{Manifest: p.Manifest, SHA256: p.SHA256, Files: p.Files}
+	}
+	if v.Name != name || !samePlatforms(e.Platforms, got) {
+		return sigDiffers
+	}
+	return sigChecked
 }
 
 // whyFetch says why a plugin pinned in plugins.lock had to be fetched from
@@ -288,6 +348,8 @@ func whyFetch(p RegistryPlugin, e *LockEntry, fp string, opts EnsureOptions) str
 		return ""
 	case fp != "" && fp != e.Key:
 		return fmt.Sprintf("its signature must be checked with the key %s, which plugins.lock does not record yet", p.Key)
+	case signatureOf(opts.Cache, p.Name, e, fp) != sigChecked:
+		return fmt.Sprintf("plugins.%s.verify.key asks for a signature with the key %s, and the plugin cache records no check with it of that digest for the hashes plugins.lock records", p.Name, p.Key)
 	case !exists(dir):
 		return fmt.Sprintf("it is not in the plugin cache (%s)", opts.Cache.Root)
 	case !opts.Cache.Fresh(pl.Manifest):

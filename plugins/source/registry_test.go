@@ -275,3 +275,119 @@ func TestTamperedEntryRepaired(t *testing.T) {
 		}
 	}
 }
+
+// editLock returns a copy of lock whose entry for name takes the digest,
+// version and platforms of from: a plugins.lock edited to name another
+// artifact while keeping its source and key.
+func editLock(lock *source.Lockfile, name string, from *source.LockEntry) *source.Lockfile {
+	out := &source.Lockfile{Version: lock.Version}
+	for _, e := range lock.Plugins {
+		if e.Name == name {
+			e.Digest, e.Version, e.Platforms = from.Digest, from.Version, from.Platforms
+		}
+		out.Plugins = append(out.Plugins, e)
+	}
+	return out
+}
+
+// plugins.lock is not a way around signatures. One cluster takes an
+// unsigned build of hello without a key, which puts it in the plugin cache
+// every cluster on the machine shares; another cluster requires hello's
+// signature. Its plugins.lock, edited to pin the unsigned digest (with that
+// digest's own hashes, and the key it recorded before), must neither start
+// the unsigned plugin nor pass plugins verify: whenever cluster.yaml sets a
+// key, the lock's digest is checked against a signature with it, whatever
+// the cache holds.
+func TestEditedLockCannotSkipTheSignature(t *testing.T) {
+	e := newEnv(t)
+	cli := registrytest.NewCosign(t)
+	priv, pub := cli.GenerateKeyPair(t, t.TempDir())
+	signed := e.push(t, "hello", "plugins/hello:1.0.0", nil)
+	cli.Sign(t, priv, signed.Repository+"@"+signed.Digest, registrytest.Bundle)
+	unsigned := e.push(t, "hello", "plugins/hello:dev", map[string]string{"payload": "not signed"})
+
+	// The cluster without a key fills the shared cache.
+	noKey := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:dev")}}
+	other := e.run(t, noKey, nil, source.Auto)
+	if len(other.Problems) > 0 || other.Lock.Entry("hello").Digest != unsigned.Digest {
+		t.Fatalf("the cluster without a key: %s %+v", problems(other), other.Lock)
+	}
+	// The cluster with a key pins the signed build.
+	keyed := []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1.0.0"), Key: pub}}
+	first := e.run(t, keyed, nil, source.Auto)
+	if len(first.Problems) > 0 || first.Lock.Entry("hello").Digest != signed.Digest || first.Lock.Entry("hello").Key == "" {
+		t.Fatalf("the cluster with a key: %s %+v", problems(first), first.Lock)
+	}
+	good := first.Lock
+
+	for _, tc := range []struct {
+		name string
+		lock *source.Lockfile
+		// want are the parts of the problem in Auto mode (render and the
+		// stages), at plugins.hello.<field>.
+		field string
+		want  []string
+		// offline are the parts of plugins verify's problem.
+		offline []string
+	}{
+		{
+			name:  "the unsigned digest with its own hashes",
+			lock:  editLock(good, "hello", other.Lock.Entry("hello")),
+			field: "verify",
+			want: []string{"plugin hello from " + e.reg.Ref("plugins/hello:1.0.0") + " (" + unsigned.Digest + ") is refused: plugins.lock pins it to that digest, and it has no cosign signature",
+				"with the key " + pub, "restore plugins.lock", "kube-aws plugins upgrade hello"},
+			offline: []string{"plugins.lock pins plugin hello to " + unsigned.Digest, "records no check of its cosign signature with the key " + pub,
+				"run `kube-aws plugins install`, which checks it", "restore plugins.lock", "kube-aws plugins upgrade hello"},
+		},
+		{
+			name: "the signed digest with the unsigned build's hashes",
+			lock: editLock(good, "hello", &source.LockEntry{Digest: signed.Digest, Version: "1.0.0",
+				Platforms: other.Lock.Entry("hello").Platforms}),
+			field: "source",
+			want:  []string{"plugins.lock's hashes for plugin hello differ from what its pinned digest " + signed.Digest + " holds"},
+			offline: []string{"plugins.lock pins plugin hello to " + signed.Digest + ", whose cosign signature verifies with the key " + pub,
+				"are not what that digest holds", "restore plugins.lock", "kube-aws plugins upgrade hello"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := e.run(t, keyed, tc.lock, source.Auto)
+			if len(o.Candidates) > 0 {
+				t.Errorf("render would start %s, which plugins.lock names but no signature with %s covers", o.Candidates[0].Path, pub)
+			}
+			wantProblem(t, o, "plugins.hello."+tc.field, tc.want...)
+			// plugins verify: offline, from the cache alone.
+			o = e.run(t, keyed, tc.lock, source.Offline)
+			if len(o.Candidates) > 0 {
+				t.Errorf("plugins verify accepts %s", o.Candidates[0].Path)
+			}
+			wantProblem(t, o, "plugins.hello.verify", tc.offline...)
+		})
+	}
+
+	// The genuine lock still runs from the cache without the helper, and
+	// verifies offline.
+	runs := e.runs
+	if o := e.run(t, keyed, good, source.Auto); len(o.Problems) > 0 || len(o.Candidates) != 1 || e.runs != runs {
+		t.Errorf("the genuine lock: %s (helper runs %d -> %d)", problems(o), runs, e.runs)
+	}
+	if o := e.run(t, keyed, good, source.Offline); len(o.Problems) > 0 || len(o.Candidates) != 1 {
+		t.Errorf("plugins verify with the genuine lock: %s", problems(o))
+	}
+
+	// The signed build, cached by a cluster without a key on another
+	// machine's cache, is checked with the key once before it runs there.
+	fresh := &env{reg: e.reg, cache: cache.Cache{Root: t.TempDir()}}
+	fresh.run(t, []source.RegistryPlugin{{Name: "hello", Source: e.reg.Ref("plugins/hello:1.0.0")}}, nil, source.Auto)
+	if o := fresh.run(t, keyed, good, source.Offline); len(o.Problems) != 1 || o.Problems[0].Field != "verify" {
+		t.Errorf("plugins verify before the key's check is recorded: %s", problems(o))
+	}
+	if o := fresh.run(t, keyed, good, source.Auto); len(o.Problems) > 0 || fresh.runs != 2 {
+		t.Errorf("first keyed run on a cache filled without the key: %s (helper runs %d, want 2)", problems(o), fresh.runs)
+	}
+	if o := fresh.run(t, keyed, good, source.Auto); len(o.Problems) > 0 || fresh.runs != 2 {
+		t.Errorf("the check is not remembered: %s (helper runs %d, want 2)", problems(o), fresh.runs)
+	}
+	if o := fresh.run(t, keyed, good, source.Offline); len(o.Problems) > 0 {
+		t.Errorf("plugins verify after the check: %s", problems(o))
+	}
+}

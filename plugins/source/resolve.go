@@ -66,7 +66,15 @@ func configError(format string, args ...any) error {
 // its settings (Problem.Path), so the caller can point at its line.
 type ProblemsError struct{ Problems []Problem }
 
-func (e *ProblemsError) Error() string { return "plugins from registries cannot be used" }
+// Error names the plugins and their settings; each Problem says why and
+// what to run, and is shown as a diagnostic of its own.
+func (e *ProblemsError) Error() string {
+	var at []string
+	for _, p := range e.Problems {
+		at = append(at, fmt.Sprintf("%s (%s)", p.Name, p.Path()))
+	}
+	return fmt.Sprintf("%d plugin(s) from registries cannot be used: %s; the diagnostics say why and what to run", len(e.Problems), strings.Join(at, ", "))
+}
 
 // Resolve decides which plugins there are: the ones found in the folders
 // and the ones cluster.yaml takes from registries, made available by Ensure

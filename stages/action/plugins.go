@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -224,24 +225,51 @@ func LockPlugins(ctx context.Context, opts stages.Options) (string, []source.Can
 }
 
 // VerifyPlugins checks every plugin that is not built in against
-// plugins.lock and reports every difference as a fatal diagnostic. It
-// installs nothing and contacts no registry: a plugin from a registry that
-// is not in the cache is a difference too.
+// plugins.lock and reports every difference as a fatal diagnostic, after
+// the warnings planning found. It installs nothing and contacts no
+// registry: a plugin from a registry that is not in the cache, or whose
+// pinned digest the cache does not record as checked with its verify.key,
+// is a fatal diagnostic at its setting, saying what to run.
 func VerifyPlugins(opts stages.Options) (string, diag.List, error) {
 	opts.ConfigOptional = true
 	opts.Registry.Mode = source.Offline
 	p, err := stages.NewPlan(opts)
 	if err != nil {
-		return "", nil, err
+		// The plugins from registries that cannot be checked (not in the
+		// cache, no record of their signature's check) are diagnostics
+		// that say why and what to run: hand them on.
+		var se *stages.Error
+		if errors.As(err, &se) {
+			return lockPathOf(opts), se.Diagnostics, err
+		}
+		return lockPathOf(opts), nil, err
 	}
 	path := filepath.Join(p.ClusterDir, source.LockfileName)
-	var diags diag.List
+	// The plan's warnings first (a plugin from a registry whose signature
+	// is not checked, say): verify is where CI looks.
+	diags := append(diag.List(nil), p.Diagnostics...)
+	fatal := false
 	for _, e := range p.Deps.Verify(p.All, path) {
+		fatal = true
 		diags = append(diags, diag.Diagnostic{Severity: diag.Fatal, File: path, Message: e.Error(),
 			Hint: "if the change is intended, run `kube-aws plugins lock` and commit plugins.lock"})
 	}
-	if len(diags) > 0 {
+	if fatal {
 		return path, diags, &stages.Error{Code: stages.ExitFatal, Msg: fmt.Sprintf("plugins do not match %s", path), Diagnostics: diags}
 	}
-	return path, nil, nil
+	return path, diags, nil
+}
+
+// lockPathOf is plugins.lock beside the cluster.yaml opts names, for a
+// report when planning failed.
+func lockPathOf(opts stages.Options) string {
+	cfg := opts.ConfigPath
+	if cfg == "" {
+		cfg = "cluster.yaml"
+	}
+	abs, err := filepath.Abs(cfg)
+	if err != nil {
+		return source.LockfileName
+	}
+	return filepath.Join(filepath.Dir(abs), source.LockfileName)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/plugins/oci/helper"
 	"github.com/kube-aws/kube-aws/plugins/source"
 	"github.com/kube-aws/kube-aws/stages"
@@ -31,6 +32,9 @@ type RegistryResult struct {
 	Changes     []source.Change
 	// Installed are the plugins in the cache, by name.
 	Installed []source.Candidate
+	// Diagnostics are the warnings found on the way (a plugin from a
+	// registry whose signature is not checked, say).
+	Diagnostics diag.List
 }
 
 // Run installs or upgrades.
@@ -44,7 +48,7 @@ func (a *RegistryPlugins) Run(ctx context.Context) (*RegistryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &RegistryResult{LockPath: filepath.Join(p.ClusterDir, source.LockfileName)}
+	res := &RegistryResult{LockPath: filepath.Join(p.ClusterDir, source.LockfileName), Diagnostics: p.Diagnostics}
 	if p.Registry != nil {
 		res.LockWritten = p.Registry.Lock != nil
 		res.Changes = p.Registry.Changes

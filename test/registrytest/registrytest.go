@@ -318,6 +318,21 @@ func (c *CosignCLI) run(ctx context.Context, dir string, args ...string) ([]byte
 	return out, nil
 }
 
+// Run runs cosign with args in dir, as Sign does (with the test's keys'
+// password, no prompt, no user configuration), and fails the test when it
+// fails: for a cosign command a test did not write itself, the one
+// `kube-aws plugins push` prints, say.
+func (c *CosignCLI) Run(tb testing.TB, dir string, args ...string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := c.run(ctx, dir, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(out)
+}
+
 // GenerateKeyPair writes cosign.key and cosign.pub into dir with `cosign
 // generate-key-pair` and returns their paths.
 func (c *CosignCLI) GenerateKeyPair(tb testing.TB, dir string) (key, pub string) {

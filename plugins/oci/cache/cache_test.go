@@ -3,6 +3,7 @@ package cache
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -132,5 +133,56 @@ func TestCommitRace(t *testing.T) {
 	}
 	if es, _ := c.Entries(); len(es) != 0 || c.Fresh(digest) {
 		t.Errorf("after Remove: %v", es)
+	}
+}
+
+// A verification is recorded per digest and key, and only what was
+// recorded is found: another key, another digest, a record edited to name
+// another digest and a record that is not JSON are all "not checked".
+func TestVerified(t *testing.T) {
+	c := Cache{Root: t.TempDir()}
+	key := "sha256:" + strings.Repeat("cd", 32)
+	other := "sha256:" + strings.Repeat("ef", 32)
+	v := Verified{Digest: digest, Key: key, Name: "hello", Platforms: map[string]Platform{
+		"linux/amd64": {Manifest: other, SHA256: strings.Repeat("12", 32)},
+	}}
+	if _, ok := c.LookupVerified(digest, key); ok {
+		t.Fatal("found before it was recorded")
+	}
+	if err := c.RecordVerified(v); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := c.LookupVerified(digest, key)
+	if !ok || got.Name != "hello" || !reflect.DeepEqual(got.Platforms, v.Platforms) {
+		t.Fatalf("LookupVerified = %+v, %v", got, ok)
+	}
+	for name, look := range map[string][2]string{
+		"another key":    {digest, other},
+		"another digest": {other, key},
+		"not a digest":   {"sha256:../../x", key},
+		"not a key":      {digest, "cosign.pub"},
+	} {
+		if _, ok := c.LookupVerified(look[0], look[1]); ok {
+			t.Errorf("%s: found", name)
+		}
+	}
+	if err := c.RecordVerified(Verified{Digest: digest, Key: "not a fingerprint"}); err == nil {
+		t.Error("recorded a key that is not a fingerprint")
+	}
+	p, _ := c.verifiedPath(digest, key)
+	// A record moved to another pair's name does not vouch for that pair.
+	q, _ := c.verifiedPath(other, key)
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(q, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.LookupVerified(other, key); ok {
+		t.Error("a record copied to another digest's name counts for it")
+	}
+	if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.LookupVerified(digest, key); ok {
+		t.Error("a broken record counts")
 	}
 }

@@ -105,9 +105,14 @@ type NoSignatureError struct {
 }
 
 func (e *NoSignatureError) Error() string {
+	return e.Reason() + ": sign it with `" + helper.SignCommand("cosign.key", "REGISTRY/REPOSITORY@"+e.Subject) + "`"
+}
+
+// Reason says what is missing, without what the plugin's author does
+// about it.
+func (e *NoSignatureError) Reason() string {
 	h := strings.TrimPrefix(e.Subject, "sha256:")
-	return fmt.Sprintf("it has no cosign signature (looked for referrers of type %s and for the tag sha256-%s.sig): sign it with `cosign sign --key cosign.key REGISTRY/REPOSITORY@%s`",
-		BundleArtifactType, h, e.Subject)
+	return fmt.Sprintf("it has no cosign signature (looked for referrers of type %s and for the tag sha256-%s.sig)", BundleArtifactType, h)
 }
 
 // BadSignatureError is an artifact whose signatures do not verify with the key.

@@ -190,6 +190,22 @@ func KeyFingerprint(pemBytes []byte) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
+// SignFlags are the flags of `cosign sign --key` that keep a signature
+// private: without --tlog-upload=false cosign records the signature, and
+// with it the artifact's repository and digest, in Sigstore's public
+// transparency log, which kube-aws does not consult (it checks the
+// signature with the public key alone); cosign 3 also fetches its signing
+// configuration from Sigstore unless --use-signing-config=false, and
+// refuses --tlog-upload=false with it. cosign 2.6 knows both flags
+// (cosign 2.5 and older know only the first).
+const SignFlags = "--tlog-upload=false --use-signing-config=false"
+
+// SignCommand is the cosign command that signs image
+// (REGISTRY/REPOSITORY@sha256:...) with the private key at key, privately.
+func SignCommand(key, image string) string {
+	return "cosign sign --key " + key + " " + SignFlags + " " + image
+}
+
 // message is one line the helper writes on stdout.
 type message struct {
 	Log    string          `json:"log,omitempty"`
