@@ -110,7 +110,7 @@ func otherPlatform() string {
 	return runtime.GOOS + "/arm64"
 }
 
-// The issue's "done when": the example Python plugin and a Go plugin (the
+// The registry's promise: the example Python plugin and a Go plugin (the
 // contrib kube2iam, at another version than the one kube-aws ships) pushed
 // to a local registry, the Go one signed with cosign, named by source in
 // cluster.yaml: kube-aws installs, verifies and pins them, and `up` runs

@@ -67,7 +67,7 @@ func (m *merger) addStack(plugin string, in *construct.Stack) {
 		m.stacks = append(m.stacks, st)
 	}
 	// Description is prose, not configuration: the first plugin that gives
-	// one describes the stack, as the rule says.
+	// one describes the stack, as the design says.
 	if st.s.Description == "" && in.Description != "" {
 		st.s.Description = in.Description
 		st.owner[ownerKey{secDescription, ""}] = plugin

@@ -342,8 +342,8 @@ func (e *example) consoleTail(id string) string {
 // TestCluster boots cluster.yaml.example: `kube-aws up` against moto, every
 // instance its groups launch booted as a local machine from its launch
 // template. Then every role reaches its goal (etcd member healthy, node
-// Ready), each reported with its time since its machine started (the issue
-// asks 60 s or less); the three members form one healthy cluster; the API
+// Ready), each reported with its time since its machine started (the target
+// is 60 s or less); the three members form one healthy cluster; the API
 // answers /readyz through the load balancer by apiEndpoint.dnsName with the
 // kubeconfig `kube-aws kubeconfig` writes; every node is Ready with its
 // pool's labels and taints; a Secret is stored encrypted in etcd; a pod on
@@ -375,7 +375,7 @@ func TestCluster(t *testing.T) {
 	go func() { loaded <- e.sideLoadControllers(ctx, archive) }()
 	since := func() string { return fmt.Sprintf("%.1fs after kube-aws up", time.Since(first).Seconds()) }
 
-	// Every role's goal, with its time since machine start. The issue asks
+	// Every role's goal, with its time since machine start. The target is
 	// 60 s or less "with binaries and images already present": the
 	// artifacts step (fetching and importing them, which a machine image
 	// with them baked in skips) is reported and taken out of that figure.
@@ -403,7 +403,7 @@ func TestCluster(t *testing.T) {
 		t.Logf("%s: %d machines reached their goal %.1fs to %.1fs after their machines started; %.1fs to %.1fs without the artifacts step (%s)",
 			r.role, r.want, total[0], total[len(total)-1], present[0], present[len(present)-1], since())
 		if !strings.HasPrefix(r.role, "nodepool-") && present[len(present)-1] > 60 {
-			t.Errorf("a %s machine reached its goal %.1fs after its machine started, artifacts step aside: the issue asks 60 s or less", r.role, present[len(present)-1])
+			t.Errorf("a %s machine reached its goal %.1fs after its machine started, artifacts step aside: the target is 60 s or less", r.role, present[len(present)-1])
 		}
 	}
 	wcancel()

@@ -396,7 +396,7 @@ func readyNodes(ctx context.Context, cs *kubernetes.Clientset, ins []instance) (
 // cluster.yaml and `kube-aws up` runs again; the new machine joins as a
 // Ready node with its pool's labels and taint. Its time from machine start
 // to Ready is the worker's figure with the control plane already up, and
-// the one the 60 s of the cluster issue is asserted on for workers.
+// the one the 60 s target is asserted on for workers.
 func (e *example) poolScaled(ctx context.Context, t *testing.T) {
 	cs, _, err := e.kube(ctx)
 	if err != nil {
@@ -482,10 +482,10 @@ func (e *example) poolScaled(ctx context.Context, t *testing.T) {
 		}
 		present := st[id].Seconds - art
 		t.Logf("new spot worker %s (node %s) Ready %.1fs after its machine started, %.1fs without the artifacts step; Ready nodes %d -> %d", id, n.Name, st[id].Seconds, present, len(nodesBefore), len(nodes))
-		// The worker's 60 s (the cluster issue's, with binaries and images
+		// The worker's 60 s (the target, with binaries and images
 		// present), asserted here where the control plane is up.
 		if present > 60 {
-			t.Errorf("new spot worker %s reached Ready %.1fs after its machine started, artifacts step aside: the issue asks 60 s or less", id, present)
+			t.Errorf("new spot worker %s reached Ready %.1fs after its machine started, artifacts step aside: the target is 60 s or less", id, present)
 		}
 	}
 }
