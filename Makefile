@@ -27,7 +27,7 @@ CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.
 
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-tools unit e2e fuzz lint demo bench proto venv clean help e2e-cluster
+.PHONY: all build test test-tools cis-tools unit e2e fuzz lint demo bench proto venv clean help e2e-cluster
 
 all: build
 
@@ -72,9 +72,16 @@ lint:
 
 # The OCI registry and cosign CLI that plugin distribution is tested against,
 # built from the Go module proxy at the versions test/registrytest pins
-# (once per machine: the first cosign build takes minutes).
+# (once per machine: the first cosign build takes minutes), and cis-tools.
 test-tools:
-	$(GO) test -count=1 -timeout 30m -run '^TestTools$$' ./test/registrytest
+	$(GO) test -count=1 -timeout 30m -run '^TestTools$$' ./test/registrytest ./test/cisbench
+
+# kube-bench (the CIS Kubernetes Benchmark), and the kubectl and jq its policy
+# checks run, built from the Go module proxy at the versions the scratch
+# modules of test/cisbench/tools pin, for the booted cluster's machines (once
+# per machine, kept with the test tools).
+cis-tools:
+	$(GO) test -count=1 -timeout 30m -run '^TestTools$$' ./test/cisbench
 
 # The whole suite: what CI runs.
 test: venv build lint test-tools
@@ -102,7 +109,7 @@ RUN                 ?= .
 
 # The cluster cases deploy cluster.yaml.example with the real binaries and
 # its machines take every binary and image from the artifact folder.
-e2e-cluster: venv build artifacts
+e2e-cluster: venv build artifacts cis-tools
 	@if [ "$$(id -u)" != 0 ]; then echo "make e2e-cluster: local machines need root (mounts, network namespaces, cgroups, loop devices): run it as root" >&2; exit 2; fi
 	@missing=$$(for p in $(E2E_CLUSTER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
