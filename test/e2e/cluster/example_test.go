@@ -529,6 +529,9 @@ func TestCluster(t *testing.T) {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
 	}
 
+	// The CIS Kubernetes Benchmark on the cluster as it booted.
+	e.cis(ctx, t)
+
 	// Issue 12's fault cases, each leaving a healthy cluster.
 	e.faults(ctx, t)
 

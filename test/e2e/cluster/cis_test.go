@@ -1,0 +1,85 @@
+//go:build e2ecluster
+
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-aws/kube-aws/test/cisbench"
+)
+
+// cisDir is where the benchmark's tools go in a machine.
+const cisDir = "/var/tmp/kube-bench"
+
+// cis runs the CIS Kubernetes Benchmark (kube-bench, test/cisbench) on one
+// etcd member, one controller and one worker: each role's targets, with
+// the benchmark picked explicitly. It logs each role's counts by section,
+// and fails on a FAIL or WARN without its row in the table of
+// docs/security.md, and on a row whose check no longer gives its result.
+func (e *example) cis(ctx context.Context, t *testing.T) {
+	t.Run("CIS benchmark", func(t *testing.T) {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		tools, err := cisbench.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := cisbench.LoadTable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := map[string]string{"etcd": "-etcd", "controller": "-control-plane-", "worker": "-nodepool-general-"}
+		counts := map[string][]cisbench.Count{}
+		for _, role := range cisbench.Roles {
+			live := e.live(cctx, t, groups[role.Name])
+			if len(live) == 0 {
+				t.Fatalf("no %s instance", role.Name)
+			}
+			id := live[0].id
+			m, err := e.machineOf(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tools.Stage(filepath.Join(m.Root(), cisDir)); err != nil {
+				t.Fatal(err)
+			}
+			report := cisDir + "/report-" + role.Name + ".json"
+			started := time.Now()
+			// kubectl and jq from the staged folder for the policy
+			// checks, which ask the API as the cluster's admin.
+			if out, err := e.inMachine(cctx, id, "env",
+				"PATH="+cisDir+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+				"KUBECONFIG=/etc/kubernetes/admin.conf",
+				cisDir+"/kube-bench", "run", "--targets", role.Targets, "--benchmark", cisbench.Benchmark,
+				"--config-dir", cisDir+"/cfg", "--json", "--outputfile", report); err != nil {
+				t.Fatalf("kube-bench on %s (%s): %v\n%s", id, role.Name, err, out)
+			}
+			b, err := os.ReadFile(filepath.Join(m.Root(), report))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Kept with the machine's logs when the run fails.
+			if dir := filepath.Join(string(e.h.Logs), id); os.MkdirAll(dir, 0o755) == nil {
+				_ = os.WriteFile(filepath.Join(dir, "kube-bench.json"), b, 0o644)
+			}
+			r, err := cisbench.ParseReport(b)
+			if err != nil {
+				t.Fatalf("%s (%s): %v", id, role.Name, err)
+			}
+			counts[role.Name] = r.Counts()
+			for _, c := range counts[role.Name] {
+				t.Logf("%s %s: %s %s: %d PASS, %d FAIL, %d WARN, %d INFO", role.Name, id, c.Section, c.Desc, c.Pass, c.Fail, c.Warn, c.Info)
+			}
+			t.Logf("%s %s: kube-bench %s, benchmark %s, targets %s, ran in %.1fs", role.Name, id, tools.Version, cisbench.Benchmark, role.Targets, time.Since(started).Seconds())
+			if p := cisbench.Compare(role.Name, r.Results(), rows); len(p) > 0 {
+				t.Errorf("%s (%s) against the table of %s:\n%s", role.Name, id, cisbench.DocPath, strings.Join(p, "\n"))
+			}
+		}
+		t.Logf("counts for %s:\n%s", cisbench.DocPath, cisbench.CountsTable(counts))
+	})
+}
