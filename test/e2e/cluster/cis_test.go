@@ -4,11 +4,14 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-aws/kube-aws/test/cisbench"
 )
@@ -33,14 +36,21 @@ func (e *example) cis(ctx context.Context, t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		groups := map[string]string{"etcd": "-etcd", "controller": "-control-plane-", "worker": "-nodepool-general-"}
+		controller, err := e.podNetworkController(cctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := map[string]string{"etcd": "-etcd", "worker": "-nodepool-general-"}
 		counts := map[string][]cisbench.Count{}
 		for _, role := range cisbench.Roles {
-			live := e.live(cctx, t, groups[role.Name])
-			if len(live) == 0 {
-				t.Fatalf("no %s instance", role.Name)
+			id := controller
+			if role.Name != "controller" {
+				live := e.live(cctx, t, groups[role.Name])
+				if len(live) == 0 {
+					t.Fatalf("no %s instance", role.Name)
+				}
+				id = live[0].id
 			}
-			id := live[0].id
 			m, err := e.machineOf(id)
 			if err != nil {
 				t.Fatal(err)
@@ -87,4 +97,34 @@ func (e *example) cis(ctx context.Context, t *testing.T) {
 		}
 		t.Logf("counts for %s:\n%s", cisbench.DocPath, cisbench.CountsTable(counts))
 	})
+}
+
+// podNetworkController is the controller that ran the secret-probe
+// release's Job: it has held a pod on the pod network, so host-local's
+// files are in /var/lib/cni/networks, the only CNI files the benchmark's
+// 1.1.9 and 1.1.10 find (the kubelet has no --cni-conf-dir). Either
+// controller would do but for those two, which find nothing on a
+// controller that never ran such a pod.
+func (e *example) podNetworkController(ctx context.Context) (string, error) {
+	cs, _, err := e.kube(ctx)
+	if err != nil {
+		return "", err
+	}
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=secret-probe"})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		n, err := cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if id := n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]; strings.HasPrefix(id, "i-") {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("no pod of the secret-probe Job with a node whose provider id names an instance (%d pods)", len(pods.Items))
 }
