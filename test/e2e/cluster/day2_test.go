@@ -170,17 +170,24 @@ func startWeb(ctx context.Context, cs *kubernetes.Clientset) error {
 }
 
 // traffic is the client of the web Service: every 100 ms a request through
-// each worker that serves it, as a load balancer with a health check sends
-// (a worker whose kube-proxy is Ready and that is not cordoned: a drained
-// node is taken out of rotation, as the Service controller does with an
-// excluded node).
+// each worker in service, as a load balancer with a health check sends. A
+// worker is a candidate while it is Ready, not cordoned and its kube-proxy
+// is Ready (a drained node is taken out of rotation at once, as the Service
+// controller does with an excluded node); a candidate enters service after
+// healthyThreshold passing checks of the Service's node port, healthInterval
+// apart, as an AWS load balancer puts a new target in service (at least two
+// checks, five seconds or more apart, there: this is stricter). A new node
+// that is Ready before its pod network routes to the other nodes' pods
+// fails those checks, as on AWS. Once in service a worker stays until it
+// stops being a candidate: a failure then counts.
 type traffic struct {
 	e      *example
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu       sync.Mutex
-	workers  []string // addresses
+	workers  []string       // addresses in service
+	passes   map[string]int // consecutive passing checks of candidates
 	sent     int
 	failed   int
 	failures []string
@@ -197,7 +204,7 @@ type targetFailures struct {
 
 func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}}
+	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -213,22 +220,72 @@ func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes
 	return c
 }
 
+// How the client's health check puts a new worker in service.
+const (
+	healthyThreshold = 2
+	healthInterval   = time.Second
+)
+
 func (c *traffic) watchWorkers(ctx context.Context, cs *kubernetes.Clientset) {
+	hc := c.httpClient(2 * time.Second)
+	lastCheck := time.Time{}
 	for ctx.Err() == nil {
-		if ws, err := servingWorkers(ctx, cs); err == nil {
+		if candidates, err := servingWorkers(ctx, cs); err == nil {
+			check := time.Since(lastCheck) >= healthInterval
+			if check {
+				lastCheck = time.Now()
+			}
 			c.mu.Lock()
-			c.workers = ws
+			var in []string
+			for _, w := range candidates {
+				if slices.Contains(c.workers, w) || c.passes[w] >= healthyThreshold {
+					in = append(in, w)
+					continue
+				}
+				if check {
+					go c.healthCheck(ctx, hc, w)
+				}
+			}
+			for w := range c.passes {
+				if !slices.Contains(candidates, w) {
+					delete(c.passes, w)
+				}
+			}
+			c.workers = in
 			c.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// servingWorkers are the addresses of the workers a health-checked load
-// balancer sends to: Ready, not cordoned, with a Ready kube-proxy.
+// healthCheck is one check of a candidate worker: a pass counts towards
+// its entering service, a failure starts the count again.
+func (c *traffic) healthCheck(ctx context.Context, hc *http.Client, w string) {
+	err := get(ctx, hc, fmt.Sprintf("http://%s:%d/", w, webNodePort))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.passes[w] = 0
+		return
+	}
+	c.passes[w]++
+}
+
+// httpClient dials from the host side of the run's network, a new
+// connection per request.
+func (c *traffic) httpClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return c.e.h.NS.DialContext(ctx, network, addr)
+		}}}
+}
+
+// servingWorkers are the addresses of the workers a load balancer may
+// send to, once their health checks pass: Ready, not cordoned, with a
+// Ready kube-proxy.
 func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, error) {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -267,10 +324,7 @@ func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, er
 
 func (c *traffic) run(ctx context.Context) {
 	defer close(c.done)
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return c.e.h.NS.DialContext(ctx, network, addr)
-		}}}
+	hc := c.httpClient(3 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var wg sync.WaitGroup

@@ -14,9 +14,11 @@ package cni
 import (
 	"embed"
 	"encoding/json"
+	"strconv"
 
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/plugins/sdk/chartcache"
 )
 
@@ -43,7 +45,10 @@ func Contribute(c *config.Cluster, workDir string) (*construct.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, err := json.Marshal(map[string]any{"image": Image, "podCIDR": c.Kubernetes.PodCIDR, "backend": "vxlan"})
+	values, err := json.Marshal(map[string]any{
+		"image": Image, "podCIDR": c.Kubernetes.PodCIDR, "backend": "vxlan",
+		"apiServerHost": c.APIEndpoint.DNSName, "apiServerPort": strconv.Itoa(names.APIServerPort),
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 func TestContribute(t *testing.T) {
-	c := &config.Cluster{Kubernetes: config.Kubernetes{PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.3.0.0/24"}}
+	c := &config.Cluster{Kubernetes: config.Kubernetes{PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.3.0.0/24"},
+		APIEndpoint: config.APIEndpoint{DNSName: "k8s.example.com"}}
 	set, err := Contribute(c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,15 @@ func TestContribute(t *testing.T) {
 	if !spec.HostNetwork || spec.Containers[0].Image != Image || !strings.Contains(strings.Join(spec.Containers[0].Args, " "), "--kube-subnet-mgr") ||
 		spec.InitContainers[0].Command[0] != "cp" {
 		t.Errorf("daemon set %+v", spec)
+	}
+	// flanneld reaches the API server through the cluster's endpoint, not
+	// the kubernetes Service, which needs kube-proxy's rules on the node.
+	env := map[string]string{}
+	for _, e := range spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["KUBERNETES_SERVICE_HOST"] != "k8s.example.com" || env["KUBERNETES_SERVICE_PORT"] != "443" {
+		t.Errorf("flanneld's API server is %s:%s, want the API endpoint k8s.example.com:443", env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"])
 	}
 	for _, a := range set.Artifacts {
 		if a.Reference != Image || a.Kind != construct.Image || len(a.Sources) != 2 {
