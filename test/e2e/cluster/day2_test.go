@@ -654,8 +654,51 @@ func (e *example) reportRoll(t *testing.T, evs []rollEvent) {
 			}
 		}
 		n := len(gone)
-		t.Logf("roll of %s: %d machines replaced, %s to %s (%.0fs)", s, n, first[s], lastAt[s], b.Sub(a).Seconds())
+		t.Logf("roll of %s: %d machines replaced, %s to %s (%.0fs)%s", s, n, first[s], lastAt[s], b.Sub(a).Seconds(), phaseSpans(evs, s))
 	}
+}
+
+// phaseSpans says, for one stack's roll, how long its new machines took
+// from launch to ready and its old ones from the start of their drain to
+// drained, each as the range over machines (the events have whole
+// seconds).
+func phaseSpans(evs []rollEvent, stack string) string {
+	span := func(from, to string) []float64 {
+		start := map[string]time.Time{}
+		var d []float64
+		for _, ev := range evs {
+			at, err := time.Parse("15:04:05", ev.at)
+			if ev.stack != stack || err != nil {
+				continue
+			}
+			switch ev.phase {
+			case from:
+				if _, ok := start[ev.instance]; !ok {
+					start[ev.instance] = at
+				}
+			case to:
+				if s, ok := start[ev.instance]; ok {
+					d = append(d, at.Sub(s).Seconds())
+					delete(start, ev.instance)
+				}
+			}
+		}
+		sort.Float64s(d)
+		return d
+	}
+	var parts []string
+	for _, p := range []struct{ what, from, to string }{
+		{"new machine launched to ready", "launching", "ready"},
+		{"old machine's drain", "draining", "drained"},
+	} {
+		if d := span(p.from, p.to); len(d) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f-%.0fs", p.what, d[0], d[len(d)-1]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 func grepLines(out []byte, s string) []string {
