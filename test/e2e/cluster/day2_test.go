@@ -82,7 +82,7 @@ func (e *example) day2(ctx context.Context, t *testing.T, archive string) {
 		})
 	}
 	sent, failed := client.counts()
-	t.Logf("web client: %d requests through the workers during the day-2 cases, %d failed", sent, failed)
+	t.Logf("web client: %d requests through the workers during the day-2 cases, %d failed; health checks that kept a worker out of service: %s", sent, failed, client.checkSummary())
 	if failed > 0 {
 		t.Errorf("%d of %d requests to the web Service failed, by worker:\n%s", failed, sent, client.failureSummary())
 	}
@@ -185,12 +185,15 @@ type traffic struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	workers  []string       // addresses in service
-	passes   map[string]int // consecutive passing checks of candidates
-	sent     int
-	failed   int
-	failures []string
+	mu      sync.Mutex
+	workers []string       // addresses in service
+	passes  map[string]int // consecutive passing checks of candidates
+	// checkFailures counts, per worker, the health checks that kept it
+	// out of service.
+	checkFailures map[string]int
+	sent          int
+	failed        int
+	failures      []string
 	// byTarget sums the failures through each worker.
 	byTarget map[string]*targetFailures
 }
@@ -204,7 +207,7 @@ type targetFailures struct {
 
 func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}}
+	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}, checkFailures: map[string]int{}}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -269,6 +272,7 @@ func (c *traffic) healthCheck(ctx context.Context, hc *http.Client, w string) {
 	defer c.mu.Unlock()
 	if err != nil {
 		c.passes[w] = 0
+		c.checkFailures[w]++
 		return
 	}
 	c.passes[w]++
@@ -408,6 +412,22 @@ func (c *traffic) failureSummary() string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// checkSummary says how many health checks failed per worker before it
+// entered service.
+func (c *traffic) checkSummary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.checkFailures) == 0 {
+		return "none"
+	}
+	var parts []string
+	for w, n := range c.checkFailures {
+		parts = append(parts, fmt.Sprintf("%s %d", w, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 func (c *traffic) stop() {
