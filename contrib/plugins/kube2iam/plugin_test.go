@@ -86,6 +86,20 @@ func TestDaemonSetReleaseRenders(t *testing.T) {
 	}
 }
 
+// kube2iam answers pods itself from the node's network (its DaemonSet is
+// hostNetwork: the test above), so it leaves the metadata service closed to
+// pods: a pod on the pod network never needs the node's credentials.
+func TestAsksNoPodMetadataAccess(t *testing.T) {
+	for _, values := range []string{
+		`{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`,
+		`{"roleARNs": ["arn:aws:iam::123456789012:role/app"], "nodePools": ["general"]}`,
+	} {
+		if got := initialise(t, values).Constructs.PodMetadata; len(got) != 0 {
+			t.Errorf("%s: pod metadata requests %+v, want none", values, got)
+		}
+	}
+}
+
 func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 	contribtest.ExpectRejected(t, Name, schema, `{}`, "plugins.kube2iam.values", "roleARNs")
 	contribtest.ExpectRejected(t, Name, schema, `{"roleARNs": []}`, "plugins.kube2iam.values.roleARNs", "")

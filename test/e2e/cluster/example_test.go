@@ -529,6 +529,12 @@ func TestCluster(t *testing.T) {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
 	}
 
+	// A pod on a worker of each pool, and on a controller, cannot take
+	// its node's role credentials from the metadata service; the node can.
+	t.Run("pods cannot reach the node's credentials", func(t *testing.T) {
+		e.podsCannotActAsNodes(ctx, t, cs, nodesByPool)
+	})
+
 	// Issue 12's fault cases, each leaving a healthy cluster.
 	e.faults(ctx, t)
 
