@@ -529,6 +529,13 @@ func TestCluster(t *testing.T) {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
 	}
 
+	// The API server and kubelet defaults of docs/security.md.
+	t.Run("security defaults", func(t *testing.T) {
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer scancel()
+		e.securityDefaults(sctx, t)
+	})
+
 	// Issue 12's fault cases, each leaving a healthy cluster.
 	e.faults(ctx, t)
 
