@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-aws/kube-aws/builtin/internal/charttest"
 	"github.com/kube-aws/kube-aws/core/config"
@@ -60,6 +61,21 @@ func TestContribute(t *testing.T) {
 	}
 	if env["KUBERNETES_SERVICE_HOST"] != "k8s.example.com" || env["KUBERNETES_SERVICE_PORT"] != "443" {
 		t.Errorf("flanneld's API server is %s:%s, want the API endpoint k8s.example.com:443", env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"])
+	}
+	// The namespace is labelled for Pod Security: flannel's pods are
+	// privileged on the host's network, which baseline refuses.
+	if len(set.Manifests) != 1 {
+		t.Fatalf("manifests %+v: want the namespace's", set.Manifests)
+	}
+	var ns corev1.Namespace
+	if err := yaml.UnmarshalStrict([]byte(set.Manifests[0].Content), &ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Kind != "Namespace" || ns.Name != Namespace || ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace manifest %+v: want %s labelled pod-security.kubernetes.io/enforce=privileged", ns, Namespace)
+	}
+	if sc := spec.Containers[0].SecurityContext; sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Add) == 0 {
+		t.Errorf("flannel's container adds no capabilities: the label may be needless")
 	}
 	for _, a := range set.Artifacts {
 		if a.Reference != Image || a.Kind != construct.Image || len(a.Sources) != 2 {
