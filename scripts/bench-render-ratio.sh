@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Render time of cluster.yaml.example against earlier commits, in ONE run:
-# issue 11 asks the render with the cluster built-ins (pki, etcd, kubernetes,
-# flannel) to stay within 1.3x of main before them (2ddc56d).
+# the ratio of this tree's render to a commit's says what a change costs a
+# user who re-renders (2ddc56d, the default, is the last commit before the
+# cluster built-ins pki, etcd, kubernetes and flannel). Figures from
+# different runs on a shared machine are not comparable; ratios within one
+# interleaved run are.
 #
 #   scripts/bench-render-ratio.sh [RUNS] [COMMIT...]   (default: 20 2ddc56d)
 #

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Whole-command figures for render and the plugin platform, all measured in
-# ONE hyperfine run so that ratios between them are fair on a noisy machine:
+# ONE run with the scenarios interleaved (A B C D E, B C D E A, ...), so that
+# a shared machine's swings in load fall on every scenario alike and the
+# ratios between them are fair:
 #   builtins   kube-aws render of cluster.yaml.example (the built-ins in their one subprocess)
 #   contrib    the same with every contrib plugin enabled as well
 #   pools10    cluster.yaml.example with 10 node pools
 #   pools100   cluster.yaml.example with 100 node pools (target: under 10x pools10)
 #   trivial20  kube-aws up with the built-ins off and 20 trivial user plugins through
 #              all four stages (target: under 0.3 s; kube-aws max RSS under 40 MB)
-# Then kube-aws's own max RSS per scenario (/usr/bin/time -v, plugins are
-# separate processes and not included). Needs `make build` and `make venv`.
+# For each: wall time (median, min, max), CPU time of the whole process tree
+# (kube-aws and the plugin processes it waits for) and the max RSS that
+# /usr/bin/time reports: the largest of kube-aws and those plugin processes.
+# Needs `make build`, `make venv` and /usr/bin/time (apt-get install time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -18,7 +22,6 @@ PY="${KUBE_AWS_VENV:-$root/.venv}/bin/python"
 for f in "$KUBE_AWS" "$PY"; do
 	[ -x "$f" ] || { echo "bench-render: $f not found: run 'make build venv'" >&2; exit 1; }
 done
-command -v hyperfine >/dev/null || { echo "bench-render: needs hyperfine (apt-get install -y hyperfine)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench-render: needs /usr/bin/time (apt-get install -y time)" >&2; exit 1; }
 
 work="$(mktemp -d)"
@@ -86,36 +89,56 @@ args=()
 for s in "${scenarios[@]}"; do
 	# Each must succeed before it is timed.
 	$(cmd_for "$s") >"$work/$s.out" 2>&1 || { echo "bench-render: $s failed:" >&2; cat "$work/$s.out" >&2; exit 1; }
-	args+=(--command-name "$s" "$(cmd_for "$s")")
+	args+=("$s" "$(cmd_for "$s")")
 done
 
 echo "kube-aws: $("$KUBE_AWS" version | head -1)"
-echo "machine:  $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine:  $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -sr)"
 echo "command:  RUNS=$RUNS scripts/bench-render.sh"
-hyperfine -N --warmup 2 --runs "$RUNS" --style none --export-json "$work/h.json" "${args[@]}" >/dev/null
+"$PY" - "$RUNS" "$work" "${args[@]}" <<'PY'
+import os, statistics, subprocess, sys, time
 
-for s in "${scenarios[@]}"; do
-	rss=()
-	for _ in 1 2 3 4 5; do
-		/usr/bin/time -v $(cmd_for "$s") >/dev/null 2>"$work/time.txt"
-		rss+=("$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")")
-	done
-	printf '%s\n' "${rss[@]}" | sort -n | sed -n 3p >"$work/$s.rss"
-done
+runs, work = int(sys.argv[1]), sys.argv[2]
+rest = sys.argv[3:]
+cmds = [(rest[i], rest[i + 1].split()) for i in range(0, len(rest), 2)]
 
-"$PY" - "$work" "${scenarios[@]}" <<'PY'
-import json, os, sys
-work, names = sys.argv[1], sys.argv[2:]
-res = {r["command"]: r for r in json.load(open(os.path.join(work, "h.json")))["results"]}
-med = {n: res[n]["median"] * 1000 for n in names}
-print("| scenario | median ms | min ms | max ms | kube-aws max RSS (median of 5) |")
-print("|---|---|---|---|---|")
-for n in names:
-    r = res[n]
-    rss = int(open(os.path.join(work, n + ".rss")).read().strip()) / 1024
-    print("| %s | %.0f | %.0f | %.0f | %.1f MiB |" % (n, med[n], r["min"] * 1000, r["max"] * 1000, rss))
+rssfile = os.path.join(work, "rss")
+
+def once(argv):
+    # Through GNU time for the max RSS: a child that Python starts with vfork
+    # reports Python's own RSS as its maximum when that is larger.
+    t = time.perf_counter()
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rssfile] + argv,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = (time.perf_counter() - t) * 1000
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit("bench-render: %s failed (exit %d)" % (" ".join(argv), code))
+    rss = int(open(rssfile).read().split()[-1]) / 1024
+    return wall, (ru.ru_utime + ru.ru_stime) * 1000, rss
+
+for _, argv in cmds:  # warm-up
+    once(argv)
+    once(argv)
+res = {n: [] for n, _ in cmds}
+load0 = open("/proc/loadavg").read().split()[:3]
+for r in range(runs):
+    k = r % len(cmds)
+    for n, argv in cmds[k:] + cmds[:k]:
+        res[n].append(once(argv))
+load1 = open("/proc/loadavg").read().split()[:3]
+print("load:     %s at the start, %s at the end; %d interleaved runs each" % (" ".join(load0), " ".join(load1), runs))
+print()
+print("| scenario | median ms | min ms | max ms | median CPU ms | max RSS (median) |")
+print("|---|---|---|---|---|---|")
+med = {}
+for n, _ in cmds:
+    wall = [w for w, _, _ in res[n]]
+    med[n] = statistics.median(wall)
+    print("| %s | %.0f | %.0f | %.0f | %.0f | %.1f MiB |" % (n, med[n], min(wall), max(wall),
+          statistics.median(c for _, c, _ in res[n]), statistics.median(m for _, _, m in res[n])))
 print()
 print("ratios (medians, same run): contrib/builtins %.2fx; pools100/pools10 %.2fx (target < 10x)"
       % (med["contrib"] / med["builtins"], med["pools100"] / med["pools10"]))
-print("v0.16 exported a minimal cluster in 1.66 s (median): builtins is %.1fx faster" % (1660 / med["builtins"]))
 PY

@@ -1,7 +1,8 @@
 // Package construct defines what a plugin contributes to a cluster in the
 // initialise stage: CloudFormation, patches to other plugins' resources,
 // systemd units, files, API server and kubelet flags, node labels and taints,
-// IAM statements, Helm releases and Kubernetes manifests. Everything here is
+// IAM statements, requests that pods reach the instance metadata service,
+// Helm releases and Kubernetes manifests. Everything here is
 // plain data so it crosses the plugin protocol unchanged; the rules that merge
 // contributions from many plugins live in core/merge.
 package construct
@@ -40,6 +41,13 @@ func (t Target) String() string {
 	return string(t.Role)
 }
 
+// Covers says whether a request on t applies to the machines of role in
+// node pool pool ("" for etcd and controllers): a worker target without a
+// pool covers every pool.
+func (t Target) Covers(role Role, pool string) bool {
+	return t.Role == role && (t.NodePool == "" || t.NodePool == pool)
+}
+
 // Set is everything one plugin contributes, or the merged contributions of
 // every plugin. The zero value is an empty, usable set.
 type Set struct {
@@ -53,9 +61,12 @@ type Set struct {
 	NodeLabels   []NodeLabel    `json:"nodeLabels,omitempty"`
 	NodeTaints   []NodeTaint    `json:"nodeTaints,omitempty"`
 	IAM          []IAMStatement `json:"iam,omitempty"`
-	HelmReleases []HelmRelease  `json:"helmReleases,omitempty"`
-	Manifests    []Manifest     `json:"manifests,omitempty"`
-	Artifacts    []Artifact     `json:"artifacts,omitempty"`
+	// PodMetadata are requests that pods reach the instance metadata
+	// service of some machines (PodMetadataAccess).
+	PodMetadata  []PodMetadataAccess `json:"podMetadata,omitempty"`
+	HelmReleases []HelmRelease       `json:"helmReleases,omitempty"`
+	Manifests    []Manifest          `json:"manifests,omitempty"`
+	Artifacts    []Artifact          `json:"artifacts,omitempty"`
 }
 
 // IsEmpty reports whether the set contributes nothing.
@@ -66,7 +77,7 @@ func (s *Set) IsEmpty() bool {
 	return len(s.Stacks) == 0 && len(s.Patches) == 0 && len(s.Protected) == 0 &&
 		len(s.Units) == 0 && len(s.Files) == 0 && len(s.APIServer.Flags) == 0 &&
 		len(s.APIServer.Volumes) == 0 && len(s.KubeletFlags) == 0 &&
-		len(s.NodeLabels) == 0 && len(s.NodeTaints) == 0 && len(s.IAM) == 0 &&
+		len(s.NodeLabels) == 0 && len(s.NodeTaints) == 0 && len(s.IAM) == 0 && len(s.PodMetadata) == 0 &&
 		len(s.HelmReleases) == 0 && len(s.Manifests) == 0 && len(s.Artifacts) == 0
 }
 
@@ -229,6 +240,34 @@ type IAMStatement struct {
 	Condition json.RawMessage `json:"condition,omitempty"`
 	Plugin    string          `json:"plugin,omitempty"`
 }
+
+// PodMetadataAccess asks that the pods of a target's machines (pods on
+// their own network, not the node's: hostNetwork pods are the node) may
+// reach the instance metadata service, and so take the credentials of the
+// machines' IAM role. By default none may: every launch template answers
+// the IMDSv2 token request with a hop limit of 1, which a pod behind the
+// node's bridge is one routed hop beyond. A request raises the limit of the
+// target's launch templates to 2 (PodMetadataHopLimit). There is no request
+// for less: closed is the default, and any plugin's request opens the
+// machines it names, whoever else is silent (the more open one wins).
+// Merged, the set keeps one request per target and plugin, so that a user
+// sees every plugin that opened a role (docs/security.md).
+type PodMetadataAccess struct {
+	Target Target `json:"target"`
+	// Reason says which pods need it and why, for the user reading the
+	// merged constructs.
+	Reason string `json:"reason,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
+}
+
+// The IMDSv2 token hop limits of launch templates: NodeMetadataHopLimit by
+// default (the node's own processes and hostNetwork pods), and
+// PodMetadataHopLimit where a PodMetadataAccess asks for it (one routed hop
+// more: a pod behind the node's bridge).
+const (
+	NodeMetadataHopLimit = 1
+	PodMetadataHopLimit  = 2
+)
 
 // HelmRelease is a Helm chart installed into the cluster.
 type HelmRelease struct {

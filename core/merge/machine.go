@@ -256,3 +256,23 @@ func (m *merger) addTaint(plugin string, in construct.NodeTaint) {
 			in.Key, in.Effect, in.Target, by(prev.owner, plugin), prev.owner, prev.t.Value, plugin, in.Value),
 		resolveHint(prev.owner, plugin, "the taint"))
 }
+
+// podMetaKey is one plugin's request for one target.
+type podMetaKey struct {
+	target construct.Target
+	plugin string
+}
+
+// addPodMetadata keeps every plugin's request for pod access to the
+// metadata service, one per target and plugin: requests never conflict
+// (there is none for less access, so the most open wins), and the merged
+// set names each plugin that opened a target.
+func (m *merger) addPodMetadata(plugin string, in construct.PodMetadataAccess) {
+	key := podMetaKey{in.Target, plugin}
+	if m.podMetaBy[key] {
+		return
+	}
+	m.podMetaBy[key] = true
+	in.Plugin = plugin
+	m.podMeta = append(m.podMeta, in)
+}

@@ -190,6 +190,8 @@ type merger struct {
 
 	iam        []iamAcc
 	iamSeen    map[string]bool
+	podMeta    []construct.PodMetadataAccess
+	podMetaBy  map[podMetaKey]bool
 	iamBySid   map[targetName]int
 	helm       []*helmAcc
 	helmByKey  map[[2]string]*helmAcc
@@ -234,6 +236,7 @@ func newMerger(contribs []Contribution) *merger {
 		taintByKey:    map[taintKey]*taintAcc{},
 		iamSeen:       make(map[string]bool, iam),
 		iamBySid:      map[targetName]int{},
+		podMetaBy:     map[podMetaKey]bool{},
 		helmByKey:     map[[2]string]*helmAcc{},
 		manifestBy:    map[string]*manifestAcc{},
 
@@ -281,6 +284,9 @@ func (m *merger) add(plugin string, s *construct.Set) {
 	}
 	for i := range s.IAM {
 		m.addIAM(plugin, i, s.IAM[i])
+	}
+	for _, r := range s.PodMetadata {
+		m.addPodMetadata(plugin, r)
 	}
 	for i := range s.HelmReleases {
 		m.addHelm(plugin, i, s.HelmReleases[i])
@@ -352,6 +358,7 @@ func (m *merger) result() *construct.Set {
 		st.Plugin = s.owner
 		out.IAM = append(out.IAM, st)
 	}
+	out.PodMetadata = m.podMeta
 	for _, h := range m.helm {
 		out.HelmReleases = append(out.HelmReleases, h.h)
 	}

@@ -588,3 +588,46 @@ func TestNilAndEmptyContributions(t *testing.T) {
 		t.Errorf("got %+v %v", out, diags)
 	}
 }
+
+// TestPodMetadataRequestsKeepEveryPlugin: requests that pods reach the
+// metadata service never conflict; the merged set keeps one per target and
+// plugin, each naming its plugin, so the user sees every plugin that opened
+// a role.
+func TestPodMetadataRequestsKeepEveryPlugin(t *testing.T) {
+	pool := construct.Target{Role: construct.Worker, NodePool: "general"}
+	tests := []struct {
+		name string
+		a, b []construct.PodMetadataAccess
+		want []string
+	}{
+		{name: "none", want: nil},
+		{
+			name: "one plugin",
+			b:    []construct.PodMetadataAccess{{Target: worker, Reason: "r"}},
+			want: []string{"worker:beta:r"},
+		},
+		{
+			name: "same target from both plugins",
+			a:    []construct.PodMetadataAccess{{Target: worker, Reason: "a", Plugin: "not-me"}},
+			b:    []construct.PodMetadataAccess{{Target: worker, Reason: "b"}},
+			want: []string{"worker:alpha:a", "worker:beta:b"},
+		},
+		{
+			name: "repeated by one plugin",
+			a:    []construct.PodMetadataAccess{{Target: pool, Reason: "a"}, {Target: pool, Reason: "again"}, {Target: controller}},
+			want: []string{"worker/general:alpha:a", "controller:alpha:"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := mustMerge(t, two(construct.Set{PodMetadata: tt.a}, construct.Set{PodMetadata: tt.b}))
+			var got []string
+			for _, r := range out.PodMetadata {
+				got = append(got, r.Target.String()+":"+r.Plugin+":"+r.Reason)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("requests = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

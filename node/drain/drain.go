@@ -426,7 +426,19 @@ func (d *Drainer) drain(ctx context.Context, id string, j *job, timeout time.Dur
 			d.o.Logf("instance %s: %v", id, err)
 		}
 	}
-	node, err := d.nodeOf(ctx, id)
+	// The API server may be away for a moment (this controller's restarted
+	// by its kubelet, say): what reads or cordons the node is tried again
+	// until the drain's own timeout, as the eviction of a protected pod is,
+	// rather than stopping the roll at the first refusal.
+	deadline := d.o.Now().Add(timeout)
+	var node *corev1.Node
+	err := d.retry(ctx, deadline, "finding the node of instance "+id, func() (err error) {
+		node, err = d.nodeOf(ctx, id)
+		return err
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
 	if err != nil {
 		st.Phase, st.Message = nodeplan.DrainFailed, err.Error()
 		put()
@@ -455,7 +467,13 @@ func (d *Drainer) drain(ctx context.Context, id string, j *job, timeout time.Dur
 		Out:                  logWriter{d.o.Logf}, ErrOut: logWriter{d.o.Logf},
 	}
 	if !node.Spec.Unschedulable {
-		if err := kubectldrain.RunCordonOrUncordon(h, node, true); err != nil {
+		err := d.retry(ctx, deadline, "cordoning node "+node.Name, func() error {
+			return kubectldrain.RunCordonOrUncordon(h, node, true)
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
 			st.Phase, st.Message = nodeplan.DrainFailed, fmt.Sprintf("cordoning node %s: %v", node.Name, err)
 			put()
 			return st
@@ -463,12 +481,25 @@ func (d *Drainer) drain(ctx context.Context, id string, j *job, timeout time.Dur
 		j.cordoned = true
 	}
 	err = d.evict(ctx, h, st, put)
+	// An eviction refused by a budget waits inside kubectl's drain until
+	// its timeout; any other error (the API server away) is tried again
+	// with the time left.
+	for err != nil && !isTimeout(err) && ctx.Err() == nil && d.o.Now().Before(deadline) {
+		d.o.Logf("node %s: %v (trying again until %s)", node.Name, err, deadline.UTC().Format(time.TimeOnly))
+		if !d.pause(ctx) {
+			break
+		}
+		h.Timeout = deadline.Sub(d.o.Now())
+		err = d.evict(ctx, h, st, put)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	switch {
 	case err == nil:
 		st.Phase, st.Pods, st.Blocker, st.Message = nodeplan.DrainDrained, nil, nil, ""
+	case !isTimeout(err):
+		st.Phase, st.Message = nodeplan.DrainFailed, err.Error()
 	case force:
 		// The budget's pods go anyway, deleted rather than evicted.
 		d.o.Logf("node %s: %v; deleting the pods left (force)", node.Name, err)
@@ -573,6 +604,37 @@ func isDaemonOrMirror(p corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// retry calls fn until it succeeds, ctx ends or deadline passes, a
+// pause apart, saying each failure; the last error is returned.
+func (d *Drainer) retry(ctx context.Context, deadline time.Time, what string, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil || ctx.Err() != nil || !d.o.Now().Before(deadline) {
+			return err
+		}
+		d.o.Logf("%s: %v (trying again until %s)", what, err, deadline.UTC().Format(time.TimeOnly))
+		if !d.pause(ctx) {
+			return err
+		}
+	}
+}
+
+// pause waits the eviction retry's pause; false when ctx ended.
+func (d *Drainer) pause(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(max(d.o.EvictRetry, 10*time.Millisecond)):
+		return true
+	}
+}
+
+// isTimeout reports kubectl's drain giving up at its timeout (pods a
+// budget protects still there): the drain is blocked, not failed.
+func isTimeout(err error) bool {
+	return strings.Contains(err.Error(), "global timeout reached")
 }
 
 // nodeOf finds the instance's node by its provider id

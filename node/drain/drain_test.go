@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +258,56 @@ func TestRequestedDrain(t *testing.T) {
 	until(t, d, "the uncordon", func() bool { return s.get("i-1").Phase == nodeplan.DrainCanceled })
 	if unschedulable(t, cs, "node-i-1") {
 		t.Error("the withdrawn request's node stays cordoned")
+	}
+}
+
+// The API server refusing for a moment (restarted by its kubelet) does
+// not fail the drain: finding the node, cordoning it and evicting are
+// tried again until the drain's timeout.
+func TestAPIServerAwayForAMoment(t *testing.T) {
+	cs, c, s := cluster(t, false), &cloud{tags: map[string]string{"i-1": "id=r1;timeout=1m0s;force=false"}}, &statuses{last: map[string]nodeplan.DrainStatus{}}
+	refused := map[string]int{}
+	var mu sync.Mutex
+	for _, verb := range []string{"list", "patch"} {
+		cs.PrependReactor(verb, "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if refused[verb] < 2 {
+				refused[verb]++
+				return true, nil, errors.New(`Get "https://127.0.0.1:443/api/v1/nodes": dial tcp 127.0.0.1:443: connect: connection refused`)
+			}
+			return false, nil, nil
+		})
+	}
+	d := newDrainer(cs, c, s, time.Minute, false)
+	until(t, d, "the drain", func() bool { return s.get("i-1").Phase == nodeplan.DrainDrained })
+	if !unschedulable(t, cs, "node-i-1") {
+		t.Error("not cordoned")
+	}
+	if got := strings.Join(pods(t, cs, "node-i-1"), " "); got != "kube-system/proxy-i-1 kube-system/static-i-1" {
+		t.Errorf("pods left: %s", got)
+	}
+	for _, st := range s.all {
+		if st.Phase == nodeplan.DrainFailed {
+			t.Errorf("a status said failed while the API server was away: %+v", st)
+		}
+	}
+	if refused["list"] != 2 || refused["patch"] != 2 {
+		t.Errorf("refusals %v: the test did not refuse as meant", refused)
+	}
+}
+
+// An API server away for longer than the drain's timeout fails the drain
+// with its error.
+func TestAPIServerAwayPastTheTimeout(t *testing.T) {
+	cs, c, s := cluster(t, false), &cloud{tags: map[string]string{"i-1": "id=r1;timeout=300ms;force=false"}}, &statuses{last: map[string]nodeplan.DrainStatus{}}
+	cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	d := newDrainer(cs, c, s, time.Minute, false)
+	until(t, d, "the failure", func() bool { return s.get("i-1").Phase == nodeplan.DrainFailed })
+	if st := s.get("i-1"); !strings.Contains(st.Message, "listing nodes: connection refused") {
+		t.Errorf("status %+v: want the API server's error", st)
 	}
 }
 

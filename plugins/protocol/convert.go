@@ -540,6 +540,9 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 				Plugin:        st.Plugin,
 			}
 		}),
+		PodMetadata: convSlice(s.PodMetadata, func(r construct.PodMetadataAccess) *pb.PodMetadataAccess {
+			return &pb.PodMetadataAccess{Target: targetToPB(r.Target), Reason: r.Reason, Plugin: r.Plugin}
+		}),
 		HelmReleases: convSlice(s.HelmReleases, func(h construct.HelmRelease) *pb.HelmRelease {
 			return &pb.HelmRelease{
 				Name:      h.Name,
@@ -640,6 +643,9 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 				Condition: raw(st.GetConditionJson()),
 				Plugin:    st.GetPlugin(),
 			}
+		}),
+		PodMetadata: convSlice(s.GetPodMetadata(), func(r *pb.PodMetadataAccess) construct.PodMetadataAccess {
+			return construct.PodMetadataAccess{Target: targetFromPB(r.GetTarget()), Reason: r.GetReason(), Plugin: r.GetPlugin()}
 		}),
 		HelmReleases: convSlice(s.GetHelmReleases(), func(h *pb.HelmRelease) construct.HelmRelease {
 			c := h.GetChart()

@@ -56,6 +56,7 @@ func fullSet() *construct.Set {
 		KubeletFlags: []construct.TargetedFlag{{Target: w, Flag: construct.Flag{Name: "max-pods", Value: "110", Plugin: "pods"}}},
 		NodeLabels:   []construct.NodeLabel{{Target: w, Key: "pool", Value: "a", Plugin: "labels"}},
 		NodeTaints:   []construct.NodeTaint{{Target: w, Key: "dedicated", Value: "gpu", Effect: "NoSchedule", Plugin: "taints"}},
+		PodMetadata:  []construct.PodMetadataAccess{{Target: w, Reason: "an agent pod reads the role's credentials", Plugin: "agent"}},
 		IAM: []construct.IAMStatement{{
 			Target:    w,
 			Sid:       "Route53",

@@ -585,7 +585,7 @@ func (m metadata) InstanceByIP(ip netip.Addr) (imds.Instance, bool) {
 			ID: in.ID, Type: in.Type, ImageID: in.ImageID, AccountID: m.h.account, Region: m.h.opts.AWS.Region,
 			Zone: in.Zone, PrivateIP: in.PrivateIP, Hostname: player.Hostname(in.PrivateIP, m.h.opts.AWS.Region),
 			MAC: macOf(in.ID), SubnetID: in.SubnetID, SubnetCIDR: sn.CIDR.String(), VPCID: sn.VPCID, VPCCIDR: vpc.CIDR.String(),
-			Role: in.Role, ProfileARN: in.ProfileARN, UserData: in.UserData, LaunchedTime: in.LaunchTime,
+			Role: in.Role, ProfileARN: in.ProfileARN, UserData: in.UserData, LaunchedTime: in.LaunchTime, HopLimit: in.HopLimit,
 		}, true
 	}
 	return imds.Instance{}, false

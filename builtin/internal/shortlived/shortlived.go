@@ -8,9 +8,10 @@
 // passes the 4 MB minimum, several times during the calls of the helm,
 // cloudformation, userdata and iam plugins. A GOGC of 400 took 9-15 % off the
 // CPU of the whole render of cluster.yaml.example when each built-in had a
-// process of its own (docs/benchmarks.md), without changing what any plugin
-// computes. GOMAXPROCS is left to the runtime: the process runs every
-// built-in of a stage at once, and one P would run them one after another.
+// process of its own (measured paired with scripts/bench-render-ratio.sh),
+// without changing what any plugin computes. GOMAXPROCS is left to the
+// runtime: the process runs every built-in of a stage at once, and one P
+// would run them one after another.
 //
 // Memory stays bounded: the soft limit of 128 MiB makes the collector work
 // harder as the process approaches it, so the process peaks at about five

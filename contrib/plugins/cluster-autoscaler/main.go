@@ -113,6 +113,13 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Resul
 		},
 	}
 
+	// The autoscaler is a pod on the pod network that calls Auto Scaling
+	// with the credentials of its node's role (the statements above): it
+	// reads them from the metadata service, which answers no pod unless
+	// asked (docs/security.md).
+	set.PodMetadata = []construct.PodMetadataAccess{{Target: target,
+		Reason: "cluster-autoscaler's pod calls Auto Scaling and EC2 with the role's credentials, from the metadata service"}}
+
 	nodeSelector := map[string]string{}
 	var tolerations []map[string]string
 	if v.RunOn == string(construct.Controller) {

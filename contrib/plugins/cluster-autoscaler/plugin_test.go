@@ -148,3 +148,25 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 		t.Errorf("good values rejected: %v", d)
 	}
 }
+
+// The autoscaler's pod reads its role's credentials from the metadata
+// service, so the plugin asks that the pods of the role it runs on reach
+// it, and of no other role.
+func TestPodsOfItsRoleReachTheMetadataService(t *testing.T) {
+	tests := []struct {
+		values string
+		want   construct.Target
+	}{
+		{`{}`, construct.Target{Role: construct.Controller}},
+		{`{"runOn": "worker"}`, construct.Target{Role: construct.Worker}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.values, func(t *testing.T) {
+			res := initialise(t, "", tt.values)
+			got := res.Constructs.PodMetadata
+			if len(got) != 1 || got[0].Target != tt.want || got[0].Reason == "" {
+				t.Errorf("pod metadata requests %+v, want one for %s with its reason", got, tt.want)
+			}
+		})
+	}
+}

@@ -86,6 +86,48 @@ func TestDaemonSetReleaseRenders(t *testing.T) {
 	}
 }
 
+// kube2iam answers pods itself from the node's network (its DaemonSet is
+// hostNetwork: the test above), so it leaves the metadata service closed to
+// pods: a pod on the pod network never needs the node's credentials.
+func TestAsksNoPodMetadataAccess(t *testing.T) {
+	for _, values := range []string{
+		`{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`,
+		`{"roleARNs": ["arn:aws:iam::123456789012:role/app"], "nodePools": ["general"]}`,
+	} {
+		if got := initialise(t, values).Constructs.PodMetadata; len(got) != 0 {
+			t.Errorf("%s: pod metadata requests %+v, want none", values, got)
+		}
+	}
+}
+
+// TestNamespaceLabelledForPodSecurity: kube2iam is privileged on the
+// node's network, which Pod Security baseline (the cluster's default)
+// refuses outside kube-system, the namespace exempt from it: in any other
+// namespace the plugin labels it privileged.
+func TestNamespaceLabelledForPodSecurity(t *testing.T) {
+	tests := []struct {
+		values   string
+		manifest string // "" means none
+	}{
+		{`{"roleARNs": ["arn:aws:iam::123456789012:role/app"]}`, ""},
+		{`{"roleARNs": ["arn:aws:iam::123456789012:role/app"], "namespace": "kube-system"}`, ""},
+		{`{"roleARNs": ["arn:aws:iam::123456789012:role/app"], "namespace": "iam"}`, "name: iam\n  labels:\n    pod-security.kubernetes.io/enforce: privileged\n"},
+	}
+	for _, tt := range tests {
+		res := initialise(t, tt.values)
+		if res.Diagnostics.HasFatal() {
+			t.Fatal(res.Diagnostics)
+		}
+		ms := res.Constructs.Manifests
+		switch {
+		case tt.manifest == "" && len(ms) != 0:
+			t.Errorf("%s: manifests %+v, want none: kube-system is exempt", tt.values, ms)
+		case tt.manifest != "" && (len(ms) != 1 || !strings.Contains(ms[0].Content, "kind: Namespace") || !strings.Contains(ms[0].Content, tt.manifest)):
+			t.Errorf("%s: manifests %+v, want the namespace labelled privileged", tt.values, ms)
+		}
+	}
+}
+
 func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 	contribtest.ExpectRejected(t, Name, schema, `{}`, "plugins.kube2iam.values", "roleARNs")
 	contribtest.ExpectRejected(t, Name, schema, `{"roleARNs": []}`, "plugins.kube2iam.values.roleARNs", "")

@@ -82,7 +82,7 @@ func (e *example) day2(ctx context.Context, t *testing.T, archive string) {
 		})
 	}
 	sent, failed := client.counts()
-	t.Logf("web client: %d requests through the workers during the day-2 cases, %d failed", sent, failed)
+	t.Logf("web client: %d requests through the workers during the day-2 cases, %d failed; health checks that kept a worker out of service: %s", sent, failed, client.checkSummary())
 	if failed > 0 {
 		t.Errorf("%d of %d requests to the web Service failed, by worker:\n%s", failed, sent, client.failureSummary())
 	}
@@ -170,20 +170,30 @@ func startWeb(ctx context.Context, cs *kubernetes.Clientset) error {
 }
 
 // traffic is the client of the web Service: every 100 ms a request through
-// each worker that serves it, as a load balancer with a health check sends
-// (a worker whose kube-proxy is Ready and that is not cordoned: a drained
-// node is taken out of rotation, as the Service controller does with an
-// excluded node).
+// each worker in service, as a load balancer with a health check sends. A
+// worker is a candidate while it is Ready, not cordoned and its kube-proxy
+// is Ready (a drained node is taken out of rotation at once, as the Service
+// controller does with an excluded node); a candidate enters service after
+// healthyThreshold passing checks of the Service's node port, healthInterval
+// apart, as an AWS load balancer puts a new target in service (at least two
+// checks, five seconds or more apart, there: this is stricter). A new node
+// that is Ready before its pod network routes to the other nodes' pods
+// fails those checks, as on AWS. Once in service a worker stays until it
+// stops being a candidate: a failure then counts.
 type traffic struct {
 	e      *example
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	workers  []string // addresses
-	sent     int
-	failed   int
-	failures []string
+	mu      sync.Mutex
+	workers []string       // addresses in service
+	passes  map[string]int // consecutive passing checks of candidates
+	// checkFailures counts, per worker, the health checks that kept it
+	// out of service.
+	checkFailures map[string]int
+	sent          int
+	failed        int
+	failures      []string
 	// byTarget sums the failures through each worker.
 	byTarget map[string]*targetFailures
 }
@@ -197,7 +207,7 @@ type targetFailures struct {
 
 func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}}
+	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}, checkFailures: map[string]int{}}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -213,22 +223,73 @@ func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes
 	return c
 }
 
+// How the client's health check puts a new worker in service.
+const (
+	healthyThreshold = 2
+	healthInterval   = time.Second
+)
+
 func (c *traffic) watchWorkers(ctx context.Context, cs *kubernetes.Clientset) {
+	hc := c.httpClient(2 * time.Second)
+	lastCheck := time.Time{}
 	for ctx.Err() == nil {
-		if ws, err := servingWorkers(ctx, cs); err == nil {
+		if candidates, err := servingWorkers(ctx, cs); err == nil {
+			check := time.Since(lastCheck) >= healthInterval
+			if check {
+				lastCheck = time.Now()
+			}
 			c.mu.Lock()
-			c.workers = ws
+			var in []string
+			for _, w := range candidates {
+				if slices.Contains(c.workers, w) || c.passes[w] >= healthyThreshold {
+					in = append(in, w)
+					continue
+				}
+				if check {
+					go c.healthCheck(ctx, hc, w)
+				}
+			}
+			for w := range c.passes {
+				if !slices.Contains(candidates, w) {
+					delete(c.passes, w)
+				}
+			}
+			c.workers = in
 			c.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// servingWorkers are the addresses of the workers a health-checked load
-// balancer sends to: Ready, not cordoned, with a Ready kube-proxy.
+// healthCheck is one check of a candidate worker: a pass counts towards
+// its entering service, a failure starts the count again.
+func (c *traffic) healthCheck(ctx context.Context, hc *http.Client, w string) {
+	err := get(ctx, hc, fmt.Sprintf("http://%s:%d/", w, webNodePort))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.passes[w] = 0
+		c.checkFailures[w]++
+		return
+	}
+	c.passes[w]++
+}
+
+// httpClient dials from the host side of the run's network, a new
+// connection per request.
+func (c *traffic) httpClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return c.e.h.NS.DialContext(ctx, network, addr)
+		}}}
+}
+
+// servingWorkers are the addresses of the workers a load balancer may
+// send to, once their health checks pass: Ready, not cordoned, with a
+// Ready kube-proxy.
 func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, error) {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -267,10 +328,7 @@ func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, er
 
 func (c *traffic) run(ctx context.Context) {
 	defer close(c.done)
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return c.e.h.NS.DialContext(ctx, network, addr)
-		}}}
+	hc := c.httpClient(3 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var wg sync.WaitGroup
@@ -354,6 +412,22 @@ func (c *traffic) failureSummary() string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// checkSummary says how many health checks failed per worker before it
+// entered service.
+func (c *traffic) checkSummary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.checkFailures) == 0 {
+		return "none"
+	}
+	var parts []string
+	for w, n := range c.checkFailures {
+		parts = append(parts, fmt.Sprintf("%s %d", w, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 func (c *traffic) stop() {
@@ -600,8 +674,51 @@ func (e *example) reportRoll(t *testing.T, evs []rollEvent) {
 			}
 		}
 		n := len(gone)
-		t.Logf("roll of %s: %d machines replaced, %s to %s (%.0fs)", s, n, first[s], lastAt[s], b.Sub(a).Seconds())
+		t.Logf("roll of %s: %d machines replaced, %s to %s (%.0fs)%s", s, n, first[s], lastAt[s], b.Sub(a).Seconds(), phaseSpans(evs, s))
 	}
+}
+
+// phaseSpans says, for one stack's roll, how long its new machines took
+// from launch to ready and its old ones from the start of their drain to
+// drained, each as the range over machines (the events have whole
+// seconds).
+func phaseSpans(evs []rollEvent, stack string) string {
+	span := func(from, to string) []float64 {
+		start := map[string]time.Time{}
+		var d []float64
+		for _, ev := range evs {
+			at, err := time.Parse("15:04:05", ev.at)
+			if ev.stack != stack || err != nil {
+				continue
+			}
+			switch ev.phase {
+			case from:
+				if _, ok := start[ev.instance]; !ok {
+					start[ev.instance] = at
+				}
+			case to:
+				if s, ok := start[ev.instance]; ok {
+					d = append(d, at.Sub(s).Seconds())
+					delete(start, ev.instance)
+				}
+			}
+		}
+		sort.Float64s(d)
+		return d
+	}
+	var parts []string
+	for _, p := range []struct{ what, from, to string }{
+		{"new machine launched to ready", "launching", "ready"},
+		{"old machine's drain", "draining", "drained"},
+	} {
+		if d := span(p.from, p.to); len(d) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f-%.0fs", p.what, d[0], d[len(d)-1]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 func grepLines(out []byte, s string) []string {

@@ -490,7 +490,7 @@ func TestCluster(t *testing.T) {
 		t.Logf("pod on %s (%s): kubernetes.default is %v, /api answered 200 through the service IP, %s", n.name, pool, rep.Resolved, since())
 	}
 
-	// Issue 14: the sensitive value of a user plugin's Helm release reaches
+	// The sensitive value of a user plugin's Helm release reaches
 	// the release's pod on a controller exactly.
 	if err := <-loaded; err != nil {
 		t.Fatalf("side-loading the probe image into the controllers: %v", err)
@@ -529,10 +529,23 @@ func TestCluster(t *testing.T) {
 		t.Logf("kube-aws validate: %s", strings.TrimSpace(lastLine(out)))
 	}
 
+	// A pod on a worker of each pool, and on a controller, cannot take
+	// its node's role credentials from the metadata service; the node can.
+	t.Run("pods cannot reach the node's credentials", func(t *testing.T) {
+		e.podsCannotActAsNodes(ctx, t, cs, nodesByPool)
+	})
+
+	// The API server and kubelet defaults of docs/security.md.
+	t.Run("security defaults", func(t *testing.T) {
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer scancel()
+		e.securityDefaults(sctx, t)
+	})
+
 	// The CIS Kubernetes Benchmark on the cluster as it booted.
 	e.cis(ctx, t)
 
-	// Issue 12's fault cases, each leaving a healthy cluster.
+	// The fault cases, each leaving a healthy cluster.
 	e.faults(ctx, t)
 
 	// Changing the running cluster: an upgrade, plugin changes, failures

@@ -221,10 +221,22 @@ func (e *example) sideLoad(ctx context.Context, id, archive string) error {
 
 // probeReport is what the probe says in its termination message.
 type probeReport struct {
-	Resolved []string `json:"resolved"`
-	API      int      `json:"api"`
-	Value    *string  `json:"value"`
-	Err      string   `json:"error"`
+	Resolved []string    `json:"resolved"`
+	API      int         `json:"api"`
+	Value    *string     `json:"value"`
+	IMDS     *imdsReport `json:"imds"`
+	Err      string      `json:"error"`
+}
+
+// imdsReport is what the probe got of the instance metadata service
+// (PROBE_IMDS).
+type imdsReport struct {
+	Status      int    `json:"status"`
+	TimedOut    bool   `json:"timedOut"`
+	Error       string `json:"error"`
+	Millis      int64  `json:"ms"`
+	Role        string `json:"role"`
+	Credentials bool   `json:"credentials"`
 }
 
 // runProbe runs the probe as a pod on node and returns its report.

@@ -52,6 +52,10 @@ type Instance struct {
 	ProfileARN string
 	Role       string // role name of the instance profile
 	RoleARN    string
+	// HopLimit is the launch template's MetadataOptions
+	// HttpPutResponseHopLimit: the IP TTL of the metadata service's token
+	// replies, as on EC2 (1, EC2's default, when the template sets none).
+	HopLimit int
 }
 
 // Running says whether the instance should have a machine: its EC2 state,
@@ -320,7 +324,8 @@ func (r *Reader) readInstances(ctx context.Context, s *Snapshot) error {
 	return nil
 }
 
-// fromTemplate fills user data and the instance profile from the launch
+// fromTemplate fills user data, the instance profile and the metadata hop
+// limit from the launch
 // template version the instance was launched from, not the group's current
 // one (moto does not copy the profile onto the instance).
 func (r *Reader) fromTemplate(ctx context.Context, in *Instance) error {
@@ -355,6 +360,10 @@ func (r *Reader) fromTemplate(ctx context.Context, in *Instance) error {
 			return fmt.Errorf("launch template %s version %s: user data is not base64: %w", in.LaunchTemplate, in.Version, err)
 		}
 		in.UserData = ud
+	}
+	in.HopLimit = 1
+	if d.MetadataOptions != nil && aws.ToInt32(d.MetadataOptions.HttpPutResponseHopLimit) > 0 {
+		in.HopLimit = int(aws.ToInt32(d.MetadataOptions.HttpPutResponseHopLimit))
 	}
 	if in.ProfileARN == "" && d.IamInstanceProfile != nil {
 		in.ProfileARN = aws.ToString(d.IamInstanceProfile.Arn)

@@ -36,6 +36,7 @@ var template = map[string]any{
 		"LT": map[string]any{"Type": "AWS::EC2::LaunchTemplate", "Properties": map[string]any{"LaunchTemplateData": map[string]any{
 			"ImageId": "ami-12c6146b", "InstanceType": "t3.small",
 			"IamInstanceProfile": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []string{"Profile", "Arn"}}},
+			"MetadataOptions":    map[string]any{"HttpTokens": "required", "HttpPutResponseHopLimit": 2},
 			"UserData":           map[string]any{"Fn::Base64": "#!/bin/sh\necho hello\n"}}}},
 		"CLB": map[string]any{"Type": "AWS::ElasticLoadBalancing::LoadBalancer", "Properties": map[string]any{
 			"Subnets": []any{ref("Subnet")}, "Listeners": []any{map[string]any{"LoadBalancerPort": "443", "InstancePort": "6443", "Protocol": "TCP"}}}},
@@ -101,6 +102,8 @@ func TestRead(t *testing.T) {
 			t.Errorf("%s: user data %q", in.ID, in.UserData)
 		case in.Role != "node-role" || in.RoleARN == "" || in.ProfileARN == "":
 			t.Errorf("%s: role %q %q profile %q", in.ID, in.Role, in.RoleARN, in.ProfileARN)
+		case in.HopLimit != 2:
+			t.Errorf("%s: metadata hop limit %d, want the launch template's 2", in.ID, in.HopLimit)
 		case !in.Running() || in.Zone != "us-east-1c" || in.Group == "" || in.Version != "1" || in.Lifecycle != "InService" || in.RootDevice == "":
 			t.Errorf("%s: %+v", in.ID, in)
 		}
@@ -371,6 +374,9 @@ func TestReadVersionsAndLifecycle(t *testing.T) {
 	for id, in := range s.Instances {
 		versions[in.Version]++
 		want := map[string]string{"1": "v1", "2": "v2"}[in.Version]
+		if in.HopLimit != 1 {
+			t.Errorf("%s: metadata hop limit %d, want EC2's default 1 for a template that sets none", id, in.HopLimit)
+		}
 		if string(in.UserData) != want || in.Lifecycle != "InService" || in.Leaving() || in.LaunchTemplate != s.Groups[0].LaunchTemplate {
 			t.Errorf("instance %s: version %q, user data %q, lifecycle %q, template %q; want the user data of its version, in service",
 				id, in.Version, in.UserData, in.Lifecycle, in.LaunchTemplate)

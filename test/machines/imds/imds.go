@@ -3,6 +3,11 @@
 // instance's identity, addresses, placement, network interface, its
 // instance profile role's credentials and its user data. Which instance is
 // asking is told by the request's source address, as on EC2.
+//
+// As on EC2, the token reply goes out with an IP TTL of the instance's hop
+// limit (its launch template's HttpPutResponseHopLimit): every router on
+// the way back decrements it, so with 1 the node receives it and a pod
+// behind the node's bridge (a routed hop further) never does.
 package imds
 
 import (
@@ -17,7 +22,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Addr is where EC2's metadata service answers.
@@ -42,6 +50,9 @@ type Instance struct {
 	ProfileARN   string
 	UserData     []byte
 	LaunchedTime time.Time
+	// HopLimit is the IP TTL of the token replies it is sent; 0 is EC2's
+	// default, 1.
+	HopLimit int
 }
 
 // Credentials are an instance role's temporary credentials.
@@ -126,6 +137,19 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request, ip netip.Add
 	if r.Method != http.MethodPut {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
+	}
+	// The hop limit holds for every reply to this request, refusals
+	// included: EC2 sends nothing from the token endpoint further than
+	// the instance allows.
+	hops := 1
+	if in, ok := s.b.InstanceByIP(ip); ok && in.HopLimit > 0 {
+		hops = in.HopLimit
+	}
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		if err := setTTL(c, hops); err != nil {
+			http.Error(w, "setting the reply's hop limit: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 	}
 	ttl, err := strconv.Atoi(r.Header.Get(hdrTTL))
 	if err != nil || ttl < 1 || ttl > 21600 {
@@ -263,9 +287,42 @@ func metadata(in Instance) map[string]string {
 	return m
 }
 
+// connKey carries a request's connection in its context, for setTTL.
+type connKey struct{}
+
+// setTTL sets the IP TTL of everything c sends from now on. It stays for
+// the rest of the connection rather than being put back after the token's
+// reply: a retransmission of that reply after the reset would carry the
+// default TTL and reach where the token may not. A pod that cannot receive
+// the token has nothing to ask with on that connection anyway, and the
+// node's own later replies need no more than hop limit 1.
+func setTTL(c net.Conn, ttl int) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil // not a socket: a test's in-memory connection
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TTL, ttl)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
 // Serve serves the metadata service on l until ctx ends.
+//
+// The harness listens on the run's bridge, the machines' gateway: a
+// machine reaches the service on its own link, with no router between, as
+// an instance reaches EC2's. So the TTL a reply leaves with is the hop
+// limit itself, with no allowance for hops of the harness's own.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go func() { <-ctx.Done(); hs.Close() }()
 	err := hs.Serve(l)
 	if err == http.ErrServerClosed {

@@ -40,6 +40,11 @@ type Values struct {
 	// Flags are extra or replacement flags, name (no dashes) -> value; they
 	// are checked like every other plugin's flags in render.
 	Flags map[string]string `json:"flags,omitempty"`
+	// Audit, PodSecurity and AnonymousAuth are the security settings
+	// (security.go).
+	Audit         *Audit       `json:"audit,omitempty"`
+	PodSecurity   *PodSecurity `json:"podSecurity,omitempty"`
+	AnonymousAuth string       `json:"anonymousAuth,omitempty"`
 }
 
 // Schema is the JSON Schema of Values, sent at registration so kube-aws
@@ -51,7 +56,7 @@ const Schema = `{
   "properties": {
     "etcdEndpoints": {"type": "array", "items": {"type": "string"}, "description": "--etcd-servers; default one per etcd member"},
     "securePort": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "--secure-port"},
-    "flags": {"type": "object", "additionalProperties": {"type": "string"}, "description": "extra kube-apiserver flags, name without dashes -> value"}
+    "flags": {"type": "object", "additionalProperties": {"type": "string"}, "description": "extra kube-apiserver flags, name without dashes -> value"},` + securitySchema + `
   }
 }`
 
@@ -77,8 +82,9 @@ var admissionPlugins = []string{
 // Kubernetes version cannot be served.
 func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 	var diags diag.List
-	_, d := supported(c.KubernetesVersion)
+	ver, d := supported(c.KubernetesVersion)
 	diags = append(diags, d...)
+	diags = append(diags, securityDefaults(&v)...)
 	if diags.HasFatal() {
 		return construct.Set{}, v, diags
 	}
@@ -100,13 +106,7 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 	// the pki plugin issues on every controller.
 	flags := map[string]string{
 		"allow-privileged":                   "true",
-		"anonymous-auth":                     "false",
 		"api-audiences":                      "https://kubernetes.default.svc.cluster.local",
-		"audit-log-maxage":                   "30",
-		"audit-log-maxbackup":                "10",
-		"audit-log-maxsize":                  "100",
-		"audit-log-path":                     AuditLogDir + "/audit.log",
-		"audit-policy-file":                  AuditPolicyPath,
 		"authorization-mode":                 "Node,RBAC",
 		"bind-address":                       "0.0.0.0",
 		"client-ca-file":                     names.PKICACert,
@@ -131,17 +131,29 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		"secure-port":                        fmt.Sprint(v.SecurePort),
 		"service-account-issuer":             "https://kubernetes.default.svc.cluster.local",
 		"service-account-key-file":           names.PKIServiceAccountPub,
-		"service-account-signing-key-file":   names.PKIServiceAccountKey,
-		"service-cluster-ip-range":           c.Kubernetes.ServiceCIDR,
-		"tls-cert-file":                      names.PKIAPIServerCert,
-		"tls-min-version":                    "VersionTLS12",
-		"tls-private-key-file":               names.PKIAPIServerKey,
+		// The default, said explicitly for a reviewer (CIS 1.2.21): a
+		// deleted service account's tokens stop working at once.
+		"service-account-lookup":           "true",
+		"service-account-signing-key-file": names.PKIServiceAccountKey,
+		"service-cluster-ip-range":         c.Kubernetes.ServiceCIDR,
+		"tls-cert-file":                    names.PKIAPIServerCert,
+		"tls-cipher-suites":                strings.Join(CipherSuites, ","),
+		"tls-min-version":                  "VersionTLS12",
+		"tls-private-key-file":             names.PKIAPIServerKey,
 	}
 	// --advertise-address is left out: it is the controller's own address,
 	// known only on the machine, and kube-apiserver then advertises the
 	// address of the host's default interface, which on EC2 is the
 	// instance's private address (the one the kubernetes Service's endpoint
 	// must be).
+	var set construct.Set
+	minor := ver.Minor
+	if minor > NewestMinor {
+		minor = NewestMinor
+	}
+	if err := security(v, minor, flags, &set); err != nil {
+		return construct.Set{}, v, append(diags, diag.Fatalf("%v", err).At("plugins.apiserver.values"))
+	}
 	// The user's flags replace the defaults: they were written on purpose.
 	for name, value := range v.Flags {
 		flags[strings.TrimLeft(name, "-")] = value
@@ -152,45 +164,30 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		sorted = append(sorted, n)
 	}
 	sort.Strings(sorted)
-	var set construct.Set
 	for _, n := range sorted {
 		set.APIServer.Flags = append(set.APIServer.Flags, construct.Flag{Name: n, Value: flags[n]})
 	}
-	set.APIServer.Volumes = []construct.Volume{
-		{Name: "audit-log", HostPath: AuditLogDir, MountPath: AuditLogDir},
-		{Name: "audit-policy", HostPath: AuditPolicyPath, MountPath: AuditPolicyPath, ReadOnly: true},
-		{Name: "ca-certs", HostPath: "/etc/ssl/certs", MountPath: "/etc/ssl/certs", ReadOnly: true},
-		{Name: "k8s-certs", HostPath: names.PKIDir, MountPath: names.PKIDir, ReadOnly: true},
-	}
-	set.Files = []construct.File{{
-		Target:  construct.Target{Role: construct.Controller},
-		Path:    AuditPolicyPath,
-		Mode:    "0600",
-		Owner:   "root:root",
-		Content: auditPolicy,
-	}}
+	set.APIServer.Volumes = append(set.APIServer.Volumes,
+		construct.Volume{Name: "ca-certs", HostPath: "/etc/ssl/certs", MountPath: "/etc/ssl/certs", ReadOnly: true},
+		construct.Volume{Name: "k8s-certs", HostPath: names.PKIDir, MountPath: names.PKIDir, ReadOnly: true},
+	)
+	sort.Slice(set.APIServer.Volumes, func(i, j int) bool { return set.APIServer.Volumes[i].Name < set.APIServer.Volumes[j].Name })
 	return set, v, diags
 }
 
-// auditPolicy records who did what without request bodies, which may hold
-// secrets, and skips the noisy read-only health and watch traffic.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages:
-  - RequestReceived
-rules:
-  - level: None
-    nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version"]
-  - level: None
-    verbs: ["watch"]
-  - level: Metadata
-    resources:
-      - group: ""
-        resources: ["secrets", "configmaps"]
-      - group: "authentication.k8s.io"
-        resources: ["tokenreviews"]
-  - level: Metadata
-`
+// CipherSuites are the TLS 1.2 cipher suites the API server offers (TLS 1.3
+// has its own, which Go does not let one choose): forward secrecy and
+// authenticated encryption only, the suites the CIS Benchmark's checks of
+// both the API server and the kubelet accept (1.2.29, 4.2.12). AWS's load
+// balancer health checks and every Kubernetes client speak them.
+var CipherSuites = []string{
+	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+}
 
 // supported parses the cluster's Kubernetes version against the flag table.
 // Older than the table is fatal (the defaults would be wrong); newer is a
@@ -271,7 +268,29 @@ func Check(flags []construct.Flag, kubernetesVersion string) diag.List {
 			diags[i] = diags[i].About(f.Plugin)
 		}
 	}
-	return diags
+	return append(diags, exclusive(flags)...)
+}
+
+// exclusive reports the flags kube-apiserver refuses together: a file of
+// --authentication-config (the apiserver plugin's, limiting anonymous
+// requests to the health endpoints) with the --oidc-* flags (the dex
+// plugin's, say), which kube-apiserver 1.29 and later exits on.
+func exclusive(flags []construct.Flag) diag.List {
+	var config, oidc *construct.Flag
+	for i, f := range flags {
+		switch {
+		case f.Name == "authentication-config" && config == nil:
+			config = &flags[i]
+		case strings.HasPrefix(f.Name, "oidc-") && oidc == nil:
+			oidc = &flags[i]
+		}
+	}
+	if config == nil || oidc == nil {
+		return nil
+	}
+	return diag.List{diag.Fatalf("kube-apiserver refuses --authentication-config (set by plugin %s) together with --%s (set by plugin %s): it would not start", config.Plugin, oidc.Name, oidc.Plugin).
+		At("constructs.apiServer.flags[authentication-config]").About(config.Plugin).
+		WithHint("set plugins.apiserver.values.anonymousAuth: rbac (anonymous requests then reach what RBAC allows them, by default the health endpoints and /version), or configure the OIDC issuer in your own --authentication-config file instead of --oidc-* flags")}
 }
 
 // knownNames lists the known flags, for "did you mean".

@@ -65,8 +65,15 @@ func TestDefaults(t *testing.T) {
 	if len(eff.EtcdEndpoints) != 3 || eff.SecurePort != 443 {
 		t.Errorf("effective values lack the defaults: %+v", eff)
 	}
-	if len(set.Files) != 1 || set.Files[0].Path != AuditPolicyPath || set.Files[0].Target.Role != construct.Controller {
-		t.Errorf("the audit policy named by --audit-policy-file must be contributed: %+v", set.Files)
+	// Every file a flag names is contributed to the controllers and
+	// mounted into the API server's pod.
+	for flag, path := range map[string]string{"audit-policy-file": AuditPolicyPath, "admission-control-config-file": AdmissionConfigPath} {
+		if v, _ := flagValue(fs, flag); v != path {
+			t.Errorf("--%s = %q, want %s", flag, v, path)
+		}
+		if !hasFile(set, path) || !hasVolume(set, path) {
+			t.Errorf("%s (--%s) must be contributed to the controllers and mounted: files %+v", path, flag, set.Files)
+		}
 	}
 	// The defaults pass their own check and make a valid static pod.
 	if d := Check(fs, "v1.30.4"); len(d) != 0 {
@@ -82,6 +89,24 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("defaults fail the check for %s: %v", v, d)
 		}
 	}
+}
+
+func hasFile(set construct.Set, path string) bool {
+	for _, f := range set.Files {
+		if f.Path == path && f.Target.Role == construct.Controller && f.Mode == "0600" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasVolume(set construct.Set, path string) bool {
+	for _, v := range set.APIServer.Volumes {
+		if v.HostPath == path && v.MountPath == path && v.ReadOnly {
+			return true
+		}
+	}
+	return false
 }
 
 func TestDefaultsVersion(t *testing.T) {

@@ -95,8 +95,11 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: cfn.Ref(names.ParamInstanceProfile)},
 		SecurityGroupIds:   []string{cfn.Ref(paramSecurityGroup)},
 		UserData:           userData,
-		// IMDSv2 only; a hop limit of 2 lets containers reach it.
-		MetadataOptions: &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: 2, HttpEndpoint: "enabled"},
+		// IMDSv2 only, and its token reaches the node alone: a pod behind
+		// the node's bridge is a routed hop away, and the token's reply
+		// dies there, so pods cannot take the role's credentials. Render
+		// raises the limit where a plugin asks (podMetadata).
+		MetadataOptions: &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: construct.NodeMetadataHopLimit, HttpEndpoint: "enabled"},
 		TagSpecifications: []ec2.LaunchTemplate_TagSpecification{
 			{ResourceType: "instance", Tags: tagList(c.ClusterName, name)},
 			{ResourceType: "volume", Tags: tagList(c.ClusterName, name)},
@@ -124,6 +127,8 @@ func machineStack(s *stack, c *config.Cluster, m machines) ([]construct.Protecte
 	return []construct.Protected{
 		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/UserData", Reason: reason},
 		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: "/Properties/LaunchTemplateData/IamInstanceProfile", Reason: reason},
+		{Stack: s.c.Name, LogicalID: names.LaunchTemplate, Pointer: metadataOptionsPointer,
+			Reason: "who may reach the metadata service is kube-aws's: ask that pods may through a podMetadata construct"},
 	}, nil
 }
 

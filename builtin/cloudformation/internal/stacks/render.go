@@ -45,7 +45,9 @@ const ValuesSchema = `{
 // Render writes stacks/<name>.json for every Stack construct in the merged
 // set that no plugin renders late (construct.Stack.Renderer: the iam
 // plugin's iam stack), and returns the files and the StackSpecs in stack
-// name order. The merge has applied every patch aimed at them already. pools
+// name order. The merge has applied every patch aimed at them already; the
+// launch templates that podMetadata requests cover answer pods
+// (openMetadata). pools
 // holds each node pool's values (the pool's overrides already merged over
 // v); a pool's stack takes its tags from there.
 func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct.Set) ([]stage.File, []stage.StackSpec, diag.List) {
@@ -73,6 +75,7 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 			}
 		}
 	}
+	diags = append(diags, openMetadata(c, stacks, set.PodMetadata)...)
 	var files []stage.File
 	var specs []stage.StackSpec
 	for _, n := range order {

@@ -187,7 +187,7 @@ func TestMachineStacksAreWiredByParameters(t *testing.T) {
 			}
 		}
 		sort.Strings(prot)
-		if got := strings.Join(prot, " "); got != "LaunchTemplate/Properties/LaunchTemplateData/IamInstanceProfile LaunchTemplate/Properties/LaunchTemplateData/UserData" {
+		if got := strings.Join(prot, " "); got != "LaunchTemplate/Properties/LaunchTemplateData/IamInstanceProfile LaunchTemplate/Properties/LaunchTemplateData/MetadataOptions LaunchTemplate/Properties/LaunchTemplateData/UserData" {
 			t.Errorf("%s: protected %q", name, got)
 		}
 	}
@@ -556,5 +556,111 @@ func TestArmPoolsBootTheArm64Image(t *testing.T) {
 		if err := json.Unmarshal(stackOf(t, set, "nodepool-"+pool).Parameters[paramImageID], &p); err != nil || p.Default != want {
 			t.Errorf("pool %s boots %q (%v), want %s", pool, p.Default, err, want)
 		}
+	}
+}
+
+// hopLimits reads the IMDSv2 token hop limit of every rendered launch
+// template, by stack.
+func hopLimits(t *testing.T, files []stage.File) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, f := range files {
+		var tpl struct {
+			Resources map[string]struct {
+				Properties struct {
+					LaunchTemplateData *struct {
+						MetadataOptions struct {
+							HttpTokens              string
+							HttpPutResponseHopLimit int
+						}
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(f.Content, &tpl); err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		if d := tpl.Resources[names.LaunchTemplate].Properties.LaunchTemplateData; d != nil {
+			if d.MetadataOptions.HttpTokens != "required" {
+				t.Errorf("%s: HttpTokens %q, want required", f.Path, d.MetadataOptions.HttpTokens)
+			}
+			out[strings.TrimSuffix(strings.TrimPrefix(f.Path, "stacks/"), ".json")] = d.MetadataOptions.HttpPutResponseHopLimit
+		}
+	}
+	return out
+}
+
+// Every machine's metadata service answers its node alone (hop limit 1),
+// unless a plugin asks that the pods of its role or pool reach it (2); a
+// request that opens nothing is fatal, naming its plugin.
+func TestPodMetadataRequestsRaiseTheHopLimit(t *testing.T) {
+	worker := func(pool string) construct.Target { return construct.Target{Role: construct.Worker, NodePool: pool} }
+	tests := []struct {
+		name  string
+		reqs  []construct.PodMetadataAccess
+		want  map[string]int
+		fatal string
+	}{
+		{name: "none", want: map[string]int{"etcd": 1, "control-plane": 1, "nodepool-workers": 1, "nodepool-spot-arm": 1}},
+		{
+			name: "every pool",
+			reqs: []construct.PodMetadataAccess{{Target: worker("")}},
+			want: map[string]int{"etcd": 1, "control-plane": 1, "nodepool-workers": 2, "nodepool-spot-arm": 2},
+		},
+		{
+			name: "one pool and the controllers",
+			reqs: []construct.PodMetadataAccess{{Target: worker("spot-arm")}, {Target: construct.Target{Role: construct.Controller}}},
+			want: map[string]int{"etcd": 1, "control-plane": 2, "nodepool-workers": 1, "nodepool-spot-arm": 2},
+		},
+		{
+			name:  "a pool cluster.yaml lacks",
+			reqs:  []construct.PodMetadataAccess{{Target: worker("gpu")}},
+			fatal: "plugin pods asks that pods reach the metadata service of worker/gpu, which is no node pool of cluster.yaml",
+		},
+		{
+			name:  "no such role",
+			reqs:  []construct.PodMetadataAccess{{Target: construct.Target{Role: "bastion"}}},
+			fatal: `plugin pods asks that pods reach the metadata service of role "bastion", which is none of controller, etcd, worker`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := existingVPC()
+			set := initialise(t, c)
+			m, diags := merge.MergeWith([]merge.Contribution{
+				{Plugin: "cloudformation", Set: set},
+				{Plugin: "pods", Set: &construct.Set{PodMetadata: tt.reqs}},
+			}, merge.Options{Late: []merge.LateStacks{{Plugin: "iam", Stacks: []string{names.StackIAM}}}})
+			if diags.HasFatal() {
+				t.Fatal(diags)
+			}
+			before := string(stackOf(t, m, "nodepool-workers").Resources[names.LaunchTemplate])
+			files, _, diags := Render(c, Values{}, nil, m)
+			if tt.fatal != "" {
+				if !has(diags, diag.Fatal, tt.fatal, "") {
+					t.Errorf("diagnostics %v, want %q", diags, tt.fatal)
+				}
+				return
+			}
+			if diags.HasFatal() {
+				t.Fatal(diags)
+			}
+			if got := hopLimits(t, files); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("hop limits %v, want %v", got, tt.want)
+			}
+			if after := string(stackOf(t, m, "nodepool-workers").Resources[names.LaunchTemplate]); after != before {
+				t.Error("render modified the merged set")
+			}
+		})
+	}
+}
+
+// The hop limit is kube-aws's: a patch cannot open the metadata service.
+func TestPatchCannotOpenTheMetadataService(t *testing.T) {
+	set := initialise(t, minimal())
+	_, diags := merged(set, construct.Patch{Stack: "nodepool-workers", LogicalID: "LaunchTemplate",
+		Merge: json.RawMessage(`{"Properties":{"LaunchTemplateData":{"MetadataOptions":{"HttpPutResponseHopLimit":2}}}}`)})
+	if !has(diags, diag.Fatal, `may not change protected path /Properties/LaunchTemplateData/MetadataOptions of resource "LaunchTemplate" in stack "nodepool-workers"`, "constructs.patches[0]") {
+		t.Errorf("diagnostics %v", diags)
 	}
 }

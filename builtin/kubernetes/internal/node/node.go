@@ -77,7 +77,9 @@ func Contribute(set *construct.Set, s Settings) error {
 		if err != nil {
 			return err
 		}
-		set.Files = append(set.Files, construct.File{Target: t, Path: KubeletConfigPath, Mode: "0644", Content: kc})
+		// Readable by root only, as the CIS Benchmark asks (4.1.9): it
+		// says how the kubelet authenticates its callers.
+		set.Files = append(set.Files, construct.File{Target: t, Path: KubeletConfigPath, Mode: "0600", Content: kc})
 		set.Units = append(set.Units,
 			construct.Unit{Target: t, Name: KubeletUnit, Content: kubeletUnit, Enable: true},
 			// containerd comes with the machine image and is running when
@@ -149,11 +151,18 @@ ExecStartPre=-%s %s --kubeconfig %s --unless-exists %s --timeout 15m
 TimeoutStartSec=16min
 `, nodeplan.BinaryPath, nodeplan.StepWaitAPI, names.KubeconfigBootstrapKubelet, names.KubeconfigKubelet)
 
-// kubeletUnit runs the kubelet. The node's name and provider ID come from
-// the machine's facts (kube-aws-node writes them to facts.env before any
-// unit starts): the node is named by EC2's private DNS name and carries the
-// instance's provider ID, which is how the AWS cloud controller manager
-// finds the instance behind a node. Every other flag is in KUBELET_ARGS.
+// kubeletUnit runs the kubelet. The node's name, address and provider ID
+// come from the machine's facts (kube-aws-node writes them to facts.env
+// before any unit starts): the node is named by EC2's private DNS name and
+// carries the instance's provider ID, which is how the AWS cloud controller
+// manager finds the instance behind a node. --node-ip, the instance's
+// private address (one the cloud controller manager gives the node too),
+// lets the kubelet give its node its addresses when it registers: with an
+// external cloud provider and no --node-ip it waits for the cloud
+// controller manager's, and learns them only at its next status report (up
+// to 5 minutes), and its serving certificate, which names those addresses,
+// waits as long: until then the API server cannot reach it (logs, exec).
+// Every other flag is in KUBELET_ARGS.
 var kubeletUnit = fmt.Sprintf(`[Unit]
 Description=Kubernetes kubelet (kube-aws)
 Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
@@ -163,14 +172,15 @@ After=containerd.service network-online.target
 [Service]
 EnvironmentFile=%s
 EnvironmentFile=%s
-ExecStart=%s --hostname-override=${%s} --provider-id=aws:///${%s}/${%s} $KUBELET_ARGS
+ExecStart=%s --hostname-override=${%s} --node-ip=${%s} --provider-id=aws:///${%s}/${%s} $KUBELET_ARGS
 Restart=always
 RestartSec=2
 
 [Install]
 WantedBy=multi-user.target
 `, nodeplan.FactsEnvPath, KubeletEnvPath, KubeletBinary,
-	nodeplan.FactEnvName(nodeplan.FactHostname), nodeplan.FactEnvName(nodeplan.FactAvailabilityZone), nodeplan.FactEnvName(nodeplan.FactInstanceID))
+	nodeplan.FactEnvName(nodeplan.FactHostname), nodeplan.FactEnvName(nodeplan.FactPrivateIPv4),
+	nodeplan.FactEnvName(nodeplan.FactAvailabilityZone), nodeplan.FactEnvName(nodeplan.FactInstanceID))
 
 // containerdDropIn loads the kernel modules containerd's overlay snapshotter
 // and the pods' bridge need ("-": a kernel with them built in, or a machine
@@ -236,7 +246,22 @@ type kubeletConfiguration struct {
 	RotateCertificates       bool           `json:"rotateCertificates"`
 	ServerTLSBootstrap       bool           `json:"serverTLSBootstrap"`
 	StaticPodPath            string         `json:"staticPodPath,omitempty"`
+	TLSCipherSuites          []string       `json:"tlsCipherSuites"`
 	TLSMinVersion            string         `json:"tlsMinVersion"`
+}
+
+// CipherSuites are the TLS 1.2 cipher suites the kubelet's API offers (TLS
+// 1.3 has its own, which Go does not let one choose): forward secrecy and
+// authenticated encryption only, within what the CIS Benchmark accepts
+// (4.2.12). The API server, the kubelet's one caller, speaks them; they
+// are the apiserver plugin's suites too.
+var CipherSuites = []string{
+	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
 }
 
 type authentication struct {
@@ -279,6 +304,7 @@ func KubeletConfig(s Settings, controlPlane bool) (string, error) {
 		// approver checked the names against the EC2 instance.
 		RotateCertificates: true,
 		ServerTLSBootstrap: true,
+		TLSCipherSuites:    CipherSuites,
 		TLSMinVersion:      "VersionTLS12",
 	}
 	if controlPlane {

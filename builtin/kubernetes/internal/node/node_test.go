@@ -89,6 +89,35 @@ func TestKubeletConfig(t *testing.T) {
 		if (kc.StaticPodPath != "") != controlPlane {
 			t.Errorf("control plane %v: staticPodPath %q", controlPlane, kc.StaticPodPath)
 		}
+		// What the CIS Benchmark's kubelet checks look for (4.2.1-4.2.12).
+		if kc.ReadOnlyPort != 0 || !kc.RotateCertificates || !kc.Authentication.Webhook.Enabled || kc.Authentication.X509.ClientCAFile == "" ||
+			strings.Join(kc.TLSCipherSuites, ",") != strings.Join(CipherSuites, ",") || kc.TLSMinVersion != "VersionTLS12" {
+			t.Errorf("kubelet configuration %+v", kc)
+		}
+	}
+	// Root alone reads it (CIS 4.1.9), on every role.
+	var set construct.Set
+	if err := Contribute(&set, s); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range set.Files {
+		if f.Path == KubeletConfigPath {
+			n++
+			if f.Mode != "0600" {
+				t.Errorf("%s for %v has mode %s, want 0600", f.Path, f.Target, f.Mode)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%s contributed %d times, want once per role", KubeletConfigPath, n)
+	}
+	// The kubelet gives its node the instance's private address when it
+	// registers, so its serving certificate is asked for at once.
+	for _, u := range set.Units {
+		if u.Name == KubeletUnit && u.Content != "" && !strings.Contains(u.Content, "--node-ip=${"+nodeplan.FactEnvName(nodeplan.FactPrivateIPv4)+"}") {
+			t.Errorf("the kubelet's unit for %v lacks --node-ip from the private address fact:\n%s", u.Target, u.Content)
+		}
 	}
 	c.Kubernetes.ServiceCIDR = "nonsense"
 	if _, err := SettingsOf(c, release(t)); err == nil || !strings.Contains(err.Error(), "kubernetes.serviceCIDR") {

@@ -8,7 +8,10 @@
 // reached the pod. With PROBE_SERVE set it is instead the web workload of
 // the day-2 cases: it answers every HTTP request with 200 and its pod's
 // name, and on SIGTERM goes on answering for PROBE_LINGER (5 s) while the
-// Service's endpoints catch up, as a well-behaved server does.
+// Service's endpoints catch up, as a well-behaved server does. With
+// PROBE_IMDS set (a duration) it instead asks the instance metadata service
+// for an IMDSv2 token, giving up after that long, and reports what it got:
+// whether a pod can act as its node.
 package main
 
 import (
@@ -16,7 +19,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -29,15 +34,37 @@ import (
 const sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
 
 type report struct {
-	Resolved []string `json:"resolved"`
-	API      int      `json:"api"`
-	Value    *string  `json:"value,omitempty"`
-	Err      string   `json:"error,omitempty"`
+	Resolved []string    `json:"resolved"`
+	API      int         `json:"api"`
+	Value    *string     `json:"value,omitempty"`
+	IMDS     *imdsReport `json:"imds,omitempty"`
+	Err      string      `json:"error,omitempty"`
+}
+
+// imdsReport is what the pod got of the instance metadata service.
+type imdsReport struct {
+	// Status is the token request's HTTP status; 0 when no reply came.
+	Status   int    `json:"status,omitempty"`
+	TimedOut bool   `json:"timedOut,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Millis   int64  `json:"ms"`
+	// Role is the instance role the pod could name with a token, and
+	// Credentials whether it could read that role's credentials.
+	Role        string `json:"role,omitempty"`
+	Credentials bool   `json:"credentials,omitempty"`
 }
 
 func main() {
 	if addr := os.Getenv("PROBE_SERVE"); addr != "" {
 		serve(addr)
+		return
+	}
+	if wait := os.Getenv("PROBE_IMDS"); wait != "" {
+		d, err := time.ParseDuration(wait)
+		if err != nil {
+			d = 2 * time.Second
+		}
+		finish(report{IMDS: askIMDS(d)})
 		return
 	}
 	var r report
@@ -71,12 +98,65 @@ func main() {
 		}
 	}
 	r.Err = strings.Join(errs, "; ")
+	finish(r)
+}
+
+// finish writes the report where the test reads it, and fails the pod when
+// the report says something failed.
+func finish(r report) {
 	b, _ := json.Marshal(r)
 	_ = os.WriteFile("/dev/termination-log", b, 0o644)
 	fmt.Println(string(b))
 	if r.Err != "" {
 		os.Exit(1)
 	}
+}
+
+// imdsAddr is the instance metadata service, as on EC2.
+const imdsAddr = "http://169.254.169.254"
+
+// askIMDS asks for an IMDSv2 token as an AWS SDK would, giving up after
+// wait, and with a token, for the role and its credentials. The pod
+// finishes either way: the test judges what it got.
+func askIMDS(wait time.Duration) *imdsReport {
+	c := &http.Client{Timeout: wait}
+	var r imdsReport
+	start := time.Now()
+	req, _ := http.NewRequest(http.MethodPut, imdsAddr+"/latest/api/token", nil)
+	req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "60")
+	resp, err := c.Do(req)
+	r.Millis = time.Since(start).Milliseconds()
+	if err != nil {
+		var ne net.Error
+		r.TimedOut = errors.As(err, &ne) && ne.Timeout()
+		r.Error = err.Error()
+		return &r
+	}
+	tok, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		return &r
+	}
+	get := func(path string) string {
+		req, _ := http.NewRequest(http.MethodGet, imdsAddr+path, nil)
+		req.Header.Set("X-aws-ec2-metadata-token", string(tok))
+		resp, err := c.Do(req)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	r.Role = get("/latest/meta-data/iam/security-credentials/")
+	if r.Role != "" {
+		r.Credentials = strings.Contains(get("/latest/meta-data/iam/security-credentials/"+r.Role), `"AccessKeyId"`)
+	}
+	return &r
 }
 
 // callAPI asks the API server for /api through the service IP the kubelet
