@@ -109,3 +109,21 @@ const (
 	UserAPIServerKubeletClient = "kube-apiserver-kubelet-client"
 	UserAPIServerEtcdClient    = "kube-apiserver-etcd-client"
 )
+
+// TLSCipherSuites are the TLS 1.2 cipher suites the API server and the
+// kubelets offer (TLS 1.3 has its own, which Go does not let one choose):
+// forward secrecy and authenticated encryption only, the suites the CIS
+// Kubernetes Benchmark accepts for both (1.2.29, 4.2.12). AWS's load
+// balancer health checks and every Kubernetes client speak them; the API
+// server, a kubelet's one caller, does. One list, because the two plugins
+// that set them must agree.
+func TLSCipherSuites() []string {
+	return []string{
+		"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+		"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+		"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+		"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+		"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+		"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+	}
+}

@@ -832,8 +832,12 @@ func (e *example) pluginChange(ctx context.Context, t *testing.T, cs *kubernetes
 // restored, up again completes.
 func (e *example) failingReplacement(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) {
 	spot := e.live(ctx, t, "-nodepool-spot-")
-	restore := e.corruptKubelet(ctx, t, spot[0].id)
-	defer restore()
+	_, restore := e.corruptKubelet(ctx, t, spot[0].id)
+	defer func() {
+		if err := restore(); err != nil {
+			t.Error(err)
+		}
+	}()
 	e.poolUnit(ctx, t, "spot", "v2")
 	out, err := e.up(ctx, t)
 	var exit *exec.ExitError
@@ -856,7 +860,9 @@ func (e *example) failingReplacement(ctx context.Context, t *testing.T, cs *kube
 		}
 	}
 	t.Logf("after the failure %d workers serve", len(ws))
-	restore()
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
 	if out, err = e.up(ctx, t); err != nil {
 		t.Fatalf("kube-aws up after restoring the object: %v\n%s", err, out)
 	}
@@ -870,8 +876,10 @@ func (e *example) failingReplacement(ctx context.Context, t *testing.T, cs *kube
 }
 
 // corruptKubelet overwrites the kubelet object a machine's artifacts plan
-// names with garbage and returns what puts it back (once).
-func (e *example) corruptKubelet(ctx context.Context, t *testing.T, id string) func() {
+// names with garbage, keeping a copy, and returns the plan's source and
+// what puts the object back and removes the copy (once; later calls return
+// the first's error).
+func (e *example) corruptKubelet(ctx context.Context, t *testing.T, id string) (nodeplan.Source, func() error) {
 	t.Helper()
 	m, err := e.machineOf(id)
 	if err != nil {
@@ -891,20 +899,29 @@ func (e *example) corruptKubelet(ctx context.Context, t *testing.T, id string) f
 			src = bin.Sources[nodeplan.AMD64]
 		}
 	}
+	if src.AssetKey == "" {
+		t.Fatalf("%s's %s has no kubelet asset: %s", id, nodeplan.ArtifactsPath, b)
+	}
 	key, good := examplePrefix+"/"+src.AssetKey, examplePrefix+"/e2e-good-"+src.SHA256
 	if _, err := e.s3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(good), CopySource: aws.String(exampleBucket + "/" + key)}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("keeping the kubelet object: %v", err)
 	}
 	if _, err := e.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(key), Body: strings.NewReader("not the kubelet\n")}); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("overwrote s3://%s/%s (the kubelet, sha256 %s) with garbage", exampleBucket, key, src.SHA256)
 	var once sync.Once
-	return func() {
+	var restoreErr error
+	return src, func() error {
 		once.Do(func() {
-			if _, err := e.s3.CopyObject(context.Background(), &s3.CopyObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(key), CopySource: aws.String(exampleBucket + "/" + good)}); err != nil {
-				t.Errorf("restoring the kubelet object: %v", err)
+			bg := context.Background()
+			if _, err := e.s3.CopyObject(bg, &s3.CopyObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(key), CopySource: aws.String(exampleBucket + "/" + good)}); err != nil {
+				restoreErr = fmt.Errorf("restoring the kubelet object %s: %w", key, err)
+				return
 			}
+			_, restoreErr = e.s3.DeleteObject(bg, &s3.DeleteObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(good)})
 		})
+		return restoreErr
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -500,50 +499,12 @@ func (e *example) corruptedAsset(ctx context.Context, t *testing.T) {
 	if len(spot) == 0 {
 		t.Fatal("the spot pool has no instance")
 	}
-	m, err := e.machineOf(spot[0].id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(m.Root(), nodeplan.ArtifactsPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan nodeplan.ArtifactsPlan
-	if err := json.Unmarshal(b, &plan); err != nil {
-		t.Fatal(err)
-	}
-	var src nodeplan.Source
-	for _, bin := range plan.Binaries {
-		if bin.Name == "kubelet" {
-			src = bin.Sources[nodeplan.AMD64]
-		}
-	}
-	if src.AssetKey == "" {
-		t.Fatalf("the spot pool's %s has no kubelet asset: %s", nodeplan.ArtifactsPath, b)
-	}
-	key, good := examplePrefix+"/"+src.AssetKey, examplePrefix+"/e2e-good-"+src.SHA256
-	if _, err := e.s3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(good), CopySource: aws.String(exampleBucket + "/" + key)}); err != nil {
-		t.Fatalf("keeping the kubelet asset: %v", err)
-	}
-	if _, err := e.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(key), Body: strings.NewReader("not the kubelet\n")}); err != nil {
-		t.Fatal(err)
-	}
-	restore := func() error {
-		if _, err := e.s3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(key), CopySource: aws.String(exampleBucket + "/" + good)}); err != nil {
-			return fmt.Errorf("restoring the kubelet asset %s: %w", key, err)
-		}
-		_, err := e.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(exampleBucket), Key: aws.String(good)})
-		return err
-	}
-	restored := false
+	src, restore := e.corruptKubelet(ctx, t, spot[0].id)
 	defer func() {
-		if !restored {
-			if err := restore(); err != nil {
-				t.Error(err)
-			}
+		if err := restore(); err != nil {
+			t.Error(err)
 		}
 	}()
-	t.Logf("overwrote s3://%s/%s (the kubelet, sha256 %s) with garbage", exampleBucket, key, src.SHA256)
 
 	group := spot[0].group
 	if _, err := e.asg.SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String(group), DesiredCapacity: aws.Int32(int32(len(spot) + 1))}); err != nil {
@@ -594,7 +555,6 @@ func (e *example) corruptedAsset(ctx context.Context, t *testing.T) {
 	}
 
 	// Put things back: the asset, then the pool without the failed machine.
-	restored = true
 	if err := restore(); err != nil {
 		t.Fatal(err)
 	}

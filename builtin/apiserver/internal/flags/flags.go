@@ -137,7 +137,7 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		"service-account-signing-key-file": names.PKIServiceAccountKey,
 		"service-cluster-ip-range":         c.Kubernetes.ServiceCIDR,
 		"tls-cert-file":                    names.PKIAPIServerCert,
-		"tls-cipher-suites":                strings.Join(CipherSuites, ","),
+		"tls-cipher-suites":                strings.Join(names.TLSCipherSuites(), ","),
 		"tls-min-version":                  "VersionTLS12",
 		"tls-private-key-file":             names.PKIAPIServerKey,
 	}
@@ -173,20 +173,6 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 	)
 	sort.Slice(set.APIServer.Volumes, func(i, j int) bool { return set.APIServer.Volumes[i].Name < set.APIServer.Volumes[j].Name })
 	return set, v, diags
-}
-
-// CipherSuites are the TLS 1.2 cipher suites the API server offers (TLS 1.3
-// has its own, which Go does not let one choose): forward secrecy and
-// authenticated encryption only, the suites the CIS Benchmark's checks of
-// both the API server and the kubelet accept (1.2.29, 4.2.12). AWS's load
-// balancer health checks and every Kubernetes client speak them.
-var CipherSuites = []string{
-	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-	"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-	"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-	"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
-	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
 }
 
 // supported parses the cluster's Kubernetes version against the flag table.

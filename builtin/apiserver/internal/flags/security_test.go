@@ -9,6 +9,7 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/internal/podspec"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 func fileContent(set construct.Set, path string) (string, bool) {
@@ -41,7 +42,7 @@ func TestSecuritySettings(t *testing.T) {
 				"audit-log-path": AuditLogDir + "/audit.log", "audit-log-maxage": "30", "audit-log-maxbackup": "10", "audit-log-maxsize": "100",
 				"audit-policy-file": AuditPolicyPath, "admission-control-config-file": AdmissionConfigPath,
 				"authentication-config": AuthenticationConfigPath, "anonymous-auth": "",
-				"tls-cipher-suites": strings.Join(CipherSuites, ","), "service-account-lookup": "true", "profiling": "false",
+				"tls-cipher-suites": strings.Join(names.TLSCipherSuites(), ","), "service-account-lookup": "true", "profiling": "false",
 				"kubelet-certificate-authority": "/etc/kubernetes/pki/ca.crt",
 			},
 			files: map[string]string{

@@ -250,20 +250,6 @@ type kubeletConfiguration struct {
 	TLSMinVersion            string         `json:"tlsMinVersion"`
 }
 
-// CipherSuites are the TLS 1.2 cipher suites the kubelet's API offers (TLS
-// 1.3 has its own, which Go does not let one choose): forward secrecy and
-// authenticated encryption only, within what the CIS Benchmark accepts
-// (4.2.12). The API server, the kubelet's one caller, speaks them; they
-// are the apiserver plugin's suites too.
-var CipherSuites = []string{
-	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-	"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-	"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-	"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
-	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
-}
-
 type authentication struct {
 	Anonymous enabled `json:"anonymous"`
 	Webhook   enabled `json:"webhook"`
@@ -304,7 +290,7 @@ func KubeletConfig(s Settings, controlPlane bool) (string, error) {
 		// approver checked the names against the EC2 instance.
 		RotateCertificates: true,
 		ServerTLSBootstrap: true,
-		TLSCipherSuites:    CipherSuites,
+		TLSCipherSuites:    names.TLSCipherSuites(),
 		TLSMinVersion:      "VersionTLS12",
 	}
 	if controlPlane {

@@ -91,7 +91,7 @@ func TestKubeletConfig(t *testing.T) {
 		}
 		// What the CIS Benchmark's kubelet checks look for (4.2.1-4.2.12).
 		if kc.ReadOnlyPort != 0 || !kc.RotateCertificates || !kc.Authentication.Webhook.Enabled || kc.Authentication.X509.ClientCAFile == "" ||
-			strings.Join(kc.TLSCipherSuites, ",") != strings.Join(CipherSuites, ",") || kc.TLSMinVersion != "VersionTLS12" {
+			strings.Join(kc.TLSCipherSuites, ",") != strings.Join(names.TLSCipherSuites(), ",") || kc.TLSMinVersion != "VersionTLS12" {
 			t.Errorf("kubelet configuration %+v", kc)
 		}
 	}
