@@ -49,6 +49,14 @@ const contribValues = `  bastion:
       roleARNs: [arn:aws:iam::123456789012:role/k8s-*]
 `
 
+// With dex, the apiserver's anonymousAuth is rbac, as dex's README says:
+// dex configures OIDC with --oidc-* flags, which kube-apiserver refuses
+// beside the authentication configuration of the example's health.
+const (
+	exampleAnonymousAuth = "      anonymousAuth: health\n"
+	dexAnonymousAuth     = "      anonymousAuth: rbac\n"
+)
+
 // cluster.yaml.example with every contrib plugin enabled, brought up against
 // moto through deploy and validate; the cluster then matches its render, so
 // diff --exit-code exits 0, and validate alone passes too.
@@ -89,5 +97,6 @@ func enableEveryContribPlugin(l *awsLayout) {
 		copyFile(t, plugintest.Build(t, "github.com/kube-aws/kube-aws/contrib/plugins/"+e.Name()), filepath.Join(contribDir, e.Name()))
 	}
 	l.edit("\n  deploy:\n    enabled: true\n", "\n  deploy:\n    enabled: true\n"+contribValues)
+	l.edit(exampleAnonymousAuth, dexAnonymousAuth)
 	l.env = append(l.env, "DD_API_KEY=dd-api-key-e2e", "DEX_KUBECTL_SECRET=dex-kubectl-secret-e2e")
 }

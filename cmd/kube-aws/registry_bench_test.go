@@ -68,6 +68,7 @@ func BenchmarkRegistryPlugins(b *testing.B) {
 	if err := os.MkdirAll(dirA, 0o755); err != nil {
 		b.Fatal(err)
 	}
+	example = []byte(strings.Replace(string(example), exampleAnonymousAuth, dexAnonymousAuth, 1))
 	writeFile(b, filepath.Join(dirA, "cluster.yaml"), strings.Replace(string(example), anchor, anchor+contribValues, 1))
 	for _, p := range contribPlugins {
 		copyFile(b, plugintest.Build(b, "github.com/kube-aws/kube-aws/contrib/plugins/"+p), filepath.Join(dirA, "plugins", p, p))
