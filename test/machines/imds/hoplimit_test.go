@@ -90,7 +90,7 @@ func putToken(ns *netns.NS, url string, wait time.Duration) (string, error) {
 // for the node.
 func TestTokenReplyTravelsTheHopLimit(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root, as the machines this serves do")
+		t.Fatal("this test makes network namespaces, which need root, as the machines it serves do: run it as root (make test does, as CI does)")
 	}
 	svc, node, pod := topology(t)
 	tests := []struct {
