@@ -480,6 +480,9 @@ func (d *Drainer) drain(ctx context.Context, id string, j *job, timeout time.Dur
 		}
 		j.cordoned = true
 	}
+	// The node's timeout counts from the drain's start: the time spent
+	// finding and cordoning the node is not given again.
+	h.Timeout = max(deadline.Sub(d.o.Now()), time.Second)
 	err = d.evict(ctx, h, st, put)
 	// An eviction refused by a budget waits inside kubectl's drain until
 	// its timeout; any other error (the API server away) is tried again
