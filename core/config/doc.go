@@ -1,5 +1,5 @@
-// Package config is cluster.yaml: its types, a strict loader (decoding with
-// core/strictyaml) that knows the file:line:column of every value, defaults
+// Package config is cluster.yaml: its types, a strict loader (decoding in
+// strict.go) that knows the file:line:column of every value, defaults
 // applied in one place (ApplyDefaults), validation that reports every
 // problem at once (Validate), plugin values with their config files and
 // per-node-pool overrides (EffectiveValues), sensitive values and their

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/kube-aws/kube-aws/core/diag"
-	"github.com/kube-aws/kube-aws/core/strictyaml"
 )
 
 // source remembers the file a Cluster came from and where each config path
@@ -15,7 +14,7 @@ import (
 type source struct {
 	file string
 	// value is the position of the value at a config path.
-	value map[string]strictyaml.Pos
+	value map[string]position
 	// bad holds the paths that already have a parse diagnostic (unknown
 	// key, wrong type), so that validation does not pile a second,
 	// misleading one ("x is required") on the same spot.
@@ -86,23 +85,6 @@ func (c *Cluster) isSet(path string, zero bool) bool {
 	return !zero
 }
 
-// Config paths (nodePools[1].minSize, labels["a.b/c"]) are the decoder's:
-// it records every value's position under them.
-
-// JoinPath appends a map key or struct field to a config path. Keys that
-// are not plain identifiers are quoted: labels["node.kubernetes.io/role"].
-func JoinPath(parent, key string) string { return strictyaml.JoinPath(parent, key) }
-
-// IndexPath appends a list index to a config path: nodePools[1].
-func IndexPath(parent string, i int) string { return strictyaml.IndexPath(parent, i) }
-
-// parentPath strips the last element of a config path:
-// nodePools[1].minSize -> nodePools[1] -> nodePools -> "".
-func parentPath(p string) string { return strictyaml.ParentPath(p) }
-
-// lastElem is the last element of a config path, as a key is written.
-func lastElem(path string) string { return strictyaml.LastElem(path) }
-
 // Load reads and parses cluster.yaml. The error is for a file that cannot be
 // read; everything wrong inside the file is a diagnostic. The Cluster is
 // returned even with diagnostics (unknown keys and mistyped values left out)
@@ -130,13 +112,13 @@ func Load(path string) (*Cluster, diag.List, error) {
 // expanded file by the same figure as a written-out one (2^18 took 106 MB).
 const maxNodes = 2 * (MaxConfigFileSize / 2)
 
-// Parse parses cluster.yaml bytes strictly (core/strictyaml): unknown keys,
+// Parse parses cluster.yaml bytes strictly (strict.go): unknown keys,
 // duplicate keys and values of the wrong type are fatal diagnostics with
 // file:line:column, the config path and, for unknown keys, the closest valid
 // key. file is only used in diagnostics. The returned Cluster is never nil.
 func Parse(file string, data []byte) (*Cluster, diag.List) {
 	c := &Cluster{}
-	pos, diags := strictyaml.Decode(file, data, c, decodeOptions)
+	pos, diags := decodeStrict(file, data, c, decodeOptions)
 	// An empty (or comments-only) file decodes to nothing: every required
 	// field is missing, which Validate reports one by one.
 	c.src = &source{file: file, value: pos.Value, bad: pos.Bad, broken: pos.Broken}
@@ -144,20 +126,15 @@ func Parse(file string, data []byte) (*Cluster, diag.List) {
 }
 
 // decodeOptions are cluster.yaml's and every plugin config file's.
-var decodeOptions = strictyaml.Options{
+var decodeOptions = decodeOpts{
 	MaxNodes:     maxNodes,
 	TopLevelHint: "cluster.yaml is a mapping of keys such as `clusterName: my-cluster`; `kube-aws init` writes a commented one",
 	QuoteHint:    quoteHint,
 }
 
-// closest returns the valid key nearest to key, or "" when none is close
-// enough to be a plausible typo (strictyaml.Closest, which also suggests
-// the keys of cluster.yaml).
-func closest(key string, valid []string) string { return strictyaml.Closest(key, valid) }
-
 // yamlToJSON converts a standalone YAML document (a plugin config file) to
 // JSON with the same scalar rules as cluster.yaml, reporting problems with
 // the file's own line and column.
 func yamlToJSON(file string, data []byte) (json.RawMessage, diag.List) {
-	return strictyaml.ToJSON(file, data, decodeOptions)
+	return strictToJSON(file, data, decodeOptions)
 }

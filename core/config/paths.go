@@ -1,13 +1,13 @@
-package strictyaml
+package config
 
 import (
 	"strconv"
 	"strings"
 )
 
-// ParentPath strips the last element of a config path:
+// parentPath strips the last element of a config path:
 // nodePools[1].minSize -> nodePools[1] -> nodePools -> "".
-func ParentPath(p string) string {
+func parentPath(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -56,14 +56,14 @@ func IndexPath(parent string, i int) string {
 	return parent + "[" + strconv.Itoa(i) + "]"
 }
 
-// LastElem is the last element of a config path, unquoted, as a user
+// lastElem is the last element of a config path, unquoted, as a user
 // writes it as a key: nodePools[1].minSize -> minSize, labels["a.b/c"] ->
 // a.b/c; "the top level" for the empty path.
-func LastElem(path string) string {
+func lastElem(path string) string {
 	if path == "" {
 		return "the top level"
 	}
-	p := ParentPath(path)
+	p := parentPath(path)
 	s := strings.TrimPrefix(path[len(p):], ".")
 	if strings.HasPrefix(s, "[\"") {
 		if u, err := strconv.Unquote(s[1 : len(s)-1]); err == nil {

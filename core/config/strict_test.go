@@ -1,4 +1,4 @@
-package strictyaml_test
+package config
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/diag"
-	"github.com/kube-aws/kube-aws/core/strictyaml"
 )
 
 type pool struct {
@@ -31,17 +30,12 @@ func messages(ds diag.List) string {
 	return strings.Join(s, "\n")
 }
 
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
-}
-
 // Every kind of mistake is a fatal diagnostic at its line and config path,
 // and the rest of the document is still decoded.
 func TestDecodeStrictly(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
-		opts       strictyaml.Options
+		opts       decodeOpts
 		want       []string // parts of the diagnostics, in order
 		bad        string   // a path Positions.Bad holds
 	}{
@@ -56,22 +50,22 @@ func TestDecodeStrictly(t *testing.T) {
 		{name: "a string read as a number", yaml: "region: 1.10\n",
 			want: []string{`region@1:9 region must be a string, but 1.10 is read as a number | quote it: region: "1.10"`}},
 		{name: "the caller's quote hint", yaml: "region: 1.10\n",
-			opts: strictyaml.Options{QuoteHint: func(path, value string) string { return "quote " + path + " " + value }},
+			opts: decodeOpts{QuoteHint: func(path, value string) string { return "quote " + path + " " + value }},
 			want: []string{`| quote region 1.10`}},
 		{name: "yes is a string in YAML 1.2", yaml: "enabled: yes\n",
 			want: []string{`enabled must be true or false, not the string "yes" | write enabled: true or enabled: false`}},
-		{name: "not a mapping, with the caller's hint", yaml: "- a\n", opts: strictyaml.Options{TopLevelHint: "write keys"},
+		{name: "not a mapping, with the caller's hint", yaml: "- a\n", opts: decodeOpts{TopLevelHint: "write keys"},
 			want: []string{`@1:1 the configuration must be a mapping, not a list | write keys`}},
 		{name: "two documents", yaml: "region: a\n---\nregion: b\n",
 			want: []string{`@2:1 c.yaml holds more than one YAML document`}},
-		{name: "aliases past the bound", yaml: "values: &a [1, 2, 3]\nlabels: {x: y}\n", opts: strictyaml.Options{MaxNodes: 3},
+		{name: "aliases past the bound", yaml: "values: &a [1, 2, 3]\nlabels: {x: y}\n", opts: decodeOpts{MaxNodes: 3},
 			want: []string{`the document expands to more than 3 YAML nodes`}},
 		{name: "quoted keys in paths", yaml: "labels:\n  a.b/c: 1\n",
 			want: []string{`labels["a.b/c"]@2:10 labels["a.b/c"] must be a string, but 1 is read as a integer`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var d doc
-			pos, diags := strictyaml.Decode("c.yaml", []byte(tc.yaml), &d, tc.opts)
+			pos, diags := decodeStrict("c.yaml", []byte(tc.yaml), &d, tc.opts)
 			got := messages(diags)
 			if len(diags) != len(tc.want) || !diags.HasFatal() {
 				t.Fatalf("diagnostics:\n%s\nwant %d", got, len(tc.want))
@@ -92,7 +86,7 @@ func TestDecodeStrictly(t *testing.T) {
 func TestDecodePositions(t *testing.T) {
 	src := "region: eu-west-1\nnodePools:\n- name: a\n  maxSize: 3\n- name: b\n  colour: red\nvalues: {a: [1, no, 1.5]}\n"
 	var d doc
-	pos, diags := strictyaml.Decode("c.yaml", []byte(src), &d, strictyaml.Options{})
+	pos, diags := decodeStrict("c.yaml", []byte(src), &d, decodeOpts{})
 	if len(diags) != 1 || pos.Broken {
 		t.Fatalf("diagnostics: %s", messages(diags))
 	}
@@ -102,7 +96,7 @@ func TestDecodePositions(t *testing.T) {
 	if string(d.Values) != `{"a":[1,"no",1.5]}` {
 		t.Errorf("values %s", d.Values)
 	}
-	for path, want := range map[string]strictyaml.Pos{
+	for path, want := range map[string]position{
 		"":                     {1, 1},
 		"nodePools[0].maxSize": {4, 12},
 		"nodePools[1].name":    {5, 9},
@@ -117,10 +111,10 @@ func TestDecodePositions(t *testing.T) {
 	}
 
 	// An empty document decodes nothing; a broken one says so.
-	if pos, diags := strictyaml.Decode("c.yaml", []byte("# nothing\n"), &d, strictyaml.Options{}); len(diags) != 0 || pos.Broken {
+	if pos, diags := decodeStrict("c.yaml", []byte("# nothing\n"), &d, decodeOpts{}); len(diags) != 0 || pos.Broken {
 		t.Errorf("empty: %s", messages(diags))
 	}
-	if pos, diags := strictyaml.Decode("c.yaml", []byte("a: [\n"), &d, strictyaml.Options{}); len(diags) != 1 || !pos.Broken {
+	if pos, diags := decodeStrict("c.yaml", []byte("a: [\n"), &d, decodeOpts{}); len(diags) != 1 || !pos.Broken {
 		t.Errorf("broken: %v %s", pos.Broken, messages(diags))
 	}
 }
@@ -132,7 +126,7 @@ func TestToJSON(t *testing.T) {
 		{yaml: "a: .inf\n", err: "a: .inf is not a number JSON can hold"},
 		{yaml: "a: \xff\n", err: "byte 0xFF is not UTF-8"},
 	} {
-		js, diags := strictyaml.ToJSON("v.yaml", []byte(tc.yaml), strictyaml.Options{})
+		js, diags := strictToJSON("v.yaml", []byte(tc.yaml), decodeOpts{})
 		if tc.err != "" {
 			if !strings.Contains(messages(diags), tc.err) || js != nil {
 				t.Errorf("%q: %s, want %q", tc.yaml, messages(diags), tc.err)
@@ -153,17 +147,17 @@ func TestPaths(t *testing.T) {
 		{"region", "", "region"},
 		{"", "", "the top level"},
 	} {
-		if got := strictyaml.ParentPath(tc.path); got != tc.parent {
+		if got := parentPath(tc.path); got != tc.parent {
 			t.Errorf("ParentPath(%q) = %q, want %q", tc.path, got, tc.parent)
 		}
-		if got := strictyaml.LastElem(tc.path); got != tc.last {
+		if got := lastElem(tc.path); got != tc.last {
 			t.Errorf("LastElem(%q) = %q, want %q", tc.path, got, tc.last)
 		}
 	}
-	if got := strictyaml.JoinPath(strictyaml.IndexPath("nodePools", 0)+".labels", "a.b/c"); got != `nodePools[0].labels["a.b/c"]` {
+	if got := JoinPath(IndexPath("nodePools", 0)+".labels", "a.b/c"); got != `nodePools[0].labels["a.b/c"]` {
 		t.Errorf("JoinPath = %s", got)
 	}
-	if got := strictyaml.Closest("regoin", []string{"region", "nodePools"}); got != "region" {
+	if got := closest("regoin", []string{"region", "nodePools"}); got != "region" {
 		t.Errorf("Closest = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-// Package strictyaml decodes a YAML document strictly into Go types, the
+// The strict decoder: a YAML document read strictly into Go types, the
 // way cluster.yaml is read: unknown keys (with the closest valid key),
 // duplicate keys and values of the wrong type are fatal diagnostics with
 // file:line:column and the config path (nodePools[1].minSize), and the
@@ -8,10 +8,11 @@
 // field refuses instead of silently becoming "1.1".
 //
 // It walks the YAML node tree alongside the Go types and writes JSON that
-// encoding/json then decodes (Decode), or converts free-form YAML to JSON
-// with the same rules (ToJSON). It depends on the standard library, goyaml.v3
-// and core/diag only: core/config, and with it every plugin binary, links it.
-package strictyaml
+// encoding/json then decodes (decodeStrict), or converts free-form YAML to
+// JSON with the same rules (strictToJSON). It uses the standard library,
+// goyaml.v3 and core/diag only: every plugin binary links core/config.
+
+package config
 
 import (
 	"bytes"
@@ -34,17 +35,17 @@ import (
 	"github.com/kube-aws/kube-aws/core/diag"
 )
 
-// Pos is a 1-based line and column in a YAML file.
-type Pos struct {
+// position is a 1-based line and column in a YAML file.
+type position struct {
 	Line   int `json:"line"`
 	Column int `json:"column"`
 }
 
-// Positions is what a decode learnt about the file besides its values.
-type Positions struct {
+// positions is what a decode learnt about the file besides its values.
+type positions struct {
 	// Value is the position of the value at each config path; "" is the
 	// document itself.
-	Value map[string]Pos
+	Value map[string]position
 	// Bad holds the paths that already have a diagnostic (unknown key,
 	// wrong type), so that a later check does not pile a second,
 	// misleading one ("x is required") on the same spot; nil when none.
@@ -54,33 +55,33 @@ type Positions struct {
 	Broken bool
 }
 
-// Options tune a decode.
-type Options struct {
+// decodeOpts tune a decode.
+type decodeOpts struct {
 	// MaxNodes bounds the YAML nodes a document may expand to: aliases can
 	// make a small file describe an exponentially large tree (the "billion
 	// laughs"). 0 is no bound.
 	MaxNodes int
 	// TopLevelHint is the hint when the document is not a mapping but
-	// Decode's v is a struct (default: a generic one).
+	// decodeStrict's v is a struct (default: a generic one).
 	TopLevelHint string
 	// QuoteHint, when set, is the hint for a string field whose value YAML
 	// reads as a number or a boolean (default: quote it).
 	QuoteHint func(path, value string) string
 }
 
-// Decode parses exactly one YAML document of data strictly into v, a
+// decodeStrict parses exactly one YAML document of data strictly into v, a
 // pointer to a struct: see the package comment. file is only used in
 // diagnostics. An empty (or comments-only) document leaves v as it is.
 // Keys and values that are wrong are left out of v, so that the caller can
 // go on checking the rest and report every problem at once.
-func Decode(file string, data []byte, v any, opts Options) (*Positions, diag.List) {
-	p := &parser{file: file, opts: opts, pos: &Positions{Value: make(map[string]Pos, len(data)/16)}}
+func decodeStrict(file string, data []byte, v any, opts decodeOpts) (*positions, diag.List) {
+	p := &parser{file: file, opts: opts, pos: &positions{Value: make(map[string]position, len(data)/16)}}
 	root, d := parseDocument(file, data)
 	if d != nil {
 		p.pos.Broken = true
 		return p.pos, diag.List{*d}
 	}
-	p.pos.Value[""] = Pos{root.Line, root.Column}
+	p.pos.Value[""] = position{root.Line, root.Column}
 	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 		return p.pos, nil
 	}
@@ -100,15 +101,15 @@ func Decode(file string, data []byte, v any, opts Options) (*Positions, diag.Lis
 	return p.pos, p.diags
 }
 
-// ToJSON converts a standalone YAML document (a plugin config file, say) to
-// JSON with the same scalar rules as Decode, reporting problems with the
+// strictToJSON converts a standalone YAML document (a plugin config file, say) to
+// JSON with the same scalar rules as decodeStrict, reporting problems with the
 // file's own line and column.
-func ToJSON(file string, data []byte, opts Options) (json.RawMessage, diag.List) {
+func strictToJSON(file string, data []byte, opts decodeOpts) (json.RawMessage, diag.List) {
 	root, d := parseDocument(file, data)
 	if d != nil {
 		return nil, diag.List{*d}
 	}
-	p := &parser{file: file, opts: opts, pos: &Positions{Value: make(map[string]Pos, len(data)/16)}}
+	p := &parser{file: file, opts: opts, pos: &positions{Value: make(map[string]position, len(data)/16)}}
 	var buf bytes.Buffer
 	if !p.generic(&buf, root, "") || p.diags.HasFatal() {
 		return nil, p.diags
@@ -205,8 +206,8 @@ func yamlPrintable(r rune) bool {
 // number that a string field refuses instead of silently becoming "1.1".
 type parser struct {
 	file  string
-	opts  Options
-	pos   *Positions
+	opts  decodeOpts
+	pos   *positions
 	diags diag.List
 	nodes int
 }
@@ -226,7 +227,7 @@ func (p *parser) fatal(n *yaml.Node, path, hint, format string, args ...any) {
 }
 
 // budget counts visited nodes and reports false (once) when the document
-// expands to more than Options.MaxNodes.
+// expands to more than decodeOpts.MaxNodes.
 func (p *parser) budget(n *yaml.Node) bool {
 	p.nodes++
 	if p.opts.MaxNodes <= 0 {
@@ -366,7 +367,7 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 	if n == nil || !p.budget(n) {
 		return false
 	}
-	p.pos.Value[path] = Pos{n.Line, n.Column}
+	p.pos.Value[path] = position{n.Line, n.Column}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		buf.WriteString("null")
 		return true
@@ -379,7 +380,7 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		return p.typed(buf, n, t.Elem(), path)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			hint := "write it as `key: value` lines indented under " + LastElem(path)
+			hint := "write it as `key: value` lines indented under " + lastElem(path)
 			if path == "" && p.opts.TopLevelHint != "" {
 				hint = p.opts.TopLevelHint
 			}
@@ -424,7 +425,7 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 		return true
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			p.fatal(n, path, "write it as `key: value` lines indented under "+LastElem(path), "%s must be a mapping, not a %s", displayPath(path), kindName(n))
+			p.fatal(n, path, "write it as `key: value` lines indented under "+lastElem(path), "%s must be a mapping, not a %s", displayPath(path), kindName(n))
 			return false
 		}
 		buf.WriteByte('{')
@@ -489,7 +490,7 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		v, ok := intValue(n)
 		if !ok || !fitsInt(v, t) {
-			p.fatal(n, path, fmt.Sprintf("write a whole number, like %s: 3", LastElem(path)),
+			p.fatal(n, path, fmt.Sprintf("write a whole number, like %s: 3", lastElem(path)),
 				"%s must be an integer, not %s", displayPath(path), describe(n))
 			return false
 		}
@@ -498,7 +499,7 @@ func (p *parser) typed(buf *bytes.Buffer, n *yaml.Node, t reflect.Type, path str
 	case reflect.Bool:
 		v, ok := boolValue(n)
 		if !ok {
-			p.fatal(n, path, fmt.Sprintf("write %s: true or %s: false (yes/no/on/off are strings in YAML 1.2)", LastElem(path), LastElem(path)),
+			p.fatal(n, path, fmt.Sprintf("write %s: true or %s: false (yes/no/on/off are strings in YAML 1.2)", lastElem(path), lastElem(path)),
 				"%s must be true or false, not %s", displayPath(path), describe(n))
 			return false
 		}
@@ -515,7 +516,7 @@ func (p *parser) quoteHint(path, value string) string {
 	if p.opts.QuoteHint != nil {
 		return p.opts.QuoteHint(path, value)
 	}
-	return fmt.Sprintf("quote it: %s: %q", LastElem(path), value)
+	return fmt.Sprintf("quote it: %s: %q", lastElem(path), value)
 }
 
 // intValue reads an !!int scalar. strconv covers YAML 1.2's forms (signs,
@@ -593,7 +594,7 @@ func (p *parser) generic(buf *bytes.Buffer, n *yaml.Node, path string) bool {
 	if n == nil || !p.budget(n) {
 		return false
 	}
-	p.pos.Value[path] = Pos{n.Line, n.Column}
+	p.pos.Value[path] = position{n.Line, n.Column}
 	switch n.Kind {
 	case yaml.MappingNode:
 		buf.WriteByte('{')
@@ -645,9 +646,9 @@ func (p *parser) scalarJSON(buf *bytes.Buffer, n *yaml.Node, path string) bool {
 			return true
 		}
 	case "!!int":
-		// strconv first: a yaml.v3 Decode per scalar allocates a decoder,
+		// strconv first: a yaml.v3 decodeStrict per scalar allocates a decoder,
 		// which for a long list of numbers is most of the memory a parse
-		// takes. Decode is left for what int64 cannot hold.
+		// takes. decodeStrict is left for what int64 cannot hold.
 		if v, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
 			buf.WriteString(strconv.FormatInt(v, 10))
 			return true
@@ -706,7 +707,7 @@ func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) stri
 		msg += " in " + path
 	}
 	hint := ""
-	if s := Closest(key, valid); s != "" {
+	if s := closest(key, valid); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 		hint = fmt.Sprintf("rename it to %s", s)
 	} else {
@@ -715,11 +716,11 @@ func (p *parser) unknownKey(k *yaml.Node, path, key string, valid []string) stri
 		hint = "valid keys here: " + strings.Join(sorted, ", ")
 	}
 	p.fatal(k, JoinPath(path, key), hint, "%s", msg)
-	return Closest(key, valid)
+	return closest(key, valid)
 }
 
-// Closest returns the valid key nearest to key, or "" when none is close
+// closest returns the valid key nearest to key, or "" when none is close
 // enough to be a plausible typo: longer keys may carry more typos.
-func Closest(key string, valid []string) string {
+func closest(key string, valid []string) string {
 	return diag.Closest(key, valid, max(2, len(key)/3))
 }
