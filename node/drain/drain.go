@@ -422,7 +422,16 @@ func (d *Drainer) drain(ctx context.Context, id string, j *job, timeout time.Dur
 	st := &nodeplan.DrainStatus{InstanceID: id, Request: j.request, Phase: nodeplan.DrainDraining, Started: d.stamp()}
 	put := func() {
 		st.Time = d.stamp()
-		if err := d.write(ctx, st); err != nil && ctx.Err() == nil {
+		write := func() error { return d.write(ctx, st) }
+		var err error
+		if st.Phase == nodeplan.DrainDraining {
+			err = write() // progress: the next report follows
+		} else {
+			// A drain's last word: the roll waits on it, and a lost one
+			// would leave "draining" for good once the instance goes.
+			err = d.retry(ctx, d.o.Now().Add(finalStatusRetry), "writing the drain status of instance "+id, write)
+		}
+		if err != nil && ctx.Err() == nil {
 			d.o.Logf("instance %s: %v", id, err)
 		}
 	}
@@ -608,6 +617,10 @@ func isDaemonOrMirror(p corev1.Pod) bool {
 	}
 	return false
 }
+
+// finalStatusRetry is how long a drain's final status is tried again when
+// the store refuses it.
+const finalStatusRetry = 30 * time.Second
 
 // retry calls fn until it succeeds, ctx ends or deadline passes, a
 // pause apart, saying each failure; the last error is returned.

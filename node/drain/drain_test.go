@@ -311,6 +311,29 @@ func TestAPIServerAwayPastTheTimeout(t *testing.T) {
 	}
 }
 
+// A store that refuses a write for a moment does not lose a drain's last
+// status: the instance would otherwise go with its status "draining".
+func TestFinalStatusWrittenThroughARefusal(t *testing.T) {
+	cs, c, s := cluster(t, false), &cloud{tags: map[string]string{"i-1": "id=r1;timeout=1m0s;force=false"}}, &statuses{last: map[string]nodeplan.DrainStatus{}}
+	d := newDrainer(cs, c, s, time.Minute, false)
+	var mu sync.Mutex
+	refused := 0
+	put := d.o.Put
+	d.o.Put = func(ctx context.Context, rel string, body []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(string(body), `"drained"`) && refused < 2 {
+			refused++
+			return errors.New("503 Slow Down")
+		}
+		return put(ctx, rel, body)
+	}
+	until(t, d, "the drain", func() bool { return s.get("i-1").Phase == nodeplan.DrainDrained })
+	if refused != 2 {
+		t.Errorf("the store refused %d writes, want 2: the test did not refuse as meant", refused)
+	}
+}
+
 func TestBlockedByABudget(t *testing.T) {
 	cs, c, s := cluster(t, true), &cloud{tags: map[string]string{"i-1": "id=r1;timeout=200ms;force=false"}}, &statuses{last: map[string]nodeplan.DrainStatus{}}
 	d := newDrainer(cs, c, s, time.Minute, false)
