@@ -399,6 +399,7 @@ func (d *Drainer) start(parent context.Context, id, request string, timeout time
 		defer close(j.done)
 		defer cancel()
 		st := d.drain(ctx, id, j, timeout, force, hook)
+		finishing := hook != nil && ctx.Err() == nil
 		d.mu.Lock()
 		if d.active[id] == j {
 			delete(d.active, id)
@@ -406,11 +407,16 @@ func (d *Drainer) start(parent context.Context, id, request string, timeout time
 		if request != "" && st != nil && ctx.Err() == nil {
 			d.answered[id] = j
 		}
-		d.mu.Unlock()
-		if hook != nil && ctx.Err() == nil {
-			d.complete(parent, id, *hook, st)
-			d.mu.Lock()
+		// Marked before the call: Auto Scaling lists the instance as
+		// waiting until the call is through, and a poll meanwhile must not
+		// drain it a second time.
+		if finishing {
 			d.completed[id] = true
+		}
+		d.mu.Unlock()
+		if finishing && !d.complete(parent, id, *hook, st) {
+			d.mu.Lock()
+			delete(d.completed, id) // the next poll tries again
 			d.mu.Unlock()
 		}
 	}()
@@ -693,8 +699,9 @@ func (d *Drainer) heartbeat(ctx context.Context, id string, h hookWait) {
 }
 
 // complete lets the instance go: its node is drained, or could not be in
-// time (a hook only delays a termination).
-func (d *Drainer) complete(ctx context.Context, id string, h hookWait, st *nodeplan.DrainStatus) {
+// time (a hook only delays a termination). It reports whether Auto Scaling
+// took the answer.
+func (d *Drainer) complete(ctx context.Context, id string, h hookWait, st *nodeplan.DrainStatus) bool {
 	if st != nil && st.Phase != nodeplan.DrainDrained {
 		d.o.Logf("instance %s terminates with its node not drained (%s: %s)", id, st.Phase, st.Message)
 	}
@@ -703,7 +710,9 @@ func (d *Drainer) complete(ctx context.Context, id string, h hookWait, st *nodep
 		InstanceId: aws.String(id), LifecycleActionResult: aws.String("CONTINUE")})
 	if err != nil {
 		d.o.Logf("instance %s: completing its termination hook: %v", id, err)
+		return false
 	}
+	return true
 }
 
 // withdrawn undoes a request's drain: the node is uncordoned if the

@@ -39,6 +39,8 @@ type cloud struct {
 	beats     int
 	// hookAsks is the metadata of the groups' hook.
 	hookAsks string
+	// slowComplete, when set, holds CompleteLifecycleAction until closed.
+	slowComplete chan struct{}
 }
 
 func (c *cloud) DescribeAutoScalingGroups(_ context.Context, in *autoscaling.DescribeAutoScalingGroupsInput, _ ...func(*autoscaling.Options)) (*autoscaling.DescribeAutoScalingGroupsOutput, error) {
@@ -68,6 +70,13 @@ func (c *cloud) CompleteLifecycleAction(_ context.Context, in *autoscaling.Compl
 		panic("wrong hook or result")
 	}
 	c.completed = append(c.completed, aws.ToString(in.InstanceId))
+	if c.slowComplete != nil {
+		// Auto Scaling still lists the instance as waiting while the
+		// call is on its way.
+		c.mu.Unlock()
+		<-c.slowComplete
+		c.mu.Lock()
+	}
 	delete(c.waiting, aws.ToString(in.InstanceId))
 	return &autoscaling.CompleteLifecycleActionOutput{}, nil
 }
@@ -374,6 +383,40 @@ func TestTerminationHook(t *testing.T) {
 	}
 	if got := pods(t, cs, "node-i-2"); len(got) != 2 {
 		t.Errorf("completed with pods left: %v", got)
+	}
+}
+
+// An instance whose lifecycle action is being completed is still listed as
+// waiting for a moment: polls meanwhile do not drain it a second time (a
+// second drain's "draining" would be its status once the instance is gone).
+func TestTerminationHookCompletedOnce(t *testing.T) {
+	cs, c, s := cluster(t, false), &cloud{waiting: map[string]string{"i-2": "asg-general"}, slowComplete: make(chan struct{})}, &statuses{last: map[string]nodeplan.DrainStatus{}}
+	d := newDrainer(cs, c, s, time.Minute, false)
+	until(t, d, "the call completing the hook", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.completed) == 1 })
+	for i := 0; i < 10; i++ {
+		if err := d.Once(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(c.slowComplete)
+	until(t, d, "the instance gone", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.waiting) == 0 })
+	if st := s.get("i-2"); st.Phase != nodeplan.DrainDrained {
+		t.Errorf("status %+v, want drained", st)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.completed) != 1 {
+		t.Errorf("the hook was completed %d times, want once", len(c.completed))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drained := false
+	for _, st := range s.all {
+		if drained && st.Phase == nodeplan.DrainDraining {
+			t.Errorf("a second drain began after the first ended: %+v", st)
+		}
+		drained = drained || st.Phase == nodeplan.DrainDrained
 	}
 }
 
