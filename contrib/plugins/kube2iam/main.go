@@ -66,25 +66,6 @@ func (v Values) withDefaults() Values {
 	return v
 }
 
-// privilegedNamespace labels namespace ns for Pod Security Admission:
-// kube2iam runs privileged on the node's network (its iptables rules
-// redirect the metadata API), which the cluster's default level (baseline)
-// refuses outside kube-system, the one namespace exempt from it. The
-// release's install creates the namespace; the manifests are applied right
-// after the releases, and the DaemonSet controller retries the pods it
-// could not create until then.
-func privilegedNamespace(ns string) string {
-	return `apiVersion: v1
-kind: Namespace
-metadata:
-  name: ` + ns + `
-  labels:
-    pod-security.kubernetes.io/enforce: privileged
-    pod-security.kubernetes.io/warn: privileged
-    pod-security.kubernetes.io/audit: privileged
-`
-}
-
 type plugin struct{}
 
 // poolChoice is the node pools kube2iam runs on, and the roles each may
@@ -219,8 +200,11 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Resul
 		Chart:  construct.Chart{Path: path, Name: "kube2iam", Version: "0.1.0"},
 		Values: vals,
 	}}
+	// kube2iam runs privileged on the node's network (its iptables rules
+	// redirect the metadata API): outside kube-system, the one namespace
+	// Pod Security exempts, its namespace is labelled privileged.
 	if v.Namespace != "kube-system" {
-		set.Manifests = []construct.Manifest{{Name: "kube2iam-namespace.yaml", Content: privilegedNamespace(v.Namespace)}}
+		set.Manifests = []construct.Manifest{{Name: "kube2iam-namespace.yaml", Content: sdk.PrivilegedNamespace(v.Namespace)}}
 	}
 	out, err := json.Marshal(v)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/plugins/sdk"
 	"github.com/kube-aws/kube-aws/plugins/sdk/chartcache"
 )
 
@@ -39,24 +40,10 @@ const (
 	Digest  = "sha256:2ff3c5cb44d0e27b09f27816372084c98fa12486518ca95cb4a970f4a1a464c4"
 )
 
-// namespaceManifest labels the release's namespace for Pod Security
-// Admission: flannel's pods set up each node's pod network, on the host's
-// network, privileged, with host folders, which the cluster's default level
-// (baseline, the apiserver plugin's podSecurity) refuses. The label is what
-// upstream flannel's manifest sets too. The release's install creates the
-// namespace; the manifests are applied right after the releases, and the
-// DaemonSet controller retries the pods it could not create until then.
-const namespaceManifest = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: ` + Namespace + `
-  labels:
-    pod-security.kubernetes.io/enforce: privileged
-    pod-security.kubernetes.io/warn: privileged
-    pod-security.kubernetes.io/audit: privileged
-`
-
-// Contribute returns the flannel release and its image for every node.
+// Contribute returns the flannel release and its image for every node, and
+// its namespace labelled privileged for Pod Security: flannel's pods set up
+// each node's pod network on the host's network, privileged, with host
+// folders (upstream flannel's manifest sets the same label).
 func Contribute(c *config.Cluster, workDir string) (*construct.Set, error) {
 	path, err := chartcache.Extract(charts, "charts/flannel", workDir, Plugin)
 	if err != nil {
@@ -72,7 +59,7 @@ func Contribute(c *config.Cluster, workDir string) (*construct.Set, error) {
 	set := &construct.Set{HelmReleases: []construct.HelmRelease{{
 		Name: "flannel", Namespace: Namespace, Values: values,
 		Chart: construct.Chart{Path: path, Name: "flannel", Version: "0.1.0"},
-	}}, Manifests: []construct.Manifest{{Name: "kube-flannel-namespace.yaml", Content: namespaceManifest}}}
+	}}, Manifests: []construct.Manifest{{Name: "kube-flannel-namespace.yaml", Content: sdk.PrivilegedNamespace(Namespace)}}}
 	for _, role := range []construct.Role{construct.Controller, construct.Worker} {
 		set.Artifacts = append(set.Artifacts, construct.Artifact{
 			Target: construct.Target{Role: role}, Name: "flannel", Version: Version, Kind: construct.Image, Reference: Image,
