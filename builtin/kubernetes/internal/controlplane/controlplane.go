@@ -190,42 +190,33 @@ func scheduler(r versions.Release) ([]byte, error) {
 
 // approverUnit runs the kubelet serving CSR approver on every controller
 // (each decides a request at most once; a second one finds it decided).
-var approverUnit = strings.Join([]string{
-	"[Unit]",
-	"Description=kube-aws: approve kubelet serving certificate requests that match their EC2 instance",
-	"After=network-online.target",
-	"Wants=network-online.target",
-	"",
-	"[Service]",
-	"EnvironmentFile=" + nodeplan.SettingsEnvPath,
-	"ExecStart=" + nodeplan.BinaryPath + " " + nodeplan.StepApproveCSRs,
-	"Restart=always",
-	"RestartSec=5",
-	"",
-	"[Install]",
-	"WantedBy=multi-user.target",
-	"",
-}, "\n")
+var approverUnit = agentUnit("kube-aws: approve kubelet serving certificate requests that match their EC2 instance", nodeplan.StepApproveCSRs)
 
 // drainerUnit runs the drainer on every controller: one at a time drains
 // (the one holding the Lease), the others stand by to take over. On
 // SIGTERM it stops its drains and lets go of the Lease.
-var drainerUnit = strings.Join([]string{
-	"[Unit]",
-	"Description=kube-aws: drain a node before its instance goes (termination hook, or kube-aws's roll)",
-	"After=network-online.target",
-	"Wants=network-online.target",
-	"",
-	"[Service]",
-	"EnvironmentFile=" + nodeplan.SettingsEnvPath,
-	"ExecStart=" + nodeplan.BinaryPath + " " + nodeplan.StepDrainer,
-	"Restart=always",
-	"RestartSec=5",
-	"",
-	"[Install]",
-	"WantedBy=multi-user.target",
-	"",
-}, "\n")
+var drainerUnit = agentUnit("kube-aws: drain a node before its instance goes (termination hook, or kube-aws's roll)", nodeplan.StepDrainer)
+
+// agentUnit is a unit that runs a long-lived kube-aws-node step on the
+// controller, restarted whenever it stops.
+func agentUnit(description, step string) string {
+	return strings.Join([]string{
+		"[Unit]",
+		"Description=" + description,
+		"After=network-online.target",
+		"Wants=network-online.target",
+		"",
+		"[Service]",
+		"EnvironmentFile=" + nodeplan.SettingsEnvPath,
+		"ExecStart=" + nodeplan.BinaryPath + " " + step,
+		"Restart=always",
+		"RestartSec=5",
+		"",
+		"[Install]",
+		"WantedBy=multi-user.target",
+		"",
+	}, "\n")
+}
 
 // bootstrapRBAC lets a kubelet holding a bootstrap token (group
 // system:bootstrappers) ask for its client certificate, has the controller
