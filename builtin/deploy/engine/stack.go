@@ -113,11 +113,7 @@ type stackInput struct {
 // templateURL is how CloudFormation reaches a template in S3. moto only
 // understands this virtual-hosted form, which AWS accepts everywhere.
 func templateURL(bucket, region, key string) string {
-	domain := "amazonaws.com"
-	if strings.HasPrefix(region, "cn-") {
-		domain = "amazonaws.com.cn"
-	}
-	return fmt.Sprintf("https://%s.s3.%s.%s/%s", bucket, region, domain, key)
+	return "https://" + names.S3Host(bucket, region) + "/" + key
 }
 
 // input builds the create/update input of a stack. outputs gives the outputs
