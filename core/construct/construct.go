@@ -63,10 +63,13 @@ type Set struct {
 	IAM          []IAMStatement `json:"iam,omitempty"`
 	// PodMetadata are requests that pods reach the instance metadata
 	// service of some machines (PodMetadataAccess).
-	PodMetadata  []PodMetadataAccess `json:"podMetadata,omitempty"`
-	HelmReleases []HelmRelease       `json:"helmReleases,omitempty"`
-	Manifests    []Manifest          `json:"manifests,omitempty"`
-	Artifacts    []Artifact          `json:"artifacts,omitempty"`
+	PodMetadata []PodMetadataAccess `json:"podMetadata,omitempty"`
+	// PodRoles are IAM roles that pods assume with their own
+	// service-account tokens (PodRole).
+	PodRoles     []PodRole     `json:"podRoles,omitempty"`
+	HelmReleases []HelmRelease `json:"helmReleases,omitempty"`
+	Manifests    []Manifest    `json:"manifests,omitempty"`
+	Artifacts    []Artifact    `json:"artifacts,omitempty"`
 }
 
 // IsEmpty reports whether the set contributes nothing.
@@ -77,7 +80,7 @@ func (s *Set) IsEmpty() bool {
 	return len(s.Stacks) == 0 && len(s.Patches) == 0 && len(s.Protected) == 0 &&
 		len(s.Units) == 0 && len(s.Files) == 0 && len(s.APIServer.Flags) == 0 &&
 		len(s.APIServer.Volumes) == 0 && len(s.KubeletFlags) == 0 &&
-		len(s.NodeLabels) == 0 && len(s.NodeTaints) == 0 && len(s.IAM) == 0 && len(s.PodMetadata) == 0 &&
+		len(s.NodeLabels) == 0 && len(s.NodeTaints) == 0 && len(s.IAM) == 0 && len(s.PodMetadata) == 0 && len(s.PodRoles) == 0 &&
 		len(s.HelmReleases) == 0 && len(s.Manifests) == 0 && len(s.Artifacts) == 0
 }
 
@@ -254,6 +257,29 @@ type IAMStatement struct {
 // sees every plugin that opened a role (docs/security.md).
 type PodMetadataAccess struct {
 	Target Target `json:"target"`
+	// Reason says which pods need it and why, for the user reading the
+	// merged constructs.
+	Reason string `json:"reason,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
+}
+
+// PodRole is an IAM role of the cluster's own that the pods of the named
+// service accounts assume with their own service-account tokens (IAM roles
+// for service accounts), with no node's credentials involved. The iam plugin
+// makes it, named names.PodRoleName(cluster, Name), trusting the cluster's
+// OIDC provider for exactly these service accounts; a service account names
+// it with the names.PodRoleNameAnnotation annotation (Name) or
+// names.PodRoleARNAnnotation (its ARN, a stack output). Merged, two
+// definitions of one name must be identical.
+type PodRole struct {
+	// Name is the role's name within the cluster: lower-case letters,
+	// digits and '-'.
+	Name string `json:"name"`
+	// ServiceAccounts are the service accounts that may assume the role,
+	// each "namespace/name"; "namespace/*" is every one in the namespace.
+	ServiceAccounts []string `json:"serviceAccounts"`
+	// Statements are the role's permissions; their Target is not used.
+	Statements []IAMStatement `json:"statements"`
 	// Reason says which pods need it and why, for the user reading the
 	// merged constructs.
 	Reason string `json:"reason,omitempty"`

@@ -28,6 +28,9 @@
 //     must agree on content and Enable.
 //   - IAM statements are concatenated in plugin order with exact duplicates
 //     dropped.
+//   - A pod role (construct.PodRole) is known by its name: two definitions
+//     must be identical (service accounts and statements), else a fatal
+//     names both plugins.
 //   - A unit, drop-in, file or IAM statement Sid for every worker and the
 //     same one for a single pool overlap on that pool: identical is fine (the
 //     pool's copy is dropped), different is a conflict, as for one target.
@@ -192,6 +195,8 @@ type merger struct {
 	iamSeen    map[string]bool
 	podMeta    []construct.PodMetadataAccess
 	podMetaBy  map[podMetaKey]bool
+	podRoles   []podRoleAcc
+	podRoleBy  map[string]int
 	iamBySid   map[targetName]int
 	helm       []*helmAcc
 	helmByKey  map[[2]string]*helmAcc
@@ -237,6 +242,7 @@ func newMerger(contribs []Contribution) *merger {
 		iamSeen:       make(map[string]bool, iam),
 		iamBySid:      map[targetName]int{},
 		podMetaBy:     map[podMetaKey]bool{},
+		podRoleBy:     map[string]int{},
 		helmByKey:     map[[2]string]*helmAcc{},
 		manifestBy:    map[string]*manifestAcc{},
 
@@ -287,6 +293,9 @@ func (m *merger) add(plugin string, s *construct.Set) {
 	}
 	for _, r := range s.PodMetadata {
 		m.addPodMetadata(plugin, r)
+	}
+	for _, i := range sortedIndex(len(s.PodRoles), func(i int) string { return s.PodRoles[i].Name }) {
+		m.addPodRole(plugin, s.PodRoles[i])
 	}
 	for i := range s.HelmReleases {
 		m.addHelm(plugin, i, s.HelmReleases[i])
@@ -359,6 +368,9 @@ func (m *merger) result() *construct.Set {
 		out.IAM = append(out.IAM, st)
 	}
 	out.PodMetadata = m.podMeta
+	for _, r := range m.podRoles {
+		out.PodRoles = append(out.PodRoles, r.r)
+	}
 	for _, h := range m.helm {
 		out.HelmReleases = append(out.HelmReleases, h.h)
 	}

@@ -529,19 +529,12 @@ func SetToPB(s *construct.Set) *pb.ConstructSet {
 		NodeTaints: convSlice(s.NodeTaints, func(l construct.NodeTaint) *pb.NodeTaint {
 			return &pb.NodeTaint{Target: targetToPB(l.Target), Key: l.Key, Value: l.Value, Effect: l.Effect, Plugin: l.Plugin}
 		}),
-		Iam: convSlice(s.IAM, func(st construct.IAMStatement) *pb.IAMStatement {
-			return &pb.IAMStatement{
-				Target:        targetToPB(st.Target),
-				Sid:           st.Sid,
-				Effect:        st.Effect,
-				Actions:       strs(st.Actions),
-				Resources:     strs(st.Resources),
-				ConditionJson: bytesOf(st.Condition),
-				Plugin:        st.Plugin,
-			}
-		}),
+		Iam: convSlice(s.IAM, iamToPB),
 		PodMetadata: convSlice(s.PodMetadata, func(r construct.PodMetadataAccess) *pb.PodMetadataAccess {
 			return &pb.PodMetadataAccess{Target: targetToPB(r.Target), Reason: r.Reason, Plugin: r.Plugin}
+		}),
+		PodRoles: convSlice(s.PodRoles, func(r construct.PodRole) *pb.PodRole {
+			return &pb.PodRole{Name: r.Name, ServiceAccounts: strs(r.ServiceAccounts), Statements: convSlice(r.Statements, iamToPB), Reason: r.Reason, Plugin: r.Plugin}
 		}),
 		HelmReleases: convSlice(s.HelmReleases, func(h construct.HelmRelease) *pb.HelmRelease {
 			return &pb.HelmRelease{
@@ -633,19 +626,12 @@ func SetFromPB(s *pb.ConstructSet) *construct.Set {
 		NodeTaints: convSlice(s.GetNodeTaints(), func(l *pb.NodeTaint) construct.NodeTaint {
 			return construct.NodeTaint{Target: targetFromPB(l.GetTarget()), Key: l.GetKey(), Value: l.GetValue(), Effect: l.GetEffect(), Plugin: l.GetPlugin()}
 		}),
-		IAM: convSlice(s.GetIam(), func(st *pb.IAMStatement) construct.IAMStatement {
-			return construct.IAMStatement{
-				Target:    targetFromPB(st.GetTarget()),
-				Sid:       st.GetSid(),
-				Effect:    st.GetEffect(),
-				Actions:   strs(st.GetActions()),
-				Resources: strs(st.GetResources()),
-				Condition: raw(st.GetConditionJson()),
-				Plugin:    st.GetPlugin(),
-			}
-		}),
+		IAM: convSlice(s.GetIam(), iamFromPB),
 		PodMetadata: convSlice(s.GetPodMetadata(), func(r *pb.PodMetadataAccess) construct.PodMetadataAccess {
 			return construct.PodMetadataAccess{Target: targetFromPB(r.GetTarget()), Reason: r.GetReason(), Plugin: r.GetPlugin()}
+		}),
+		PodRoles: convSlice(s.GetPodRoles(), func(r *pb.PodRole) construct.PodRole {
+			return construct.PodRole{Name: r.GetName(), ServiceAccounts: strs(r.GetServiceAccounts()), Statements: convSlice(r.GetStatements(), iamFromPB), Reason: r.GetReason(), Plugin: r.GetPlugin()}
 		}),
 		HelmReleases: convSlice(s.GetHelmReleases(), func(h *pb.HelmRelease) construct.HelmRelease {
 			c := h.GetChart()
@@ -706,4 +692,28 @@ func nilIfEmpty(m map[string]string) map[string]string {
 		return nil
 	}
 	return m
+}
+
+func iamToPB(st construct.IAMStatement) *pb.IAMStatement {
+	return &pb.IAMStatement{
+		Target:        targetToPB(st.Target),
+		Sid:           st.Sid,
+		Effect:        st.Effect,
+		Actions:       strs(st.Actions),
+		Resources:     strs(st.Resources),
+		ConditionJson: bytesOf(st.Condition),
+		Plugin:        st.Plugin,
+	}
+}
+
+func iamFromPB(st *pb.IAMStatement) construct.IAMStatement {
+	return construct.IAMStatement{
+		Target:    targetFromPB(st.GetTarget()),
+		Sid:       st.GetSid(),
+		Effect:    st.GetEffect(),
+		Actions:   strs(st.GetActions()),
+		Resources: strs(st.GetResources()),
+		Condition: raw(st.GetConditionJson()),
+		Plugin:    st.GetPlugin(),
+	}
 }

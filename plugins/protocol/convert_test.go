@@ -57,6 +57,12 @@ func fullSet() *construct.Set {
 		NodeLabels:   []construct.NodeLabel{{Target: w, Key: "pool", Value: "a", Plugin: "labels"}},
 		NodeTaints:   []construct.NodeTaint{{Target: w, Key: "dedicated", Value: "gpu", Effect: "NoSchedule", Plugin: "taints"}},
 		PodMetadata:  []construct.PodMetadataAccess{{Target: w, Reason: "an agent pod reads the role's credentials", Plugin: "agent"}},
+		PodRoles: []construct.PodRole{{
+			Name: "autoscaler", ServiceAccounts: []string{"kube-system/cluster-autoscaler"},
+			Statements: []construct.IAMStatement{{Target: w, Plugin: "cluster-autoscaler", Sid: "Scale", Effect: "Allow", Actions: []string{"autoscaling:SetDesiredCapacity"},
+				Resources: []string{"arn:aws:autoscaling:*"}, Condition: json.RawMessage(`{"StringEquals":{"aws:ResourceTag/k":"v"}}`)}},
+			Reason: "the autoscaler scales the pools", Plugin: "cluster-autoscaler",
+		}},
 		IAM: []construct.IAMStatement{{
 			Target:    w,
 			Sid:       "Route53",

@@ -1931,6 +1931,7 @@ type ConstructSet struct {
 	Manifests     []*Manifest            `protobuf:"bytes,12,rep,name=manifests,proto3" json:"manifests,omitempty"`
 	Artifacts     []*Artifact            `protobuf:"bytes,13,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	PodMetadata   []*PodMetadataAccess   `protobuf:"bytes,14,rep,name=pod_metadata,json=podMetadata,proto3" json:"pod_metadata,omitempty"`
+	PodRoles      []*PodRole             `protobuf:"bytes,15,rep,name=pod_roles,json=podRoles,proto3" json:"pod_roles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2059,6 +2060,13 @@ func (x *ConstructSet) GetArtifacts() []*Artifact {
 func (x *ConstructSet) GetPodMetadata() []*PodMetadataAccess {
 	if x != nil {
 		return x.PodMetadata
+	}
+	return nil
+}
+
+func (x *ConstructSet) GetPodRoles() []*PodRole {
+	if x != nil {
+		return x.PodRoles
 	}
 	return nil
 }
@@ -3039,6 +3047,84 @@ func (x *PodMetadataAccess) GetPlugin() string {
 	return ""
 }
 
+// An IAM role that pods of the named service accounts assume with their own
+// tokens (core/construct.PodRole).
+type PodRole struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	ServiceAccounts []string               `protobuf:"bytes,2,rep,name=service_accounts,json=serviceAccounts,proto3" json:"service_accounts,omitempty"`
+	Statements      []*IAMStatement        `protobuf:"bytes,3,rep,name=statements,proto3" json:"statements,omitempty"`
+	Reason          string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Plugin          string                 `protobuf:"bytes,5,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PodRole) Reset() {
+	*x = PodRole{}
+	mi := &file_plugin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodRole) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodRole) ProtoMessage() {}
+
+func (x *PodRole) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodRole.ProtoReflect.Descriptor instead.
+func (*PodRole) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PodRole) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodRole) GetServiceAccounts() []string {
+	if x != nil {
+		return x.ServiceAccounts
+	}
+	return nil
+}
+
+func (x *PodRole) GetStatements() []*IAMStatement {
+	if x != nil {
+		return x.Statements
+	}
+	return nil
+}
+
+func (x *PodRole) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PodRole) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
 type IAMStatement struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Target        *Target                `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
@@ -3054,7 +3140,7 @@ type IAMStatement struct {
 
 func (x *IAMStatement) Reset() {
 	*x = IAMStatement{}
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3152,7 @@ func (x *IAMStatement) String() string {
 func (*IAMStatement) ProtoMessage() {}
 
 func (x *IAMStatement) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3165,7 @@ func (x *IAMStatement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IAMStatement.ProtoReflect.Descriptor instead.
 func (*IAMStatement) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{39}
+	return file_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *IAMStatement) GetTarget() *Target {
@@ -3150,7 +3236,7 @@ type HelmRelease struct {
 
 func (x *HelmRelease) Reset() {
 	*x = HelmRelease{}
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3162,7 +3248,7 @@ func (x *HelmRelease) String() string {
 func (*HelmRelease) ProtoMessage() {}
 
 func (x *HelmRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3175,7 +3261,7 @@ func (x *HelmRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelmRelease.ProtoReflect.Descriptor instead.
 func (*HelmRelease) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{40}
+	return file_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HelmRelease) GetName() string {
@@ -3232,7 +3318,7 @@ type Chart struct {
 
 func (x *Chart) Reset() {
 	*x = Chart{}
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3330,7 @@ func (x *Chart) String() string {
 func (*Chart) ProtoMessage() {}
 
 func (x *Chart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3343,7 @@ func (x *Chart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chart.ProtoReflect.Descriptor instead.
 func (*Chart) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{41}
+	return file_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Chart) GetPath() string {
@@ -3299,7 +3385,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3397,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3410,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{42}
+	return file_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Manifest) GetName() string {
@@ -3368,7 +3454,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3466,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3479,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{43}
+	return file_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Artifact) GetTarget() *Target {
@@ -3463,7 +3549,7 @@ type ArtifactFile struct {
 
 func (x *ArtifactFile) Reset() {
 	*x = ArtifactFile{}
-	mi := &file_plugin_proto_msgTypes[44]
+	mi := &file_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +3561,7 @@ func (x *ArtifactFile) String() string {
 func (*ArtifactFile) ProtoMessage() {}
 
 func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[44]
+	mi := &file_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +3574,7 @@ func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactFile.ProtoReflect.Descriptor instead.
 func (*ArtifactFile) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{44}
+	return file_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ArtifactFile) GetName() string {
@@ -3529,7 +3615,7 @@ type ArtifactSource struct {
 
 func (x *ArtifactSource) Reset() {
 	*x = ArtifactSource{}
-	mi := &file_plugin_proto_msgTypes[45]
+	mi := &file_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +3627,7 @@ func (x *ArtifactSource) String() string {
 func (*ArtifactSource) ProtoMessage() {}
 
 func (x *ArtifactSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[45]
+	mi := &file_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +3640,7 @@ func (x *ArtifactSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSource.ProtoReflect.Descriptor instead.
 func (*ArtifactSource) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{45}
+	return file_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ArtifactSource) GetUrl() string {
@@ -3601,7 +3687,7 @@ type StoreKey struct {
 
 func (x *StoreKey) Reset() {
 	*x = StoreKey{}
-	mi := &file_plugin_proto_msgTypes[46]
+	mi := &file_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3699,7 @@ func (x *StoreKey) String() string {
 func (*StoreKey) ProtoMessage() {}
 
 func (x *StoreKey) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[46]
+	mi := &file_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3712,7 @@ func (x *StoreKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreKey.ProtoReflect.Descriptor instead.
 func (*StoreKey) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{46}
+	return file_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreKey) GetKey() string {
@@ -3646,7 +3732,7 @@ type StoreValue struct {
 
 func (x *StoreValue) Reset() {
 	*x = StoreValue{}
-	mi := &file_plugin_proto_msgTypes[47]
+	mi := &file_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +3744,7 @@ func (x *StoreValue) String() string {
 func (*StoreValue) ProtoMessage() {}
 
 func (x *StoreValue) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[47]
+	mi := &file_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +3757,7 @@ func (x *StoreValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreValue.ProtoReflect.Descriptor instead.
 func (*StoreValue) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{47}
+	return file_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreValue) GetFound() bool {
@@ -3698,7 +3784,7 @@ type StoreEntry struct {
 
 func (x *StoreEntry) Reset() {
 	*x = StoreEntry{}
-	mi := &file_plugin_proto_msgTypes[48]
+	mi := &file_plugin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3710,7 +3796,7 @@ func (x *StoreEntry) String() string {
 func (*StoreEntry) ProtoMessage() {}
 
 func (x *StoreEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[48]
+	mi := &file_plugin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3723,7 +3809,7 @@ func (x *StoreEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreEntry.ProtoReflect.Descriptor instead.
 func (*StoreEntry) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{48}
+	return file_plugin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StoreEntry) GetKey() string {
@@ -3750,7 +3836,7 @@ type SecretRef struct {
 
 func (x *SecretRef) Reset() {
 	*x = SecretRef{}
-	mi := &file_plugin_proto_msgTypes[49]
+	mi := &file_plugin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3762,7 +3848,7 @@ func (x *SecretRef) String() string {
 func (*SecretRef) ProtoMessage() {}
 
 func (x *SecretRef) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[49]
+	mi := &file_plugin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3775,7 +3861,7 @@ func (x *SecretRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretRef.ProtoReflect.Descriptor instead.
 func (*SecretRef) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{49}
+	return file_plugin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SecretRef) GetMarker() string {
@@ -3794,7 +3880,7 @@ type StoreListRequest struct {
 
 func (x *StoreListRequest) Reset() {
 	*x = StoreListRequest{}
-	mi := &file_plugin_proto_msgTypes[50]
+	mi := &file_plugin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +3892,7 @@ func (x *StoreListRequest) String() string {
 func (*StoreListRequest) ProtoMessage() {}
 
 func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[50]
+	mi := &file_plugin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +3905,7 @@ func (x *StoreListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListRequest.ProtoReflect.Descriptor instead.
 func (*StoreListRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{50}
+	return file_plugin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StoreListRequest) GetPrefix() string {
@@ -3838,7 +3924,7 @@ type StoreListResponse struct {
 
 func (x *StoreListResponse) Reset() {
 	*x = StoreListResponse{}
-	mi := &file_plugin_proto_msgTypes[51]
+	mi := &file_plugin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3850,7 +3936,7 @@ func (x *StoreListResponse) String() string {
 func (*StoreListResponse) ProtoMessage() {}
 
 func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[51]
+	mi := &file_plugin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3863,7 +3949,7 @@ func (x *StoreListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreListResponse.ProtoReflect.Descriptor instead.
 func (*StoreListResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{51}
+	return file_plugin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *StoreListResponse) GetKeys() []string {
@@ -4065,7 +4151,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
 	"\x06Target\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x1b\n" +
-	"\tnode_pool\x18\x02 \x01(\tR\bnodePool\"\xcf\x06\n" +
+	"\tnode_pool\x18\x02 \x01(\tR\bnodePool\"\x88\a\n" +
 	"\fConstructSet\x120\n" +
 	"\x06stacks\x18\x01 \x03(\v2\x18.kubeaws.plugin.v1.StackR\x06stacks\x122\n" +
 	"\apatches\x18\x02 \x03(\v2\x18.kubeaws.plugin.v1.PatchR\apatches\x12:\n" +
@@ -4084,7 +4170,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\rhelm_releases\x18\v \x03(\v2\x1e.kubeaws.plugin.v1.HelmReleaseR\fhelmReleases\x129\n" +
 	"\tmanifests\x18\f \x03(\v2\x1b.kubeaws.plugin.v1.ManifestR\tmanifests\x129\n" +
 	"\tartifacts\x18\r \x03(\v2\x1b.kubeaws.plugin.v1.ArtifactR\tartifacts\x12G\n" +
-	"\fpod_metadata\x18\x0e \x03(\v2$.kubeaws.plugin.v1.PodMetadataAccessR\vpodMetadata\"\x8d\t\n" +
+	"\fpod_metadata\x18\x0e \x03(\v2$.kubeaws.plugin.v1.PodMetadataAccessR\vpodMetadata\x127\n" +
+	"\tpod_roles\x18\x0f \x03(\v2\x1a.kubeaws.plugin.v1.PodRoleR\bpodRoles\"\x8d\t\n" +
 	"\x05Stack\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -4186,7 +4273,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\x11PodMetadataAccess\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +
-	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\xe2\x01\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\xb9\x01\n" +
+	"\aPodRole\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
+	"\x10service_accounts\x18\x02 \x03(\tR\x0fserviceAccounts\x12?\n" +
+	"\n" +
+	"statements\x18\x03 \x03(\v2\x1f.kubeaws.plugin.v1.IAMStatementR\n" +
+	"statements\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06plugin\x18\x05 \x01(\tR\x06plugin\"\xe2\x01\n" +
 	"\fIAMStatement\x121\n" +
 	"\x06target\x18\x01 \x01(\v2\x19.kubeaws.plugin.v1.TargetR\x06target\x12\x10\n" +
 	"\x03sid\x18\x02 \x01(\tR\x03sid\x12\x16\n" +
@@ -4292,7 +4387,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_plugin_proto_goTypes = []any{
 	(*Ack)(nil),                // 0: kubeaws.plugin.v1.Ack
 	(*CancelRequest)(nil),      // 1: kubeaws.plugin.v1.CancelRequest
@@ -4333,47 +4428,48 @@ var file_plugin_proto_goTypes = []any{
 	(*NodeLabel)(nil),          // 36: kubeaws.plugin.v1.NodeLabel
 	(*NodeTaint)(nil),          // 37: kubeaws.plugin.v1.NodeTaint
 	(*PodMetadataAccess)(nil),  // 38: kubeaws.plugin.v1.PodMetadataAccess
-	(*IAMStatement)(nil),       // 39: kubeaws.plugin.v1.IAMStatement
-	(*HelmRelease)(nil),        // 40: kubeaws.plugin.v1.HelmRelease
-	(*Chart)(nil),              // 41: kubeaws.plugin.v1.Chart
-	(*Manifest)(nil),           // 42: kubeaws.plugin.v1.Manifest
-	(*Artifact)(nil),           // 43: kubeaws.plugin.v1.Artifact
-	(*ArtifactFile)(nil),       // 44: kubeaws.plugin.v1.ArtifactFile
-	(*ArtifactSource)(nil),     // 45: kubeaws.plugin.v1.ArtifactSource
-	(*StoreKey)(nil),           // 46: kubeaws.plugin.v1.StoreKey
-	(*StoreValue)(nil),         // 47: kubeaws.plugin.v1.StoreValue
-	(*StoreEntry)(nil),         // 48: kubeaws.plugin.v1.StoreEntry
-	(*SecretRef)(nil),          // 49: kubeaws.plugin.v1.SecretRef
-	(*StoreListRequest)(nil),   // 50: kubeaws.plugin.v1.StoreListRequest
-	(*StoreListResponse)(nil),  // 51: kubeaws.plugin.v1.StoreListResponse
-	nil,                        // 52: kubeaws.plugin.v1.StageRequest.ValuesEntry
-	nil,                        // 53: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
-	nil,                        // 54: kubeaws.plugin.v1.StageRequest.SecretsEntry
-	nil,                        // 55: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
-	nil,                        // 56: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	nil,                        // 57: kubeaws.plugin.v1.StackSpec.TagsEntry
-	nil,                        // 58: kubeaws.plugin.v1.DeployResult.OutputsEntry
-	nil,                        // 59: kubeaws.plugin.v1.StackStatus.OutputsEntry
-	nil,                        // 60: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	nil,                        // 61: kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	nil,                        // 62: kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	nil,                        // 63: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	nil,                        // 64: kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	nil,                        // 65: kubeaws.plugin.v1.Stack.TagsEntry
-	nil,                        // 66: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	nil,                        // 67: kubeaws.plugin.v1.Artifact.SourcesEntry
-	nil,                        // 68: kubeaws.plugin.v1.ArtifactSource.MembersEntry
-	nil,                        // 69: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	(*PodRole)(nil),            // 39: kubeaws.plugin.v1.PodRole
+	(*IAMStatement)(nil),       // 40: kubeaws.plugin.v1.IAMStatement
+	(*HelmRelease)(nil),        // 41: kubeaws.plugin.v1.HelmRelease
+	(*Chart)(nil),              // 42: kubeaws.plugin.v1.Chart
+	(*Manifest)(nil),           // 43: kubeaws.plugin.v1.Manifest
+	(*Artifact)(nil),           // 44: kubeaws.plugin.v1.Artifact
+	(*ArtifactFile)(nil),       // 45: kubeaws.plugin.v1.ArtifactFile
+	(*ArtifactSource)(nil),     // 46: kubeaws.plugin.v1.ArtifactSource
+	(*StoreKey)(nil),           // 47: kubeaws.plugin.v1.StoreKey
+	(*StoreValue)(nil),         // 48: kubeaws.plugin.v1.StoreValue
+	(*StoreEntry)(nil),         // 49: kubeaws.plugin.v1.StoreEntry
+	(*SecretRef)(nil),          // 50: kubeaws.plugin.v1.SecretRef
+	(*StoreListRequest)(nil),   // 51: kubeaws.plugin.v1.StoreListRequest
+	(*StoreListResponse)(nil),  // 52: kubeaws.plugin.v1.StoreListResponse
+	nil,                        // 53: kubeaws.plugin.v1.StageRequest.ValuesEntry
+	nil,                        // 54: kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	nil,                        // 55: kubeaws.plugin.v1.StageRequest.SecretsEntry
+	nil,                        // 56: kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	nil,                        // 57: kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	nil,                        // 58: kubeaws.plugin.v1.StackSpec.TagsEntry
+	nil,                        // 59: kubeaws.plugin.v1.DeployResult.OutputsEntry
+	nil,                        // 60: kubeaws.plugin.v1.StackStatus.OutputsEntry
+	nil,                        // 61: kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	nil,                        // 62: kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	nil,                        // 63: kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	nil,                        // 64: kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	nil,                        // 65: kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	nil,                        // 66: kubeaws.plugin.v1.Stack.TagsEntry
+	nil,                        // 67: kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	nil,                        // 68: kubeaws.plugin.v1.Artifact.SourcesEntry
+	nil,                        // 69: kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	nil,                        // 70: kubeaws.plugin.v1.ArtifactSource.MirroredEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	52, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
-	53, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
+	53, // 0: kubeaws.plugin.v1.StageRequest.values:type_name -> kubeaws.plugin.v1.StageRequest.ValuesEntry
+	54, // 1: kubeaws.plugin.v1.StageRequest.capabilities:type_name -> kubeaws.plugin.v1.StageRequest.CapabilitiesEntry
 	25, // 2: kubeaws.plugin.v1.StageRequest.constructs:type_name -> kubeaws.plugin.v1.ConstructSet
 	20, // 3: kubeaws.plugin.v1.StageRequest.rendered:type_name -> kubeaws.plugin.v1.Rendered
 	22, // 4: kubeaws.plugin.v1.StageRequest.deploy:type_name -> kubeaws.plugin.v1.DeployResult
-	54, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
+	55, // 5: kubeaws.plugin.v1.StageRequest.secrets:type_name -> kubeaws.plugin.v1.StageRequest.SecretsEntry
 	6,  // 6: kubeaws.plugin.v1.StageRequest.aws:type_name -> kubeaws.plugin.v1.AWSSettings
-	55, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
+	56, // 7: kubeaws.plugin.v1.PluginValues.node_pools_json:type_name -> kubeaws.plugin.v1.PluginValues.NodePoolsJsonEntry
 	9,  // 8: kubeaws.plugin.v1.StageEvent.event:type_name -> kubeaws.plugin.v1.Event
 	10, // 9: kubeaws.plugin.v1.StageEvent.result:type_name -> kubeaws.plugin.v1.StageResult
 	17, // 10: kubeaws.plugin.v1.Event.diagnostic:type_name -> kubeaws.plugin.v1.Diagnostic
@@ -4388,13 +4484,13 @@ var file_plugin_proto_depIdxs = []int32{
 	14, // 19: kubeaws.plugin.v1.DiffResult.stacks:type_name -> kubeaws.plugin.v1.StackDiff
 	13, // 20: kubeaws.plugin.v1.DiffResult.machines:type_name -> kubeaws.plugin.v1.MachineDiff
 	15, // 21: kubeaws.plugin.v1.StackDiff.changes:type_name -> kubeaws.plugin.v1.ResourceChange
-	56, // 22: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
-	57, // 23: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
+	57, // 22: kubeaws.plugin.v1.StackSpec.parameter_sources:type_name -> kubeaws.plugin.v1.StackSpec.ParameterSourcesEntry
+	58, // 23: kubeaws.plugin.v1.StackSpec.tags:type_name -> kubeaws.plugin.v1.StackSpec.TagsEntry
 	21, // 24: kubeaws.plugin.v1.Rendered.files:type_name -> kubeaws.plugin.v1.ManifestFile
 	19, // 25: kubeaws.plugin.v1.Rendered.stacks:type_name -> kubeaws.plugin.v1.StackSpec
 	23, // 26: kubeaws.plugin.v1.DeployResult.stacks:type_name -> kubeaws.plugin.v1.StackStatus
-	58, // 27: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
-	59, // 28: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
+	59, // 27: kubeaws.plugin.v1.DeployResult.outputs:type_name -> kubeaws.plugin.v1.DeployResult.OutputsEntry
+	60, // 28: kubeaws.plugin.v1.StackStatus.outputs:type_name -> kubeaws.plugin.v1.StackStatus.OutputsEntry
 	26, // 29: kubeaws.plugin.v1.ConstructSet.stacks:type_name -> kubeaws.plugin.v1.Stack
 	27, // 30: kubeaws.plugin.v1.ConstructSet.patches:type_name -> kubeaws.plugin.v1.Patch
 	28, // 31: kubeaws.plugin.v1.ConstructSet.protected:type_name -> kubeaws.plugin.v1.Protected
@@ -4404,76 +4500,78 @@ var file_plugin_proto_depIdxs = []int32{
 	33, // 35: kubeaws.plugin.v1.ConstructSet.kubelet_flags:type_name -> kubeaws.plugin.v1.TargetedFlag
 	36, // 36: kubeaws.plugin.v1.ConstructSet.node_labels:type_name -> kubeaws.plugin.v1.NodeLabel
 	37, // 37: kubeaws.plugin.v1.ConstructSet.node_taints:type_name -> kubeaws.plugin.v1.NodeTaint
-	39, // 38: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
-	40, // 39: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
-	42, // 40: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
-	43, // 41: kubeaws.plugin.v1.ConstructSet.artifacts:type_name -> kubeaws.plugin.v1.Artifact
+	40, // 38: kubeaws.plugin.v1.ConstructSet.iam:type_name -> kubeaws.plugin.v1.IAMStatement
+	41, // 39: kubeaws.plugin.v1.ConstructSet.helm_releases:type_name -> kubeaws.plugin.v1.HelmRelease
+	43, // 40: kubeaws.plugin.v1.ConstructSet.manifests:type_name -> kubeaws.plugin.v1.Manifest
+	44, // 41: kubeaws.plugin.v1.ConstructSet.artifacts:type_name -> kubeaws.plugin.v1.Artifact
 	38, // 42: kubeaws.plugin.v1.ConstructSet.pod_metadata:type_name -> kubeaws.plugin.v1.PodMetadataAccess
-	60, // 43: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
-	61, // 44: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
-	62, // 45: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
-	63, // 46: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
-	64, // 47: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
-	65, // 48: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
-	66, // 49: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
-	24, // 50: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
-	30, // 51: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
-	24, // 52: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
-	24, // 53: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
-	32, // 54: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
-	32, // 55: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
-	35, // 56: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
-	24, // 57: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
-	24, // 58: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
-	24, // 59: kubeaws.plugin.v1.PodMetadataAccess.target:type_name -> kubeaws.plugin.v1.Target
-	24, // 60: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
-	41, // 61: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
-	24, // 62: kubeaws.plugin.v1.Artifact.target:type_name -> kubeaws.plugin.v1.Target
-	44, // 63: kubeaws.plugin.v1.Artifact.files:type_name -> kubeaws.plugin.v1.ArtifactFile
-	67, // 64: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
-	68, // 65: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
-	69, // 66: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
-	7,  // 67: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
-	45, // 68: kubeaws.plugin.v1.Artifact.SourcesEntry.value:type_name -> kubeaws.plugin.v1.ArtifactSource
-	2,  // 69: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
-	4,  // 70: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
-	5,  // 71: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 72: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 73: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 74: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 75: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 76: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
-	5,  // 77: kubeaws.plugin.v1.Plugin.AdminCredential:input_type -> kubeaws.plugin.v1.StageRequest
-	1,  // 78: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
-	9,  // 79: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
-	46, // 80: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
-	48, // 81: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
-	46, // 82: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
-	50, // 83: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
-	46, // 84: kubeaws.plugin.v1.Host.SecretGet:input_type -> kubeaws.plugin.v1.StoreKey
-	48, // 85: kubeaws.plugin.v1.Host.SecretPut:input_type -> kubeaws.plugin.v1.StoreEntry
-	3,  // 86: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
-	0,  // 87: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
-	8,  // 88: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 89: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 90: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 91: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 92: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 93: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
-	8,  // 94: kubeaws.plugin.v1.Plugin.AdminCredential:output_type -> kubeaws.plugin.v1.StageEvent
-	0,  // 95: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 96: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
-	47, // 97: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
-	0,  // 98: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
-	0,  // 99: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
-	51, // 100: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
-	47, // 101: kubeaws.plugin.v1.Host.SecretGet:output_type -> kubeaws.plugin.v1.StoreValue
-	49, // 102: kubeaws.plugin.v1.Host.SecretPut:output_type -> kubeaws.plugin.v1.SecretRef
-	86, // [86:103] is the sub-list for method output_type
-	69, // [69:86] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	39, // 43: kubeaws.plugin.v1.ConstructSet.pod_roles:type_name -> kubeaws.plugin.v1.PodRole
+	61, // 44: kubeaws.plugin.v1.Stack.resources_json:type_name -> kubeaws.plugin.v1.Stack.ResourcesJsonEntry
+	62, // 45: kubeaws.plugin.v1.Stack.outputs_json:type_name -> kubeaws.plugin.v1.Stack.OutputsJsonEntry
+	63, // 46: kubeaws.plugin.v1.Stack.parameters_json:type_name -> kubeaws.plugin.v1.Stack.ParametersJsonEntry
+	64, // 47: kubeaws.plugin.v1.Stack.conditions_json:type_name -> kubeaws.plugin.v1.Stack.ConditionsJsonEntry
+	65, // 48: kubeaws.plugin.v1.Stack.mappings_json:type_name -> kubeaws.plugin.v1.Stack.MappingsJsonEntry
+	66, // 49: kubeaws.plugin.v1.Stack.tags:type_name -> kubeaws.plugin.v1.Stack.TagsEntry
+	67, // 50: kubeaws.plugin.v1.Stack.parameter_sources:type_name -> kubeaws.plugin.v1.Stack.ParameterSourcesEntry
+	24, // 51: kubeaws.plugin.v1.Unit.target:type_name -> kubeaws.plugin.v1.Target
+	30, // 52: kubeaws.plugin.v1.Unit.drop_ins:type_name -> kubeaws.plugin.v1.DropIn
+	24, // 53: kubeaws.plugin.v1.FileConstruct.target:type_name -> kubeaws.plugin.v1.Target
+	24, // 54: kubeaws.plugin.v1.TargetedFlag.target:type_name -> kubeaws.plugin.v1.Target
+	32, // 55: kubeaws.plugin.v1.TargetedFlag.flag:type_name -> kubeaws.plugin.v1.Flag
+	32, // 56: kubeaws.plugin.v1.APIServer.flags:type_name -> kubeaws.plugin.v1.Flag
+	35, // 57: kubeaws.plugin.v1.APIServer.volumes:type_name -> kubeaws.plugin.v1.Volume
+	24, // 58: kubeaws.plugin.v1.NodeLabel.target:type_name -> kubeaws.plugin.v1.Target
+	24, // 59: kubeaws.plugin.v1.NodeTaint.target:type_name -> kubeaws.plugin.v1.Target
+	24, // 60: kubeaws.plugin.v1.PodMetadataAccess.target:type_name -> kubeaws.plugin.v1.Target
+	40, // 61: kubeaws.plugin.v1.PodRole.statements:type_name -> kubeaws.plugin.v1.IAMStatement
+	24, // 62: kubeaws.plugin.v1.IAMStatement.target:type_name -> kubeaws.plugin.v1.Target
+	42, // 63: kubeaws.plugin.v1.HelmRelease.chart:type_name -> kubeaws.plugin.v1.Chart
+	24, // 64: kubeaws.plugin.v1.Artifact.target:type_name -> kubeaws.plugin.v1.Target
+	45, // 65: kubeaws.plugin.v1.Artifact.files:type_name -> kubeaws.plugin.v1.ArtifactFile
+	68, // 66: kubeaws.plugin.v1.Artifact.sources:type_name -> kubeaws.plugin.v1.Artifact.SourcesEntry
+	69, // 67: kubeaws.plugin.v1.ArtifactSource.members:type_name -> kubeaws.plugin.v1.ArtifactSource.MembersEntry
+	70, // 68: kubeaws.plugin.v1.ArtifactSource.mirrored:type_name -> kubeaws.plugin.v1.ArtifactSource.MirroredEntry
+	7,  // 69: kubeaws.plugin.v1.StageRequest.ValuesEntry.value:type_name -> kubeaws.plugin.v1.PluginValues
+	46, // 70: kubeaws.plugin.v1.Artifact.SourcesEntry.value:type_name -> kubeaws.plugin.v1.ArtifactSource
+	2,  // 71: kubeaws.plugin.v1.Plugin.GetInfo:input_type -> kubeaws.plugin.v1.GetInfoRequest
+	4,  // 72: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:input_type -> kubeaws.plugin.v1.RegistrationStatus
+	5,  // 73: kubeaws.plugin.v1.Plugin.Initialise:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 74: kubeaws.plugin.v1.Plugin.Render:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 75: kubeaws.plugin.v1.Plugin.Deploy:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 76: kubeaws.plugin.v1.Plugin.Validate:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 77: kubeaws.plugin.v1.Plugin.Diff:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 78: kubeaws.plugin.v1.Plugin.Destroy:input_type -> kubeaws.plugin.v1.StageRequest
+	5,  // 79: kubeaws.plugin.v1.Plugin.AdminCredential:input_type -> kubeaws.plugin.v1.StageRequest
+	1,  // 80: kubeaws.plugin.v1.Plugin.Cancel:input_type -> kubeaws.plugin.v1.CancelRequest
+	9,  // 81: kubeaws.plugin.v1.Host.Emit:input_type -> kubeaws.plugin.v1.Event
+	47, // 82: kubeaws.plugin.v1.Host.StoreGet:input_type -> kubeaws.plugin.v1.StoreKey
+	49, // 83: kubeaws.plugin.v1.Host.StorePut:input_type -> kubeaws.plugin.v1.StoreEntry
+	47, // 84: kubeaws.plugin.v1.Host.StoreDelete:input_type -> kubeaws.plugin.v1.StoreKey
+	51, // 85: kubeaws.plugin.v1.Host.StoreList:input_type -> kubeaws.plugin.v1.StoreListRequest
+	47, // 86: kubeaws.plugin.v1.Host.SecretGet:input_type -> kubeaws.plugin.v1.StoreKey
+	49, // 87: kubeaws.plugin.v1.Host.SecretPut:input_type -> kubeaws.plugin.v1.StoreEntry
+	3,  // 88: kubeaws.plugin.v1.Plugin.GetInfo:output_type -> kubeaws.plugin.v1.PluginInfo
+	0,  // 89: kubeaws.plugin.v1.Plugin.NotifyRegistrationStatus:output_type -> kubeaws.plugin.v1.Ack
+	8,  // 90: kubeaws.plugin.v1.Plugin.Initialise:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 91: kubeaws.plugin.v1.Plugin.Render:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 92: kubeaws.plugin.v1.Plugin.Deploy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 93: kubeaws.plugin.v1.Plugin.Validate:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 94: kubeaws.plugin.v1.Plugin.Diff:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 95: kubeaws.plugin.v1.Plugin.Destroy:output_type -> kubeaws.plugin.v1.StageEvent
+	8,  // 96: kubeaws.plugin.v1.Plugin.AdminCredential:output_type -> kubeaws.plugin.v1.StageEvent
+	0,  // 97: kubeaws.plugin.v1.Plugin.Cancel:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 98: kubeaws.plugin.v1.Host.Emit:output_type -> kubeaws.plugin.v1.Ack
+	48, // 99: kubeaws.plugin.v1.Host.StoreGet:output_type -> kubeaws.plugin.v1.StoreValue
+	0,  // 100: kubeaws.plugin.v1.Host.StorePut:output_type -> kubeaws.plugin.v1.Ack
+	0,  // 101: kubeaws.plugin.v1.Host.StoreDelete:output_type -> kubeaws.plugin.v1.Ack
+	52, // 102: kubeaws.plugin.v1.Host.StoreList:output_type -> kubeaws.plugin.v1.StoreListResponse
+	48, // 103: kubeaws.plugin.v1.Host.SecretGet:output_type -> kubeaws.plugin.v1.StoreValue
+	50, // 104: kubeaws.plugin.v1.Host.SecretPut:output_type -> kubeaws.plugin.v1.SecretRef
+	88, // [88:105] is the sub-list for method output_type
+	71, // [71:88] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -4491,7 +4589,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   70,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
