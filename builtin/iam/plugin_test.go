@@ -68,9 +68,19 @@ var pluginStatements = []construct.IAMStatement{
 		Condition: json.RawMessage(`{"StringEquals":{"autoscaling:ResourceTag/kubernetes.io/cluster/prod":"owned"}}`)},
 }
 
+// pluginPodRoles stands for other plugins' pod roles in the full fixture:
+// one for named service accounts, one for every account of a namespace.
+var pluginPodRoles = []construct.PodRole{
+	{Name: "autoscaler", ServiceAccounts: []string{"kube-system/cluster-autoscaler"}, Plugin: "cluster-autoscaler",
+		Statements: []construct.IAMStatement{{Sid: "Scale", Effect: "Allow", Actions: []string{"autoscaling:SetDesiredCapacity"},
+			Resources: []string{"arn:aws:autoscaling:eu-west-1:*:autoScalingGroup:*:autoScalingGroupName/*"}}}},
+	{Name: "logs", ServiceAccounts: []string{"logging/*", "kube-system/fluent-bit"}, Plugin: "logs",
+		Statements: []construct.IAMStatement{{Effect: "Allow", Actions: []string{"logs:PutLogEvents"}, Resources: []string{"arn:aws:logs:eu-west-1:123456789012:log-group:prod:*"}}}},
+}
+
 // run calls initialise then render the way the host does, merging the
 // plugin's own statements with extra ones in plugin order.
-func run(t *testing.T, name string, extra []construct.IAMStatement) *stage.Result {
+func run(t *testing.T, name string, extra []construct.IAMStatement, podRoles ...construct.PodRole) *stage.Result {
 	t.Helper()
 	cfg, _ := loadFixture(t, name)
 	ctx := context.Background()
@@ -81,6 +91,7 @@ func run(t *testing.T, name string, extra []construct.IAMStatement) *stage.Resul
 	}
 	set := *init.Constructs
 	set.IAM = append(append([]construct.IAMStatement(nil), set.IAM...), extra...)
+	set.PodRoles = append(append([]construct.PodRole(nil), set.PodRoles...), podRoles...)
 	req = &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: &set}, Plugin: "iam"}
 	res, err := sdk.Call(ctx, served, req)
 	if err != nil {
@@ -92,10 +103,11 @@ func run(t *testing.T, name string, extra []construct.IAMStatement) *stage.Resul
 func renderFixture(t *testing.T, name string) *stage.Result {
 	t.Helper()
 	var extra []construct.IAMStatement
+	var roles []construct.PodRole
 	if name == "full" {
-		extra = pluginStatements
+		extra, roles = pluginStatements, pluginPodRoles
 	}
-	res := run(t, name, extra)
+	res := run(t, name, extra, roles...)
 	if res.Diagnostics.HasFatal() {
 		t.Fatalf("%s: %v", name, res.Diagnostics)
 	}
@@ -327,7 +339,7 @@ func TestManyNodePoolsFitTheStack(t *testing.T) {
 		t.Fatalf("render of 150 pools: %v %v", err, res.Diagnostics)
 	}
 	tmpl := template(t, res)
-	if n := len(tmpl["Outputs"].(map[string]any)); n != 150+6 {
-		t.Errorf("outputs: %d, want one per pool plus three each for controller and etcd (156)", n)
+	if n := len(tmpl["Outputs"].(map[string]any)); n != 150+6+2 {
+		t.Errorf("outputs: %d, want one per pool, three each for controller and etcd and two of the OIDC provider (158)", n)
 	}
 }

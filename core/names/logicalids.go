@@ -87,6 +87,23 @@ func EtcdMemberGroup(i int) string { return "EtcdMember" + strconv.Itoa(i) + "Gr
 // ControllerRole, EtcdRole, NodePool<Pool>Role.
 func RoleResource(role, pool string) string { return RolePrefix(role, pool) + "Role" }
 
+// OIDCProvider is the iam stack's IAM OIDC provider that trusts the
+// cluster's service-account issuer (ServiceAccountIssuer); every pod role
+// trusts it.
+const OIDCProvider = "OIDCProvider"
+
+// PodRoleResource is a pod role (construct.PodRole) in the iam stack:
+// PodRole<LogicalName(role)>. PodRoleArnOutput is the output with its ARN.
+func PodRoleResource(role string) string  { return "PodRole" + LogicalName(role) }
+func PodRoleArnOutput(role string) string { return PodRoleResource(role) + "Arn" }
+
+// The iam stack's outputs of the OIDC provider: its ARN, for a role made
+// outside kube-aws to trust, and the issuer it trusts.
+const (
+	OutputOIDCProviderArn      = "OIDCProviderArn"
+	OutputServiceAccountIssuer = "ServiceAccountIssuer"
+)
+
 // InstanceProfileResource is the instance profile of a machine role in the
 // iam stack (its name is the output InstanceProfileOutput).
 func InstanceProfileResource(role, pool string) string {
@@ -147,6 +164,8 @@ func BuiltinResources() []Resource {
 
 		{StackIAM, "<Role>Role", "names.RoleResource(role, pool)", "AWS::IAM::Role", "iam", "per role: Controller, Etcd, NodePool<Pool>; rendered late (Late)"},
 		{StackIAM, "<Role>InstanceProfile", "names.InstanceProfileResource(role, pool)", "AWS::IAM::InstanceProfile", "iam", "per role, as <Role>Role"},
+		{StackIAM, OIDCProvider, "names.OIDCProvider", "AWS::IAM::OIDCProvider", "iam", ""},
+		{StackIAM, "PodRole<PodRole>", "names.PodRoleResource(role)", "AWS::IAM::Role", "iam", "per pod role (plugins.iam.values.podRoles, or a plugin's)"},
 
 		{StackEtcd, LaunchTemplate, "names.LaunchTemplate", "AWS::EC2::LaunchTemplate", "cloudformation", ""},
 		{StackEtcd, EtcdZoneResource, "names.EtcdZoneResource", "AWS::Route53::HostedZone", "etcd", ""},
@@ -182,6 +201,7 @@ var placeholders = strings.NewReplacer(
 	"<Subnet>", `[A-Za-z0-9]+`,
 	"<Zone>", `[A-Za-z0-9]+`,
 	"<Role>", `(?:Controller|Etcd|NodePool[A-Za-z0-9]+)`,
+	"<PodRole>", `[A-Za-z0-9]+`,
 	"<i>", `[0-9]+`,
 )
 

@@ -32,8 +32,9 @@ const Plugin = "iam"
 // counted without whitespace.
 const MaxInlinePolicyBytes = 10_240
 
-// Initialise returns the statements every kube-aws machine needs.
-func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
+// Initialise returns the statements every kube-aws machine needs, and the
+// user's pod roles.
+func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	var diags diag.List
 	var out []construct.IAMStatement
 	// One policy per machine role (each node pool its own): a machine reads
@@ -100,7 +101,7 @@ func Initialise(c *config.Cluster) (*construct.Set, diag.List) {
 		},
 		Resources: []string{"*"},
 	})
-	return &construct.Set{IAM: out}, diags
+	return &construct.Set{IAM: out, PodRoles: podRoles(v)}, diags
 }
 
 // role is one machine role and what its policy holds so far.
@@ -216,6 +217,8 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 		s.Outputs[names.RoleNameOutput(string(r.role), r.pool)] = cfn.MustRaw(cloudformation.Output{
 			Value: cfn.Ref(roleID), Description: "Role name of the " + r.label + " machines"})
 	}
+
+	diags = append(diags, renderPodIdentity(c, set, &s)...)
 
 	// Other plugins may add to the iam stack (a managed policy, say) and
 	// patch its roles: core/merge folds them in with the merge's own rules.
