@@ -14,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
-const clusterJSON = `{"clusterName":"demo","kubernetesVersion":"1.34.4","etcd":{"count":3},"kubernetes":{"podCIDR":"10.2.0.0/16","serviceCIDR":"10.3.0.0/24","clusterDomain":"cluster.local"}}`
+const clusterJSON = `{"clusterName":"demo","region":"eu-west-1","s3URI":"s3://assets/demo","kubernetesVersion":"1.34.4","etcd":{"count":3},"kubernetes":{"podCIDR":"10.2.0.0/16","serviceCIDR":"10.3.0.0/24","clusterDomain":"cluster.local"}}`
 
 // TestPluginBinary runs the built plugin through kube-aws's own host code:
 // registration, initialise (defaults plus the user's flags from values),

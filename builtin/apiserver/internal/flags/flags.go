@@ -102,6 +102,12 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		}
 	}
 
+	bucket, prefix, err := config.ParseS3URI(c.S3URI)
+	if err != nil {
+		return construct.Set{}, v, append(diags, diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix"))
+	}
+	issuer := names.ServiceAccountIssuer(bucket, prefix, c.Region)
+
 	// Certificate and key files are kubeadm's layout (core/names), which
 	// the pki plugin issues on every controller.
 	flags := map[string]string{
@@ -129,8 +135,12 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		"requestheader-group-headers":        "X-Remote-Group",
 		"requestheader-username-headers":     "X-Remote-User",
 		"secure-port":                        fmt.Sprint(v.SecurePort),
-		"service-account-issuer":             "https://kubernetes.default.svc.cluster.local",
-		"service-account-key-file":           names.PKIServiceAccountPub,
+		// The issuer is where AWS STS reads the discovery document and
+		// keys (names.ServiceAccountIssuer), so that pods can trade their
+		// tokens for a pod role's credentials.
+		"service-account-issuer":   issuer,
+		"service-account-jwks-uri": issuer + "/" + names.OIDCKeysPath,
+		"service-account-key-file": names.PKIServiceAccountPub,
 		// The default, said explicitly for a reviewer (CIS 1.2.21): a
 		// deleted service account's tokens stop working at once.
 		"service-account-lookup":           "true",

@@ -12,7 +12,7 @@ import (
 )
 
 func cluster() *config.Cluster {
-	return &config.Cluster{ClusterName: "demo", KubernetesVersion: "v1.30.4", Etcd: config.MachineSet{Count: 3},
+	return &config.Cluster{ClusterName: "demo", KubernetesVersion: "v1.30.4", Etcd: config.MachineSet{Count: 3}, S3URI: "s3://assets/demo", Region: "eu-west-1",
 		Kubernetes: config.Kubernetes{ServiceCIDR: "10.7.0.0/24"}}
 }
 
@@ -39,6 +39,9 @@ func TestDefaults(t *testing.T) {
 		"tls-cert-file":            "/etc/kubernetes/pki/apiserver.crt",
 		"etcd-cafile":              "/etc/kubernetes/pki/etcd/ca.crt",
 		"service-account-key-file": "/etc/kubernetes/pki/sa.pub",
+		// Where AWS STS reads the discovery document: the s3URI's oidc/.
+		"service-account-issuer":   "https://assets.s3.eu-west-1.amazonaws.com/demo/oidc",
+		"service-account-jwks-uri": "https://assets.s3.eu-west-1.amazonaws.com/demo/oidc/keys.json",
 		"v":                        "2",    // user flag, dashes trimmed
 		"profiling":                "true", // user flag replaces the default
 	} {
