@@ -1,5 +1,6 @@
 // Package pki is the built-in kube-aws plugin that owns the cluster's PKI:
-// the cluster, etcd and front-proxy CAs and the service-account key, made
+// the cluster, etcd and front-proxy CAs and the service-account key (and
+// the OIDC discovery documents of its public half, rendered), made
 // once and kept by kube-aws as generated secrets (credentials/pki/ beside
 // cluster.yaml; everywhere else a marker), the operator's admin certificate
 // and the API server's etcd client certificate issued once from them, and
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kube-aws/kube-aws/builtin/pki/internal/pki"
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/stage"
@@ -54,6 +56,21 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage
 		}
 	}
 	res.Diagnostics = diags.WithDefaults(pki.Plugin, string(stage.Initialise))
+	return res, nil
+}
+
+// Render writes the OIDC discovery document and key set of the cluster's
+// service-account issuer, which deploy publishes for AWS STS.
+func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
+	res := &stage.Result{}
+	bucket, prefix, err := config.ParseS3URI(in.Cluster.S3URI)
+	if err != nil {
+		res.Diagnostics = diag.List{diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix")}
+		return res, nil
+	}
+	files, diags := pki.Discovery(keeper{in.GeneratedSecrets()}, names.ServiceAccountIssuer(bucket, prefix, in.Cluster.Region))
+	res.Files = files
+	res.Diagnostics = diags.WithDefaults(pki.Plugin, string(stage.Render))
 	return res, nil
 }
 
