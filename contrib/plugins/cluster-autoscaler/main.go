@@ -1,6 +1,6 @@
 // Command cluster-autoscaler is a contrib kube-aws plugin for the Kubernetes
-// cluster autoscaler on AWS: IAM permissions to scale the node pools' auto
-// scaling groups, the discovery tags on every node pool stack (CloudFormation
+// cluster autoscaler on AWS: a pod role (IAM for service accounts) that may
+// scale the node pools' auto scaling groups, the discovery tags on every node pool stack (CloudFormation
 // propagates stack tags to the groups), and the autoscaler itself as a Helm
 // release from a chart the plugin ships. It is built only on the public SDK.
 package main
@@ -86,39 +86,42 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Resul
 	}
 
 	target := construct.Target{Role: construct.Role(v.RunOn)}
-	set.IAM = []construct.IAMStatement{
-		{
-			Target: target, Sid: "ClusterAutoscalerDescribe", Effect: "Allow",
-			Actions: []string{
-				"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
-				"autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
-				"autoscaling:DescribeTags", "ec2:DescribeImages", "ec2:DescribeInstanceTypes",
-				"ec2:DescribeLaunchTemplateVersions", "ec2:GetInstanceTypesFromInstanceRequirements",
+	// The autoscaler calls Auto Scaling and EC2 with a pod role of its own
+	// (IAM roles for service accounts): its service account names the role,
+	// the controllers' webhook gives its pod a token STS trades for the
+	// role's credentials, and no node's role holds these permissions or
+	// lets pods reach the metadata service.
+	set.PodRoles = []construct.PodRole{{
+		Name:            Name,
+		ServiceAccounts: []string{v.Namespace + "/" + Name},
+		Reason:          "cluster-autoscaler scales the node pools' auto scaling groups",
+		Statements: []construct.IAMStatement{
+			{
+				Sid: "ClusterAutoscalerDescribe", Effect: "Allow",
+				Actions: []string{
+					"autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
+					"autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
+					"autoscaling:DescribeTags", "ec2:DescribeImages", "ec2:DescribeInstanceTypes",
+					"ec2:DescribeLaunchTemplateVersions", "ec2:GetInstanceTypesFromInstanceRequirements",
+				},
+				Resources: []string{"*"},
 			},
-			Resources: []string{"*"},
+			{
+				// Scaling is limited to the groups this cluster owns: the
+				// owner tag is on every node pool's group and nowhere else.
+				// Both actions act on a group, so the statement names groups
+				// of the cluster's region (any name: pools' groups are named
+				// by CloudFormation) and the tag picks this cluster's.
+				Sid: "ClusterAutoscalerScale", Effect: "Allow",
+				Actions: []string{"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"},
+				Resources: []string{fmt.Sprintf("arn:%s:autoscaling:%s:*:autoScalingGroup:*:autoScalingGroupName/*",
+					config.Partition(c.Region), c.Region)},
+				Condition: mustJSON(map[string]any{"StringEquals": map[string]string{
+					"aws:ResourceTag/" + tagOwnerPrefix + c.ClusterName: "owned",
+				}}),
+			},
 		},
-		{
-			// Scaling is limited to the groups this cluster owns: the
-			// owner tag is on every node pool's group and nowhere else.
-			// Both actions act on a group, so the statement names groups
-			// of the cluster's region (any name: pools' groups are named
-			// by CloudFormation) and the tag picks this cluster's.
-			Target: target, Sid: "ClusterAutoscalerScale", Effect: "Allow",
-			Actions: []string{"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"},
-			Resources: []string{fmt.Sprintf("arn:%s:autoscaling:%s:*:autoScalingGroup:*:autoScalingGroupName/*",
-				config.Partition(c.Region), c.Region)},
-			Condition: mustJSON(map[string]any{"StringEquals": map[string]string{
-				"aws:ResourceTag/" + tagOwnerPrefix + c.ClusterName: "owned",
-			}}),
-		},
-	}
-
-	// The autoscaler is a pod on the pod network that calls Auto Scaling
-	// with the credentials of its node's role (the statements above): it
-	// reads them from the metadata service, which answers no pod unless
-	// asked (docs/security.md).
-	set.PodMetadata = []construct.PodMetadataAccess{{Target: target,
-		Reason: "cluster-autoscaler's pod calls Auto Scaling and EC2 with the role's credentials, from the metadata service"}}
+	}}
 
 	nodeSelector := map[string]string{}
 	var tolerations []map[string]string
@@ -141,13 +144,14 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[Values]) (*stage.Resul
 		extra = map[string]json.RawMessage{}
 	}
 	vals, err := json.Marshal(map[string]any{
-		"image":        v.Image,
-		"clusterName":  c.ClusterName,
-		"region":       c.Region,
-		"replicas":     v.Replicas,
-		"extraArgs":    extra,
-		"nodeSelector": nodeSelector,
-		"tolerations":  orEmpty(tolerations),
+		"image":                     v.Image,
+		"clusterName":               c.ClusterName,
+		"region":                    c.Region,
+		"replicas":                  v.Replicas,
+		"extraArgs":                 extra,
+		"nodeSelector":              nodeSelector,
+		"tolerations":               orEmpty(tolerations),
+		"serviceAccountAnnotations": map[string]string{names.PodRoleNameAnnotation: Name},
 	})
 	if err != nil {
 		return nil, err

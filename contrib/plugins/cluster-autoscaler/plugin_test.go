@@ -49,15 +49,16 @@ func TestDiscoveryTagsOnEveryNodePoolStack(t *testing.T) {
 
 func TestIAMForTheNodePoolsGroups(t *testing.T) {
 	res := initialise(t, "", `{}`)
-	iam := res.Constructs.IAM
-	if len(iam) != 2 {
-		t.Fatalf("IAM %+v", iam)
+	if len(res.Constructs.IAM) != 0 {
+		t.Errorf("IAM statements on a machine role %+v: the autoscaler's permissions are its pod role's", res.Constructs.IAM)
+	}
+	roles := res.Constructs.PodRoles
+	if len(roles) != 1 || roles[0].Name != "cluster-autoscaler" || len(roles[0].ServiceAccounts) != 1 ||
+		roles[0].ServiceAccounts[0] != "kube-system/cluster-autoscaler" || len(roles[0].Statements) != 2 {
+		t.Fatalf("pod roles %+v", roles)
 	}
 	byAction := map[string]construct.IAMStatement{}
-	for _, st := range iam {
-		if st.Target != (construct.Target{Role: construct.Controller}) {
-			t.Errorf("statement %s targets %s, want controller (where the autoscaler runs by default)", st.Sid, st.Target)
-		}
+	for _, st := range roles[0].Statements {
 		for _, a := range st.Actions {
 			byAction[a] = st
 		}
@@ -83,10 +84,8 @@ func TestIAMForTheNodePoolsGroups(t *testing.T) {
 
 func TestRunOnWorkers(t *testing.T) {
 	res := initialise(t, "", `{"runOn": "worker"}`)
-	for _, st := range res.Constructs.IAM {
-		if st.Target != (construct.Target{Role: construct.Worker}) {
-			t.Errorf("statement %s targets %s", st.Sid, st.Target)
-		}
+	if len(res.Constructs.IAM) != 0 || len(res.Constructs.PodRoles) != 1 {
+		t.Errorf("IAM %+v, pod roles %+v: want the pod role alone wherever it runs", res.Constructs.IAM, res.Constructs.PodRoles)
 	}
 	if len(res.Constructs.NodeLabels) != 0 {
 		t.Errorf("labels %+v", res.Constructs.NodeLabels)
@@ -149,23 +148,23 @@ func TestBadValuesRejectedWithTheirPath(t *testing.T) {
 	}
 }
 
-// The autoscaler's pod reads its role's credentials from the metadata
-// service, so the plugin asks that the pods of the role it runs on reach
-// it, and of no other role.
-func TestPodsOfItsRoleReachTheMetadataService(t *testing.T) {
-	tests := []struct {
-		values string
-		want   construct.Target
-	}{
-		{`{}`, construct.Target{Role: construct.Controller}},
-		{`{"runOn": "worker"}`, construct.Target{Role: construct.Worker}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.values, func(t *testing.T) {
-			res := initialise(t, "", tt.values)
-			got := res.Constructs.PodMetadata
-			if len(got) != 1 || got[0].Target != tt.want || got[0].Reason == "" {
-				t.Errorf("pod metadata requests %+v, want one for %s with its reason", got, tt.want)
+// The autoscaler's pod gets its pod role's credentials with its own token:
+// its service account names the role, and no machine role's pods are let
+// reach the metadata service.
+func TestServiceAccountNamesItsPodRole(t *testing.T) {
+	for _, values := range []string{`{}`, `{"runOn": "worker"}`, `{"namespace": "autoscaling"}`} {
+		t.Run(values, func(t *testing.T) {
+			res := initialise(t, "", values)
+			if got := res.Constructs.PodMetadata; len(got) != 0 {
+				t.Errorf("pod metadata requests %+v, want none", got)
+			}
+			rbac := contribtest.RenderChart(t, res.Constructs.HelmReleases[0], "1.31.4")["cluster-autoscaler/templates/rbac.yaml"]
+			if !strings.Contains(rbac, "annotations:\n    "+names.PodRoleNameAnnotation+": cluster-autoscaler\n") {
+				t.Errorf("the service account does not name the pod role:\n%s", rbac)
+			}
+			ns := res.Constructs.HelmReleases[0].Namespace
+			if sa := res.Constructs.PodRoles[0].ServiceAccounts; len(sa) != 1 || sa[0] != ns+"/cluster-autoscaler" {
+				t.Errorf("the role trusts %v, want the release's service account %s/cluster-autoscaler", sa, ns)
 			}
 		})
 	}
