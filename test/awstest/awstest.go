@@ -4,9 +4,10 @@
 // this package started and stops again.
 //
 // The server is moto with the project's patches (motoaws.py, embedded here):
-// where kube-aws's rolls depend on AWS, it behaves as AWS does (Auto Scaling
-// groups updated in place by CloudFormation, each instance's launch template
-// version, termination lifecycle hooks). Its python is looked up in
+// where kube-aws's rolls and pod IAM roles depend on AWS, it behaves as AWS
+// does (Auto Scaling groups updated in place by CloudFormation, each
+// instance's launch template version, termination lifecycle hooks; IAM OIDC
+// providers in stacks, and STS verifying web identity tokens). Its python is looked up in
 // $KUBE_AWS_VENV/bin, else in <repo root>/.venv/bin (`make venv` creates it).
 package awstest
 

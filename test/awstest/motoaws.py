@@ -1,5 +1,5 @@
 """kube-aws's moto: moto 5.2.1 in server mode, changed where kube-aws's rolls
-depend on AWS behaving in a way moto does not.
+and pod IAM roles depend on AWS behaving in a way moto does not.
 
     python test/awstest/motoaws.py -H 127.0.0.1 -p PORT   (moto_server's arguments)
 
@@ -26,6 +26,18 @@ What it plays (docs/e2e-cluster.md, "What of AWS the harness plays"):
   CompleteLifecycleAction or its hook's heartbeat timeout; moto terminated
   at once and did not implement CompleteLifecycleAction or
   RecordLifecycleActionHeartbeat.
+- CloudFormation creates an AWS::IAM::OIDCProvider: IAM's provider (Ref and
+  GetAtt Arn its ARN; a new Url replaces it, its client ids, thumbprints
+  and tags are updated in place; deleted with its stack); moto skipped the
+  type and dropped every Ref to it (a trust policy's Federated principal).
+- STS AssumeRoleWithWebIdentity verifies the token as AWS does: its iss an
+  OIDC provider of the role's account, its signature by the key of its kid
+  in the issuer's key set (the discovery document and the JWKS it names,
+  read as publicly readable objects of moto's own S3: no internet here),
+  its time and audience, then the role's trust policy (Federated by that
+  provider, StringEquals/StringLike on <url>:sub and <url>:aud); and it
+  answers the token's subject, provider and audience. moto accepted any
+  token for any role.
 """
 
 import ast
@@ -65,9 +77,20 @@ REPLACED = {
     "moto.autoscaling.responses": {"AutoScalingResponse": []},
     "moto.cloudformation.parsing": {"ResourceMap": ["build_resource_diff"]},
     "moto.moto_server.werkzeug_app": {"DomainDispatcherApplication": ["__call__"]},
+    # The CloudFormation type AWS::IAM::OIDCProvider is moto's provider
+    # model, made a CloudFormation model, through the backend's calls.
+    "moto.iam.models": {
+        "OpenIDConnectProvider": [],
+        "IAMBackend": ["create_open_id_connect_provider", "delete_open_id_connect_provider", "get_role_by_arn"],
+    },
+    "moto.sts.responses": {"TokenResponse": ["assume_role_with_web_identity"]},
 }
 # Actions moto 5.2.1 lacks and this file adds.
 ADDED = {"AutoScalingResponse": ["complete_lifecycle_action", "record_lifecycle_action_heartbeat"]}
+# CloudFormation resource types moto 5.2.1 lacks (it skipped them with a
+# warning, and a Ref to one was dropped from the template) and this file adds,
+# with the module that would implement them.
+ADDED_TYPES = {"AWS::IAM::OIDCProvider": "moto.iam.models"}
 
 
 def _fail(msg):
@@ -111,6 +134,11 @@ def _check_moto():
             for name in ADDED.get(cls, []):
                 if name in found[cls]:
                     _fail("moto %s implements %s.%s now: drop this file's version of it" % (moto.__version__, cls, name))
+    for cfn_type, module in ADDED_TYPES.items():
+        path = os.path.join(root, *module.split(".")) + ".py"
+        with open(path) as f:
+            if '"%s"' % cfn_type in f.read():
+                _fail("moto %s implements the CloudFormation type %s now (%s): drop this file's version of it" % (moto.__version__, cfn_type, module))
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
@@ -146,8 +174,8 @@ def _original(owner, name):
 
 
 # moto's modules and names, set as each module is patched.
-asm = cfp = None
-ValidationError = EmptyResult = LoadBalancerNotFoundError = ELBClientError = None
+asm = cfp = iam = None
+ValidationError = EmptyResult = LoadBalancerNotFoundError = ELBClientError = ActionResult = _NotAuthorized = None
 _moto = {}
 
 # One lock for everything here that changes a group's instances: moto's
@@ -725,6 +753,405 @@ def _patch_werkzeug_app(module):
     _moto["dispatch"] = _original(module.DomainDispatcherApplication, "__call__")
     module.DomainDispatcherApplication.__call__ = dispatch
 
+# --- IAM OIDC providers in CloudFormation ------------------------------------
+
+OIDC_TYPE = "AWS::IAM::OIDCProvider"
+# The stack-made provider class (set as moto.iam.models is patched); kept
+# here too, as CloudFormation finds its types among the live subclasses of
+# its model class.
+OIDCProviderResource = None
+
+
+def _iam_backend(account_id, region_name):
+    from moto.utilities.utils import get_partition
+
+    return iam.iam_backends[account_id][get_partition(region_name)]
+
+
+def _oidc_props(cloudformation_json):
+    props = cloudformation_json.get("Properties") or {}
+    url = props.get("Url")
+    if not isinstance(url, str) or not url.startswith("https://"):
+        # AWS: "The URL must begin with https://" (moto took any scheme).
+        raise iam.ValidationError("Invalid Open ID Connect Provider URL %r: it must begin with https://" % (url,))
+    return url, list(props.get("ClientIdList") or []), list(props.get("ThumbprintList") or []), list(props.get("Tags") or [])
+
+
+def _make_oidc_provider_class(module):
+    """moto's OpenIDConnectProvider as a CloudFormation resource: the
+    provider a stack creates is the one IAM's API lists, gets and deletes
+    (moto 5.2.1 skipped the type, and dropped every Ref to it from the
+    template, so a role's trust policy lost its Federated principal)."""
+    from moto.core.common_models import CloudFormationModel
+
+    class OIDCProviderResource(module.OpenIDConnectProvider, CloudFormationModel):
+        # moto files its models by the service its module names.
+        __module__ = module.__name__
+
+        @staticmethod
+        def cloudformation_name_type():
+            return ""
+
+        @staticmethod
+        def cloudformation_type():
+            return OIDC_TYPE
+
+        @classmethod
+        def has_cfn_attr(cls, attr):
+            return attr == "Arn"
+
+        @property
+        def physical_resource_id(self):
+            return self.arn  # Ref is the ARN, as on AWS
+
+        def get_cfn_attribute(self, attribute_name):
+            # Imported here: moto's CloudFormation package imports IAM's.
+            from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+            if attribute_name == "Arn":
+                return self.arn
+            raise UnformattedGetAttTemplateException()
+
+        @classmethod
+        def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+            url, client_ids, thumbprints, tags = _oidc_props(cloudformation_json)
+            provider = _iam_backend(account_id, region_name).create_open_id_connect_provider(url, thumbprints, client_ids, tags)
+            # The backend made moto's provider; it is this class from now
+            # on, the same object IAM's API answers with.
+            provider.__class__ = cls
+            return provider
+
+        @classmethod
+        def update_from_cloudformation_json(cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name):
+            """AWS replaces the provider when its Url changes and updates
+            its client ids, thumbprints and tags in place (moto would have
+            had nothing to update)."""
+            url, client_ids, thumbprints, tags = _oidc_props(cloudformation_json)
+            backend = _iam_backend(account_id, region_name)
+            old = original_resource
+            new_url = url[len("https://"):].rstrip("/")
+            if new_url != old.url.rstrip("/"):
+                new = cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id, region_name)
+                backend.delete_open_id_connect_provider(old.arn)
+                return new
+            old.client_id_list = client_ids
+            old.thumbprint_list = thumbprints
+            old.tags = backend._tag_verification(tags)
+            return old
+
+        @classmethod
+        def delete_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name):
+            _iam_backend(account_id, region_name).delete_open_id_connect_provider(resource_name)
+
+    return OIDCProviderResource
+
+
+def _patch_iam_models(module):
+    global iam, OIDCProviderResource
+    iam = module
+    for name in ("create_open_id_connect_provider", "delete_open_id_connect_provider", "get_role_by_arn"):
+        _original(module.IAMBackend, name)
+    OIDCProviderResource = _make_oidc_provider_class(module)
+
+
+# --- STS AssumeRoleWithWebIdentity verifies the token ------------------------
+
+WEB_IDENTITY_ACTION = "sts:AssumeRoleWithWebIdentity"
+# How far a token's iat and nbf may be ahead of this clock.
+CLOCK_SKEW = 300
+# The JWS algorithms this file verifies, by the hash each signs.
+RSA_HASHES = {"RS256": "SHA256", "RS384": "SHA384", "RS512": "SHA512"}
+S3_HOST = re.compile(r"^(?:(?P<bucket>.+)\.)?s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com(?:\.cn)?$")
+ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
+
+
+def _b64url(part, what):
+    import base64
+
+    try:
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    except (ValueError, TypeError):
+        raise _sts_error("InvalidIdentityToken", "The web identity token's %s is not base64url" % what)
+
+
+def _json(data, what):
+    import json
+
+    try:
+        value = json.loads(data)
+    except ValueError as e:
+        raise _sts_error("InvalidIdentityToken", "%s is not JSON (%s)" % (what, e))
+    if not isinstance(value, dict):
+        raise _sts_error("InvalidIdentityToken", "%s is not a JSON object" % what)
+    return value
+
+
+def _sts_error(code, message):
+    # moto finds the error's shape (its HTTP status) by the service of the
+    # exception's module.
+    from moto.sts.exceptions import STSClientError
+
+    return STSClientError(code, message)
+
+
+def _fetch(url):
+    """GET url as STS would, anonymously, over the internet, which the
+    harness has not: an object of moto's S3 named by its https URL
+    (virtual-hosted or path style), refused unless anyone may read it (its
+    ACL grants AllUsers READ, or its bucket's policy allows s3:GetObject to
+    "*"), as S3 refuses STS then."""
+    import json
+    from urllib.parse import urlparse
+
+    from moto.s3.models import s3_backends
+
+    def fail(why):
+        return _sts_error("InvalidIdentityToken", "Couldn't retrieve verification key from your identity provider: %s %s" % (url, why))
+
+    u = urlparse(url)
+    m = S3_HOST.match(u.hostname or "")
+    if u.scheme != "https" or m is None:
+        raise fail("is not an https URL of S3 (the harness has no internet, it reads its own S3)")
+    bucket_name, path = m.group("bucket"), u.path.lstrip("/")
+    if bucket_name is None:
+        bucket_name, _, path = path.partition("/")
+    where = s3_backends.bucket_accounts.get(bucket_name)
+    if where is None:
+        raise fail("names bucket %s, which does not exist" % bucket_name)
+    partition, owner = where
+    backend = s3_backends[owner][partition]
+    bucket = backend.get_bucket(bucket_name)
+    region = m.group("region")
+    if region and region != bucket.region_name:
+        raise fail("names region %s, bucket %s is in %s (S3 redirects, STS does not follow)" % (region, bucket_name, bucket.region_name))
+    key = backend.get_object(bucket_name, path)
+    if key is None:
+        raise fail("is not there (S3 answers 404 NoSuchKey or, to anonymous readers, 403)")
+    block = bucket.public_access_block
+    public = key.acl is not None and key.acl.public_read and not (block and block.ignore_public_acls)
+    if not public and bucket.policy and not (block and block.restrict_public_buckets):
+        resource = "arn:%s:s3:::%s/%s" % (partition, bucket_name, path)
+        for st in _list(json.loads(bucket.policy).get("Statement")):
+            principal = st.get("Principal")
+            if st.get("Effect") == "Allow" and "Condition" not in st and (principal == "*" or (isinstance(principal, dict) and "*" in _list(principal.get("AWS")))):
+                if any(_glob(a, "s3:GetObject", ignore_case=True) for a in _list(st.get("Action"))) and any(
+                    _glob(r, resource) for r in _list(st.get("Resource"))
+                ):
+                    public = True
+    if not public:
+        raise fail("is not publicly readable (S3 answers 403 AccessDenied to an anonymous reader)")
+    return key.value
+
+
+def _list(v):
+    if v is None:
+        return []
+    return v if isinstance(v, list) else [v]
+
+
+def _glob(pattern, value, ignore_case=False):
+    """IAM's StringLike: * any run of characters, ? one; nothing else is special."""
+    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, re.DOTALL | (re.IGNORECASE if ignore_case else 0)) is not None
+
+
+def _verification_key(issuer, kid):
+    """The issuer's key kid: its discovery document
+    (<iss>/.well-known/openid-configuration), whose issuer must be iss, names
+    the JWKS (jwks_uri), which holds the key."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    discovery_url = issuer.rstrip("/") + "/.well-known/openid-configuration"
+    discovery = _json(_fetch(discovery_url), "The discovery document " + discovery_url)
+    if discovery.get("issuer") != issuer:
+        raise _sts_error("InvalidIdentityToken", "The discovery document %s names issuer %r, the token %r" % (discovery_url, discovery.get("issuer"), issuer))
+    jwks_uri = discovery.get("jwks_uri")
+    if not isinstance(jwks_uri, str):
+        raise _sts_error("InvalidIdentityToken", "The discovery document %s has no jwks_uri" % discovery_url)
+    keys = _list(_json(_fetch(jwks_uri), "The key set " + jwks_uri).get("keys"))
+    found = [k for k in keys if isinstance(k, dict) and k.get("kty") == "RSA" and (kid is None or k.get("kid") == kid)]
+    if len(found) != 1:
+        why = "has no RSA key with kid %r" % kid if kid is not None else "has %d RSA keys and the token names none (no kid)" % len(found)
+        raise _sts_error("InvalidIdentityToken", "Couldn't retrieve verification key from your identity provider: %s %s" % (jwks_uri, why))
+    k = found[0]
+    try:
+        n = int.from_bytes(_b64url(k["n"], "key's n"), "big")
+        e = int.from_bytes(_b64url(k["e"], "key's e"), "big")
+        return rsa.RSAPublicNumbers(e, n).public_key()
+    except (KeyError, ValueError, TypeError) as err:
+        raise _sts_error("InvalidIdentityToken", "The key %r of %s is not an RSA public key (%s)" % (kid, jwks_uri, err))
+
+
+def _verify_web_identity(token, role_arn):
+    """What STS checks before it answers AssumeRoleWithWebIdentity; returns
+    (provider, claims, audience). moto 5.2.1 accepted any token for any role."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    parts = (token or "").split(".")
+    if len(parts) != 3:
+        raise _sts_error("InvalidIdentityToken", "The web identity token is not a JWT (header.payload.signature)")
+    header = _json(_b64url(parts[0], "header"), "The web identity token's header")
+    claims = _json(_b64url(parts[1], "payload"), "The web identity token's payload")
+    signature = _b64url(parts[2], "signature")
+
+    m = re.match(r"^arn:([^:]+):iam::(\d{12}):role/", role_arn or "")
+    if m is None:
+        raise _sts_error("ValidationError", "%r is not a role ARN" % role_arn)
+    partition, account_id = m.groups()
+    iss = claims.get("iss")
+    if not isinstance(iss, str) or not iss.startswith("https://"):
+        raise _sts_error("InvalidIdentityToken", "The web identity token's iss %r is not an https URL" % (iss,))
+    backend = iam.iam_backends[account_id][partition]
+    provider_arn = "arn:%s:iam::%s:oidc-provider/%s" % (partition, account_id, iss[len("https://"):].rstrip("/"))
+    provider = backend.open_id_providers.get(provider_arn)
+    if provider is None:
+        raise _sts_error("InvalidIdentityToken", "No OpenIDConnect provider found in your account for %s" % iss)
+
+    alg = header.get("alg")
+    if alg not in RSA_HASHES:
+        raise _sts_error("InvalidIdentityToken", "The web identity token's alg %r is not one this harness verifies (%s)" % (alg, ", ".join(RSA_HASHES)))
+    key = _verification_key(iss, header.get("kid"))
+    try:
+        key.verify(signature, (parts[0] + "." + parts[1]).encode(), padding.PKCS1v15(), getattr(hashes, RSA_HASHES[alg])())
+    except InvalidSignature:
+        raise _sts_error("InvalidIdentityToken", "The web identity token's signature does not verify with key %r of %s" % (header.get("kid"), iss))
+
+    now = time.time()
+    exp = claims.get("exp")
+    if not isinstance(exp, (int, float)):
+        raise _sts_error("InvalidIdentityToken", "The web identity token has no exp")
+    if exp <= now:
+        raise _sts_error("ExpiredTokenException", "Token expired: current date/time %d must be before the expiration date/time %d" % (now, exp))
+    for claim in ("nbf", "iat"):
+        v = claims.get(claim)
+        if v is not None and (not isinstance(v, (int, float)) or v > now + CLOCK_SKEW):
+            raise _sts_error("InvalidIdentityToken", "The web identity token's %s %r is in the future (now %d)" % (claim, v, now))
+    audience = next((a for a in _list(claims.get("aud")) if a in provider.client_id_list), None)
+    if audience is None:
+        raise _sts_error("InvalidIdentityToken", "Incorrect token audience: %r is none of the client ids of %s" % (claims.get("aud"), provider_arn))
+    if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise _sts_error("InvalidIdentityToken", "The web identity token has no sub")
+
+    try:
+        role = backend.get_role_by_arn(role_arn)
+    except Exception:
+        raise _NotAuthorized()
+    context = {provider.url + ":sub": claims["sub"], provider.url + ":aud": audience}
+    if not _trusts(role.assume_role_policy_document, provider_arn, context):
+        raise _NotAuthorized()
+    return provider, claims, audience
+
+
+# The condition operators _trusts evaluates; any other denies.
+CONDITIONS = {
+    "StringEquals": lambda want, got: want == got,
+    "StringNotEquals": lambda want, got: want != got,
+    "StringLike": lambda want, got: _glob(want, got),
+    "StringNotLike": lambda want, got: not _glob(want, got),
+}
+
+
+def _trusts(document, provider_arn, context):
+    """Whether the role's trust policy lets the provider's token holder
+    assume it: an Allow statement for sts:AssumeRoleWithWebIdentity whose
+    Principal is Federated by the provider (or "*") and whose conditions on
+    <url>:sub and <url>:aud hold, and no Deny statement that applies. A key
+    the token does not give (any other) is absent, as on AWS: StringEquals
+    and StringLike on it fail, their Not forms hold. A statement with
+    NotPrincipal, NotAction or an operator not in CONDITIONS denies."""
+    import json
+
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return False
+    ctx = {k.lower(): v for k, v in context.items()}
+    allowed = False
+    for st in _list((document or {}).get("Statement")):
+        if "NotPrincipal" in st or "NotAction" in st:
+            return False
+        if not any(_glob(a, WEB_IDENTITY_ACTION, ignore_case=True) for a in _list(st.get("Action"))):
+            continue
+        principal = st.get("Principal")
+        if not (principal == "*" or (isinstance(principal, dict) and provider_arn in _list(principal.get("Federated")))):
+            continue
+        holds = True
+        for op, keys in (st.get("Condition") or {}).items():
+            test = CONDITIONS.get(op)
+            if test is None or not isinstance(keys, dict):
+                return False
+            for key, wants in keys.items():
+                got = ctx.get(key.lower())
+                if got is None:
+                    holds = holds and op.startswith("StringNot")
+                elif op.startswith("StringNot"):
+                    holds = holds and all(test(w, got) for w in _list(wants))
+                else:
+                    holds = holds and any(test(w, got) for w in _list(wants))
+        if not holds:
+            continue
+        if st.get("Effect") == "Deny":
+            return False
+        if st.get("Effect") == "Allow":
+            allowed = True
+    return allowed
+
+
+def assume_role_with_web_identity(self):
+    """AWS verifies the token (its issuer an OIDC provider of the role's
+    account, its signature by a key the issuer publishes, its time and
+    audience) and the role's trust policy; moto 5.2.1 accepted any token
+    for any role. The answer also says whose token it was
+    (SubjectFromWebIdentityToken, Provider, Audience), and AssumedRoleId is
+    the role's id and the session, as GetCallerIdentity's UserId."""
+    role_arn = self._get_param("RoleArn")
+    try:
+        provider, claims, audience = _verify_web_identity(self._get_param("WebIdentityToken"), role_arn)
+    except _NotAuthorized as e:
+        # STS's model has no AccessDenied, so moto would answer it with
+        # HTTP 400; AWS answers 403.
+        _, headers, body = self.serialized(ActionResult(e))
+        headers["status"] = 403
+        return body, headers
+    role = self.backend.assume_role_with_web_identity(
+        region_name=self.region,
+        role_session_name=self._get_param("RoleSessionName"),
+        role_arn=role_arn,
+        policy=self._get_param("Policy"),
+        duration=self._get_int_param("DurationSeconds", 3600),
+        external_id=self._get_param("ExternalId"),
+    )
+    return ActionResult(
+        {
+            "Credentials": role,
+            "AssumedRoleUser": {"AssumedRoleId": role.user_id, "Arn": role.arn},
+            "PackedPolicySize": 6,
+            "SubjectFromWebIdentityToken": claims["sub"],
+            # AWS answers the provider's ARN for an OIDC provider's token.
+            "Provider": provider.arn,
+            "Audience": audience,
+        }
+    )
+
+
+def _patch_sts_responses(module):
+    global ActionResult, _NotAuthorized
+    from moto.core.responses import ActionResult
+    from moto.sts.exceptions import STSClientError
+
+    class _NotAuthorized(STSClientError):
+        """STS's AccessDenied when the role does not trust the token."""
+
+        __module__ = "moto.sts.exceptions"  # the service moto serializes it for
+        code = "AccessDenied"
+        message = "Not authorized to perform " + WEB_IDENTITY_ACTION
+
+    _original(module.TokenResponse, "assume_role_with_web_identity")
+    module.TokenResponse.assume_role_with_web_identity = assume_role_with_web_identity
+
 
 PATCHES = {
     "moto.autoscaling.models": _patch_autoscaling_models,
@@ -732,6 +1159,8 @@ PATCHES = {
     "moto.cloudformation.parsing": _patch_cloudformation_parsing,
     "moto.cloudformation.models": _patch_cloudformation_models,
     "moto.moto_server.werkzeug_app": _patch_werkzeug_app,
+    "moto.iam.models": _patch_iam_models,
+    "moto.sts.responses": _patch_sts_responses,
 }
 
 

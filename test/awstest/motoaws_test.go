@@ -23,6 +23,9 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 )
 
@@ -33,11 +36,16 @@ type clients struct {
 	ec2 *ec2.Client
 	elb *elb.Client
 	el2 *elbv2.Client
+	iam *iam.Client
+	s3  *s3.Client
+	sts *sts.Client
+	cfg aws.Config // for clients of other credentials (an assumed role's)
 }
 
 func newClients(url string) clients {
 	cfg := aws.Config{Region: Region, Credentials: Credentials(), BaseEndpoint: aws.String(url)}
-	return clients{cloudformation.NewFromConfig(cfg), autoscaling.NewFromConfig(cfg), ec2.NewFromConfig(cfg), elb.NewFromConfig(cfg), elbv2.NewFromConfig(cfg)}
+	return clients{cloudformation.NewFromConfig(cfg), autoscaling.NewFromConfig(cfg), ec2.NewFromConfig(cfg), elb.NewFromConfig(cfg), elbv2.NewFromConfig(cfg),
+		iam.NewFromConfig(cfg), s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }), sts.NewFromConfig(cfg), cfg}
 }
 
 func ref(n string) map[string]any { return map[string]any{"Ref": n} }
@@ -269,6 +277,8 @@ func TestMotoPlaysAWS(t *testing.T) {
 		{"TerminateInstanceInAutoScalingGroup waits and replaces", testTerminateInGroup},
 		{"heartbeat timeout applies the default result", testHeartbeatTimeout},
 		{"EC2 TerminateInstances terminates at once", testDirectTerminate},
+		{"CloudFormation creates, updates and deletes an IAM OIDC provider", testOIDCProviderStack},
+		{"STS AssumeRoleWithWebIdentity verifies the token and the trust policy", testWebIdentity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := Reset(ctx, url); err != nil {
