@@ -535,6 +535,11 @@ func TestCluster(t *testing.T) {
 		e.podsCannotActAsNodes(ctx, t, cs, nodesByPool)
 	})
 
+	// A pod with a role of its own gets it from STS with its own token.
+	t.Run("pods assume their own IAM roles", func(t *testing.T) {
+		e.podsAssumeTheirOwnRoles(ctx, t, cs, nodesByPool)
+	})
+
 	// The API server and kubelet defaults of docs/security.md.
 	t.Run("security defaults", func(t *testing.T) {
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)

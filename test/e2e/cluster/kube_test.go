@@ -225,7 +225,20 @@ type probeReport struct {
 	API      int         `json:"api"`
 	Value    *string     `json:"value"`
 	IMDS     *imdsReport `json:"imds"`
+	AWS      *awsReport  `json:"aws"`
 	Err      string      `json:"error"`
+}
+
+// awsReport is what the probe's AWS SDK got (PROBE_AWS).
+type awsReport struct {
+	RoleARN   string   `json:"roleArn"`
+	TokenFile string   `json:"tokenFile"`
+	Issuer    string   `json:"iss"`
+	Audience  []string `json:"aud"`
+	Subject   string   `json:"sub"`
+	KeyID     string   `json:"kid"`
+	Caller    string   `json:"caller"`
+	Error     string   `json:"error"`
 }
 
 // imdsReport is what the probe got of the instance metadata service
@@ -241,14 +254,21 @@ type imdsReport struct {
 
 // runProbe runs the probe as a pod on node and returns its report.
 func runProbe(ctx context.Context, cs *kubernetes.Clientset, podName, node string, env []corev1.EnvVar) (*probeReport, error) {
+	return runProbeAs(ctx, cs, podName, node, "", env)
+}
+
+// runProbeAs runs the probe as a pod of service account sa ("" for the
+// namespace's default) on node and returns its report.
+func runProbeAs(ctx context.Context, cs *kubernetes.Clientset, podName, node, sa string, env []corev1.EnvVar) (*probeReport, error) {
 	pods := cs.CoreV1().Pods("default")
 	_ = pods.Delete(ctx, podName, metav1.DeleteOptions{})
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: podName},
 		Spec: corev1.PodSpec{
-			NodeName:      node,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			ServiceAccountName: sa,
+			NodeName:           node,
+			RestartPolicy:      corev1.RestartPolicyNever,
+			Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
 				Name: "probe", Image: probeImage, ImagePullPolicy: corev1.PullNever, Env: env,
 			}},

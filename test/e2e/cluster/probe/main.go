@@ -11,7 +11,10 @@
 // Service's endpoints catch up, as a well-behaved server does. With
 // PROBE_IMDS set (a duration) it instead asks the instance metadata service
 // for an IMDSv2 token, giving up after that long, and reports what it got:
-// whether a pod can act as its node.
+// whether a pod can act as its node. With PROBE_AWS set (a duration) it
+// instead asks STS who it is through the AWS SDK's default credential chain,
+// and reports that with the claims of its web-identity token: whether a pod
+// has an IAM role of its own.
 package main
 
 import (
@@ -38,6 +41,7 @@ type report struct {
 	API      int         `json:"api"`
 	Value    *string     `json:"value,omitempty"`
 	IMDS     *imdsReport `json:"imds,omitempty"`
+	AWS      *awsReport  `json:"aws,omitempty"`
 	Err      string      `json:"error,omitempty"`
 }
 
@@ -65,6 +69,14 @@ func main() {
 			d = 2 * time.Second
 		}
 		finish(report{IMDS: askIMDS(d)})
+		return
+	}
+	if wait := os.Getenv("PROBE_AWS"); wait != "" {
+		d, err := time.ParseDuration(wait)
+		if err != nil {
+			d = 30 * time.Second
+		}
+		finish(report{AWS: whoAmI(d)})
 		return
 	}
 	var r report
