@@ -179,6 +179,7 @@ func TestBuiltinResourcesNameTheirConstants(t *testing.T) {
 		"names.EtcdMemberGroup(i)":                  EtcdMemberGroup(2),
 		"names.RoleResource(role, pool)":            RoleResource(RoleWorker, "spot-pool"),
 		"names.InstanceProfileResource(role, pool)": InstanceProfileResource(RoleController, ""),
+		"names.PodRoleResource(role)":               PodRoleResource("cluster-autoscaler"),
 	}
 	for _, r := range BuiltinResources() {
 		name, _, isCall := strings.Cut(strings.TrimPrefix(r.Go, "names."), "(")

@@ -277,15 +277,26 @@ func TestContribWithBuiltins(t *testing.T) {
 			t.Errorf("bastion parameter %s comes from %s, which does not exist", param, src)
 		}
 	}
-	// IAM statements from three plugins merged without a Sid clash.
+	// IAM statements from three plugins merged without a Sid clash, and
+	// cluster-autoscaler's permissions in its pod role.
 	sids := map[string]bool{}
 	for _, s := range merged.IAM {
 		sids[s.Sid] = true
 	}
-	for _, sid := range []string{"Kube2iamAssumeRole", "ClusterAutoscalerScale", "Customise0", "KubeAwsNode"} {
+	for _, sid := range []string{"Kube2iamAssumeRole", "Customise0", "KubeAwsNode"} {
 		if !sids[sid] {
 			t.Errorf("merged IAM lacks %s: %v", sid, contribtest.Keys(sids))
 		}
+	}
+	if sids["ClusterAutoscalerScale"] {
+		t.Errorf("cluster-autoscaler's scaling permission is on a machine role")
+	}
+	roles := map[string]bool{}
+	for _, r := range merged.PodRoles {
+		roles[r.Name+"/"+r.Plugin] = true
+	}
+	if !roles["cluster-autoscaler/cluster-autoscaler"] {
+		t.Errorf("merged pod roles lack cluster-autoscaler's: %v", contribtest.Keys(roles))
 	}
 }
 
