@@ -3,8 +3,9 @@
 // pods of kube-controller-manager and kube-scheduler, both with leader
 // election so that any number of controllers may run them, the plans and
 // units of kube-aws-node's kubelet serving CSR approver, of its drainer
-// (with the drainer's IAM statements) and of its pod identity webhook, and the RBAC bindings that let a
-// worker's kubelet join with a bootstrap token.
+// (with the drainer's IAM statements) and of its pod identity webhook, and
+// the RBAC bindings that let a worker's kubelet join with a bootstrap
+// token.
 package controlplane
 
 import (
