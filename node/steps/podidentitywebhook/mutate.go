@@ -148,7 +148,11 @@ func (m *Mutator) mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return nil, nil
 	}
 	patch := m.patch(&pod, role)
-	m.Logf("pod %s: service account %s/%s: IAM role %s", who, ns, saName, role)
+	dry := ""
+	if req.DryRun != nil && *req.DryRun {
+		dry = " (dry run)"
+	}
+	m.Logf("pod %s: service account %s/%s: IAM role %s%s", who, ns, saName, role, dry)
 	return patch, nil
 }
 
