@@ -97,9 +97,10 @@ func TestPluginBinaryGolden(t *testing.T) {
 func TestPluginBinaryConstructs(t *testing.T) {
 	set := initialise(t, clusterJSON).Constructs
 	plans := map[string]func() nodeplan.Plan{
-		nodeplan.GoalPath:     func() nodeplan.Plan { return &nodeplan.GoalPlan{} },
-		nodeplan.ApproverPath: func() nodeplan.Plan { return &nodeplan.ApproverPlan{} },
-		nodeplan.DrainerPath:  func() nodeplan.Plan { return &nodeplan.DrainerPlan{} },
+		nodeplan.GoalPath:               func() nodeplan.Plan { return &nodeplan.GoalPlan{} },
+		nodeplan.ApproverPath:           func() nodeplan.Plan { return &nodeplan.ApproverPlan{} },
+		nodeplan.DrainerPath:            func() nodeplan.Plan { return &nodeplan.DrainerPlan{} },
+		nodeplan.PodIdentityWebhookPath: func() nodeplan.Plan { return &nodeplan.PodIdentityWebhookPlan{} },
 	}
 	byRole := map[string]map[string]bool{}
 	for _, f := range set.Files {
@@ -114,7 +115,7 @@ func TestPluginBinaryConstructs(t *testing.T) {
 		}
 	}
 	for role, paths := range map[string][]string{
-		"controller": {nodeplan.GoalPath, nodeplan.ApproverPath, nodeplan.DrainerPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml",
+		"controller": {nodeplan.GoalPath, nodeplan.ApproverPath, nodeplan.DrainerPath, nodeplan.PodIdentityWebhookPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml",
 			"/etc/kubernetes/manifests/kube-controller-manager.yaml", "/etc/kubernetes/manifests/kube-scheduler.yaml",
 			"/etc/kube-aws/releases/kube-proxy.sha256", "/etc/kube-aws/releases/aws-cloud-controller-manager.sha256"},
 		"worker": {nodeplan.GoalPath, "/etc/containerd/config.toml", "/var/lib/kubelet/config.yaml", "/etc/kube-aws/releases/kube-proxy.sha256"},
@@ -125,7 +126,7 @@ func TestPluginBinaryConstructs(t *testing.T) {
 			}
 		}
 	}
-	if byRole["worker"][nodeplan.ApproverPath] || byRole["worker"][nodeplan.DrainerPath] || byRole["worker"]["/etc/kube-aws/releases/aws-cloud-controller-manager.sha256"] || byRole["etcd"] != nil {
+	if byRole["worker"][nodeplan.ApproverPath] || byRole["worker"][nodeplan.DrainerPath] || byRole["worker"][nodeplan.PodIdentityWebhookPath] || byRole["worker"]["/etc/kube-aws/releases/aws-cloud-controller-manager.sha256"] || byRole["etcd"] != nil {
 		t.Errorf("files for roles that must not get them: %v", byRole)
 	}
 	flags := map[string]string{}
@@ -170,6 +171,9 @@ func TestPluginBinaryConstructs(t *testing.T) {
 	}
 	if !units["controller kube-aws-drainer.service"] || units["worker kube-aws-drainer.service"] {
 		t.Errorf("units %v: the controllers run the drainer, nothing else does", units)
+	}
+	if !units["controller kube-aws-pod-identity-webhook.service"] || units["worker kube-aws-pod-identity-webhook.service"] {
+		t.Errorf("units %v: the controllers run the pod identity webhook, nothing else does", units)
 	}
 	sids := map[string]string{}
 	for _, st := range set.IAM {

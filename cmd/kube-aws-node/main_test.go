@@ -225,7 +225,7 @@ func TestUsage(t *testing.T) {
 			listed = append(listed, f[0])
 		}
 	}
-	if got := strings.Join(listed, " "); got != "boot volumes secrets artifacts certificates dns addons wait wait-api etcd-snapshot approve-csrs drainer" {
+	if got := strings.Join(listed, " "); got != "boot volumes secrets artifacts certificates dns addons wait wait-api etcd-snapshot approve-csrs drainer pod-identity-webhook" {
 		t.Errorf("help lists %s", got)
 	}
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kube-aws/kube-aws/core/names"
 )
 
 // ParseS3URI splits cluster.yaml's s3URI, s3://bucket/prefix, into the
@@ -19,13 +21,6 @@ func ParseS3URI(u string) (bucket, prefix string, err error) {
 	return bucket, strings.Trim(prefix, "/"), nil
 }
 
-// Partition is the ARN partition of a region: aws, aws-cn or aws-us-gov.
-func Partition(region string) string {
-	switch {
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	}
-	return "aws"
-}
+// Partition is the ARN partition of a region: aws, aws-cn or aws-us-gov
+// (names.Partition, which kube-aws-node shares).
+func Partition(region string) string { return names.Partition(region) }

@@ -52,6 +52,17 @@ const (
 // longer one.
 func PodRoleName(cluster, role string) string { return cluster + "-pod-" + role }
 
+// Partition is the ARN partition of a region: aws, aws-cn or aws-us-gov.
+func Partition(region string) string {
+	switch {
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	}
+	return "aws"
+}
+
 // S3Host is the virtual-hosted name of bucket in region, on the partition's
 // domain.
 func S3Host(bucket, region string) string {

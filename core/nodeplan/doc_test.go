@@ -13,15 +13,16 @@ import (
 // docPlans maps each plan's path to its type: docs/node-agent.md has, for
 // each, a section with an example and a table of every field.
 var docPlans = map[string]func() Plan{
-	SecretsPath:      func() Plan { return &SecretsPlan{} },
-	ArtifactsPath:    func() Plan { return &ArtifactsPlan{} },
-	CertificatesPath: func() Plan { return &CertificatesPlan{} },
-	VolumesPath:      func() Plan { return &VolumesPlan{} },
-	DNSPath:          func() Plan { return &DNSPlan{} },
-	AddonsPath:       func() Plan { return &AddonsPlan{} },
-	GoalPath:         func() Plan { return &GoalPlan{} },
-	ApproverPath:     func() Plan { return &ApproverPlan{} },
-	DrainerPath:      func() Plan { return &DrainerPlan{} },
+	SecretsPath:            func() Plan { return &SecretsPlan{} },
+	ArtifactsPath:          func() Plan { return &ArtifactsPlan{} },
+	CertificatesPath:       func() Plan { return &CertificatesPlan{} },
+	VolumesPath:            func() Plan { return &VolumesPlan{} },
+	DNSPath:                func() Plan { return &DNSPlan{} },
+	AddonsPath:             func() Plan { return &AddonsPlan{} },
+	GoalPath:               func() Plan { return &GoalPlan{} },
+	ApproverPath:           func() Plan { return &ApproverPlan{} },
+	DrainerPath:            func() Plan { return &DrainerPlan{} },
+	PodIdentityWebhookPath: func() Plan { return &PodIdentityWebhookPlan{} },
 }
 
 // fieldPaths lists every JSON field of t as the doc's tables name them:

@@ -12,6 +12,7 @@ func FuzzDecode(f *testing.F) {
 		func() Plan { return &SecretsPlan{} }, func() Plan { return &ArtifactsPlan{} }, func() Plan { return &CertificatesPlan{} },
 		func() Plan { return &VolumesPlan{} }, func() Plan { return &DNSPlan{} }, func() Plan { return &AddonsPlan{} },
 		func() Plan { return &GoalPlan{} }, func() Plan { return &ApproverPlan{} },
+		func() Plan { return &DrainerPlan{} }, func() Plan { return &PodIdentityWebhookPlan{} },
 	}
 	f.Fuzz(func(t *testing.T, which uint8, in string) {
 		mk := plans[int(which)%len(plans)]

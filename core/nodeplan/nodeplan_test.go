@@ -119,6 +119,8 @@ func TestValidate(t *testing.T) {
 		{"drainer defaults ok", &DrainerPlan{Kubeconfig: "/etc/kubernetes/admin.conf", Hook: "kube-aws-drain"}, nil},
 		{"drainer bad", &DrainerPlan{Kubeconfig: "admin.conf", Hook: "kube aws drain", Timeout: "0s"}, []string{"kubeconfig", "hook", "timeout"}},
 		{"drainer no hook", &DrainerPlan{Kubeconfig: "/etc/kubernetes/admin.conf"}, []string{"hook"}},
+		{"pod identity webhook ok", &PodIdentityWebhookPlan{Kubeconfig: "/etc/kubernetes/admin.conf", CACert: "/etc/kubernetes/pki/ca.crt", CAKey: "/etc/kubernetes/pki/ca.key"}, nil},
+		{"pod identity webhook bad", &PodIdentityWebhookPlan{Kubeconfig: "admin.conf", CAKey: "ca.key"}, []string{"kubeconfig", "caCert", "caKey"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

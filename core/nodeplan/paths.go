@@ -29,6 +29,9 @@ const (
 	ApproverPath = Dir + "/csr-approver.json"
 	// DrainerPath configures the controllers' drainer (DrainerPlan).
 	DrainerPath = Dir + "/drainer.json"
+	// PodIdentityWebhookPath configures the controllers' pod identity
+	// webhook (PodIdentityWebhookPlan).
+	PodIdentityWebhookPath = Dir + "/pod-identity-webhook.json"
 )
 
 // Files kube-aws-node writes itself.

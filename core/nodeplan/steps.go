@@ -22,6 +22,8 @@ const (
 	StepEtcdSnapshot = "etcd-snapshot"
 	StepApproveCSRs  = "approve-csrs"
 	StepDrainer      = "drainer"
+	// StepPodIdentityWebhook is the controllers' pod identity webhook.
+	StepPodIdentityWebhook = "pod-identity-webhook"
 )
 
 // Units is no step of kube-aws-node but the point of the boot where runcmd
@@ -126,6 +128,11 @@ var declared = []Step{
 		Summary: "run the drainer of the nodes whose instances wait on the termination hook or carry kube-aws's drain request (until stopped)",
 		Needs: []Need{
 			{Units, "a unit runs it; it drains through the API server, which a unit runs"},
+		}},
+	{Name: StepPodIdentityWebhook, Plan: PodIdentityWebhookPath,
+		Summary: "serve the webhook that gives a pod whose service account names an IAM role its token and AWS environment (until stopped)",
+		Needs: []Need{
+			{Units, "a unit runs it; it reads service accounts from the API server, which a unit runs, and the cluster CA certificates writes"},
 		}},
 }
 

@@ -13,7 +13,7 @@ func TestStepsOrder(t *testing.T) {
 		names = append(names, s.Name)
 		pos[s.Name] = i
 	}
-	want := "boot volumes secrets artifacts certificates dns units addons wait wait-api etcd-snapshot approve-csrs drainer"
+	want := "boot volumes secrets artifacts certificates dns units addons wait wait-api etcd-snapshot approve-csrs drainer pod-identity-webhook"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("order %s\nwant  %s", got, want)
 	}

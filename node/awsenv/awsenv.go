@@ -8,6 +8,7 @@ package awsenv
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -39,4 +40,23 @@ func S3(cfg aws.Config) *s3.Client {
 		o.UsePathStyle = true
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
+}
+
+// Forwarded picks, from environ (os.Environ's NAME=value pairs), the
+// standard AWS SDK settings by which this machine reaches AWS and which a
+// pod, which does not inherit the machine's environment, needs to reach it
+// the same way: the endpoints of a private or emulated AWS
+// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>), the instance metadata
+// service's address, FIPS and dual-stack endpoints. The addons step puts
+// them in the ConfigMap names.AWSEnvConfigMap; the pod identity webhook
+// puts them in the environment of the pods it gives a role.
+func Forwarded(environ []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == "AWS_EC2_METADATA_SERVICE_ENDPOINT" || k == "AWS_USE_FIPS_ENDPOINT" || k == "AWS_USE_DUALSTACK_ENDPOINT" {
+			out[k] = v
+		}
+	}
+	return out
 }

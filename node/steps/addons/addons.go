@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -29,6 +28,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
 	"github.com/kube-aws/kube-aws/node/apply"
+	"github.com/kube-aws/kube-aws/node/awsenv"
 	"github.com/kube-aws/kube-aws/node/blob"
 	"github.com/kube-aws/kube-aws/node/helmrelease"
 	"github.com/kube-aws/kube-aws/node/retry"
@@ -317,11 +317,8 @@ func awsEnv(e *agent.Env, environ func() []string) apply.Object {
 		environ = os.Environ
 	}
 	data := map[string]any{"AWS_REGION": e.Settings.Region}
-	for _, kv := range environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == "AWS_EC2_METADATA_SERVICE_ENDPOINT" || k == "AWS_USE_FIPS_ENDPOINT" || k == "AWS_USE_DUALSTACK_ENDPOINT" {
-			data[k] = v
-		}
+	for k, v := range awsenv.Forwarded(environ()) {
+		data[k] = v
 	}
 	return apply.Object{Obj: &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",

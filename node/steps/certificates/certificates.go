@@ -173,7 +173,7 @@ type work struct {
 // check compares what is under root with what s asks for.
 func check(root string, s *Spec, now time.Time) (*work, error) {
 	path := func(p string) string { return filepath.Join(root, p) }
-	ca, caKey, err := loadCA(path(s.CACert), path(s.CAKey))
+	ca, caKey, err := LoadCA(path(s.CACert), path(s.CAKey))
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,11 @@ func (w *work) apply(root string) error {
 	return nil
 }
 
-func loadCA(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
+// LoadCA reads a CA certificate and its key (PEM), refusing a certificate
+// that is no CA, a key still holding a secret marker and a key that is not
+// the certificate's. The pod identity webhook signs its serving
+// certificate with the cluster CA it so reads.
+func LoadCA(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
 	b, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("CA certificate: %w", err)

@@ -73,6 +73,9 @@ func Initialise(c *config.Cluster, workDir string, k joinsecrets.Keeper, store j
 		return nil, nil, err
 	}
 	diags = append(diags, d...)
+	if err := controlplane.PodIdentityWebhook(set); err != nil {
+		return nil, nil, err
+	}
 	if err := joinsecrets.Contribute(set, k, store, apiServer); err != nil {
 		return nil, nil, err
 	}

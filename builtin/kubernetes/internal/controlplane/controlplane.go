@@ -2,9 +2,10 @@
 // server (whose static pod the apiserver plugin's flags make): the static
 // pods of kube-controller-manager and kube-scheduler, both with leader
 // election so that any number of controllers may run them, the plans and
-// units of kube-aws-node's kubelet serving CSR approver and of its drainer
-// (with the drainer's IAM statements), and the RBAC bindings that let a
-// worker's kubelet join with a bootstrap token.
+// units of kube-aws-node's kubelet serving CSR approver, of its drainer
+// (with the drainer's IAM statements) and of its pod identity webhook, and
+// the RBAC bindings that let a worker's kubelet join with a bootstrap
+// token.
 package controlplane
 
 import (
@@ -29,6 +30,8 @@ const (
 	ApproverUnit = "kube-aws-approve-csrs.service"
 	// DrainerUnit runs `kube-aws-node drainer`.
 	DrainerUnit = "kube-aws-drainer.service"
+	// PodIdentityWebhookUnit runs `kube-aws-node pod-identity-webhook`.
+	PodIdentityWebhookUnit = "kube-aws-pod-identity-webhook.service"
 	// Health ports of the components (their defaults), probed on loopback.
 	ControllerManagerPort = 10257
 	SchedulerPort         = 10259
@@ -78,6 +81,20 @@ func Drainer(set *construct.Set, c *config.Cluster) (diag.List, error) {
 	iam, diags := drainerStatements(c)
 	set.IAM = append(set.IAM, iam...)
 	return diags, nil
+}
+
+// PodIdentityWebhook adds the pod identity webhook's plan and its unit on
+// every controller: each serves the API server on its own controller, and
+// each keeps the same MutatingWebhookConfiguration. It signs its serving
+// certificate with the cluster CA, which every controller holds.
+func PodIdentityWebhook(set *construct.Set) error {
+	plan, err := nodeplan.Encode(&nodeplan.PodIdentityWebhookPlan{Kubeconfig: names.KubeconfigAdmin, CACert: names.PKICACert, CAKey: names.PKICAKey})
+	if err != nil {
+		return err
+	}
+	set.Files = append(set.Files, construct.File{Target: controller, Path: nodeplan.PodIdentityWebhookPath, Mode: "0644", Content: string(plan)})
+	set.Units = append(set.Units, construct.Unit{Target: controller, Name: PodIdentityWebhookUnit, Content: podIdentityWebhookUnit, Enable: true})
+	return nil
 }
 
 // drainerStatements let the controllers' drainer find the instances to
@@ -196,6 +213,10 @@ var approverUnit = agentUnit("kube-aws: approve kubelet serving certificate requ
 // (the one holding the Lease), the others stand by to take over. On
 // SIGTERM it stops its drains and lets go of the Lease.
 var drainerUnit = agentUnit("kube-aws: drain a node before its instance goes (termination hook, or kube-aws's roll)", nodeplan.StepDrainer)
+
+// podIdentityWebhookUnit runs the pod identity webhook on every
+// controller; the API server on the same controller calls it.
+var podIdentityWebhookUnit = agentUnit("kube-aws: give pods the IAM role their service account names (admission webhook)", nodeplan.StepPodIdentityWebhook)
 
 // agentUnit is a unit that runs a long-lived kube-aws-node step on the
 // controller, restarted whenever it stops.

@@ -86,3 +86,27 @@ func TestDrainer(t *testing.T) {
 		})
 	}
 }
+
+// Every controller runs the pod identity webhook, with the admin
+// kubeconfig and the cluster CA.
+func TestPodIdentityWebhook(t *testing.T) {
+	var set construct.Set
+	if err := PodIdentityWebhook(&set); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Files) != 1 || set.Files[0].Path != nodeplan.PodIdentityWebhookPath || set.Files[0].Target != controller {
+		t.Fatalf("files %+v", set.Files)
+	}
+	var plan nodeplan.PodIdentityWebhookPlan
+	want := nodeplan.PodIdentityWebhookPlan{Kubeconfig: names.KubeconfigAdmin, CACert: names.PKICACert, CAKey: names.PKICAKey}
+	if err := nodeplan.Decode([]byte(set.Files[0].Content), &plan); err != nil || plan != want {
+		t.Errorf("plan %+v (%v), want %+v", plan, err, want)
+	}
+	if len(set.Units) != 1 || set.Units[0].Name != PodIdentityWebhookUnit || !set.Units[0].Enable || set.Units[0].Target != controller ||
+		!strings.Contains(set.Units[0].Content, "ExecStart=/opt/kube-aws/bin/kube-aws-node pod-identity-webhook\n") || !strings.Contains(set.Units[0].Content, "Restart=always") {
+		t.Errorf("units %+v", set.Units)
+	}
+	if len(set.IAM) != 0 {
+		t.Errorf("IAM %+v: the webhook calls no AWS API but the instance metadata service", set.IAM)
+	}
+}
