@@ -72,13 +72,16 @@ func assetKeys(p *prepared) (map[string]string, map[string][]byte, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading rendered file %s: %w; run `kube-aws render` again", path, err)
 		}
+		contents[path] = b
+		if isPublished(path) {
+			continue // at its own key (publishDiscovery)
+		}
 		sum := sha256.Sum256(b)
 		keys[path] = p.loc.key("assets", hex.EncodeToString(sum[:]))
 		if role, ok := userDataRole(path); ok {
 			// Readable only by the role (its instance profile's policy).
 			keys[path] = p.loc.key("roles", role, "userdata", hex.EncodeToString(sum[:]))
 		}
-		contents[path] = b
 	}
 	return keys, contents, nil
 }

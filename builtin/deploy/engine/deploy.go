@@ -68,6 +68,11 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 	if err := e.uploadSecrets(ctx, p, a); err != nil {
 		return nil, err
 	}
+	published, err := e.publishDiscovery(ctx, p, a.contents)
+	if err != nil {
+		return nil, err
+	}
+	a.uploaded.Add(int64(published))
 	res := &Result{Deploy: stage.DeployResult{Outputs: map[string]string{}}}
 	res.Uploaded, res.Present = int(a.uploaded.Load()), int(a.present.Load())
 	if res.Uploaded > 0 {

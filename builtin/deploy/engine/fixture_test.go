@@ -70,6 +70,9 @@ type fixture struct {
 	// noCharts leaves charts/releases.json out of the render, as when the
 	// helm plugin is disabled.
 	noCharts bool
+	// discovery, when set, is the issuer of OIDC discovery documents the
+	// render holds (published at fixed, public keys).
+	discovery string
 	// releases is charts/releases.json's content ("[]" when nil).
 	releases []byte
 	// machines gives the pools' templates the bootstrap's node agent
@@ -270,6 +273,10 @@ func (f *fixture) render() Target {
 		}
 	}
 	files["userdata/controller.yaml"] = []byte("#cloud-config\n")
+	if f.discovery != "" {
+		files["oidc/.well-known/openid-configuration"] = []byte(`{"issuer":"` + f.discovery + `"}`)
+		files["oidc/keys.json"] = []byte(`{"keys":[]}`)
+	}
 	if !f.noCharts {
 		files["charts/releases.json"] = []byte("[]\n")
 		if f.releases != nil {
