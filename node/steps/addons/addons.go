@@ -49,6 +49,8 @@ type Step struct {
 	// Environ is the machine's environment (os.Environ when nil): its AWS
 	// endpoint settings go to the AWS environment ConfigMap.
 	Environ func() []string
+	// WebhookHealth replaces the pod identity webhook's address (tests).
+	WebhookHealth string
 }
 
 // New is the step as kube-aws-node runs it.
@@ -147,7 +149,8 @@ func (s *Step) Check(ctx context.Context, e *agent.Env) (step.Changes, error) {
 
 // Apply keeps the release list, fetches and loads every chart (a missing
 // chart fails at once rather than after the wait), waits for the API
-// server, then applies the AWS environment, installs the releases and
+// server (and, where it runs, the pod identity webhook), then applies the
+// AWS environment, installs the releases and
 // applies the manifests, in order, each retried until ReleaseTimeout.
 func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) error {
 	var kubeconfig apiServer
@@ -182,6 +185,9 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 		return fmt.Errorf("waiting for the API server: %w", err)
 	}
 	e.Logf("the API server is ready (waited %s)", time.Since(started).Round(time.Millisecond))
+	if err := s.waitWebhook(ctx, e); err != nil {
+		return err
+	}
 
 	applier, err := cluster.Applier()
 	if err != nil {

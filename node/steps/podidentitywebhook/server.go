@@ -19,9 +19,19 @@ import (
 const maxReview = 4 << 20
 
 // Handler serves POST /mutate: an AdmissionReview v1 in, the Mutator's
-// answer out.
-func Handler(m *Mutator) http.Handler {
+// answer out; and GET /healthz, 200 once ready says the webhook is in
+// service (its configuration made current), which the controller's add-ons
+// step waits for before it installs any release: a pod created before then
+// would start without its role.
+func Handler(m *Mutator, ready func() bool) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "the webhook configuration is not current yet", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
 	mux.HandleFunc("POST /mutate", func(w http.ResponseWriter, r *http.Request) {
 		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
 			http.Error(w, "want Content-Type application/json", http.StatusUnsupportedMediaType)

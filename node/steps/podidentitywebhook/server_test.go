@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,8 +76,27 @@ func TestServeHTTPS(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, (&Serving{CA: ca, CAKey: caKey}).GetCertificate, Handler(m)) }()
+	var ready atomic.Bool
+	go func() {
+		done <- Serve(ctx, ln, (&Serving{CA: ca, CAKey: caKey}).GetCertificate, Handler(m, ready.Load))
+	}()
 	url := "https://" + ln.Addr().String() + "/mutate"
+
+	// /healthz says whether the webhook is in service: what the add-ons
+	// step waits for.
+	for _, want := range []int{http.StatusServiceUnavailable, http.StatusOK} {
+		if want == http.StatusOK {
+			ready.Store(true)
+		}
+		resp, err := trusting(t, caPEM).Get("https://" + ln.Addr().String() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/healthz (ready %v): %s, want %d", ready.Load(), resp.Status, want)
+		}
+	}
 
 	body, err := json.Marshal(request(pod(), admissionv1.Create, "pods"))
 	if err != nil {

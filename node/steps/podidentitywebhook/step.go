@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -186,11 +187,12 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	keep, stop := context.WithCancel(ctx)
 	defer stop()
 	var served error
+	var ready atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer stop()
-		served = Serve(ctx, ln, r.serving.GetCertificate, Handler(r.mutator))
+		served = Serve(ctx, ln, r.serving.GetCertificate, Handler(r.mutator, ready.Load))
 	}()
 	want := Configuration(r.caPEM)
 	for {
@@ -199,6 +201,9 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 			did, err := Ensure(ctx, r.kube, want)
 			if err == nil && did != "current" {
 				e.Logf("MutatingWebhookConfiguration %s %s", want.Name, did)
+			}
+			if err == nil {
+				ready.Store(true)
 			}
 			return err
 		}, e.Retrying("making MutatingWebhookConfiguration "+want.Name+" current"))
