@@ -276,7 +276,7 @@ func iamWildcards(t *testing.T, dir string) ([]grant, map[string]bool) {
 }
 
 // policyHolder names the role a policy is on: the iam stack's roles by
-// their machine role, a policy of another stack by the role whose name it
+// their machine role or as a pod role, a policy of another stack by the role whose name it
 // takes as a parameter (the iam stack's <Role>RoleName output), else by
 // where it is.
 func policyHolder(stack, id string, roles []map[string]string) string {
@@ -290,6 +290,9 @@ func policyHolder(stack, id string, roles []map[string]string) string {
 	}
 	if stack == names.StackIAM && strings.HasPrefix(id, "NodePool") && strings.HasSuffix(id, "Role") {
 		return names.RoleWorker
+	}
+	if stack == names.StackIAM && strings.HasPrefix(id, names.PodRoleResource("")) {
+		return "pod role " + strings.TrimPrefix(id, names.PodRoleResource(""))
 	}
 	return stack + " " + id
 }
