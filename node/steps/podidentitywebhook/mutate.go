@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -52,11 +53,27 @@ func (id Identity) env(role string) []corev1.EnvVar {
 		{Name: "AWS_DEFAULT_REGION", Value: id.Region},
 		{Name: "AWS_STS_REGIONAL_ENDPOINTS", Value: "regional"},
 	}
-	for _, k := range sortedKeys(id.Endpoints) {
-		out = append(out, corev1.EnvVar{Name: k, Value: id.Endpoints[k]})
+	endpoints := id.Endpoints
+	if all, ok := endpoints["AWS_ENDPOINT_URL"]; ok {
+		if _, sts := endpoints[stsEndpoint]; !sts {
+			// The AWS SDK for Go v2 makes the client that assumes the role
+			// before it reads AWS_ENDPOINT_URL (its config resolves
+			// credentials, then the base endpoint), and that client looks
+			// only for the STS setting when the general one is set: without
+			// it, a pod's SDK calls the public STS, whatever the machine's
+			// endpoint. Saying it for STS too reaches every SDK.
+			endpoints = maps.Clone(endpoints)
+			endpoints[stsEndpoint] = all
+		}
+	}
+	for _, k := range sortedKeys(endpoints) {
+		out = append(out, corev1.EnvVar{Name: k, Value: endpoints[k]})
 	}
 	return out
 }
+
+// stsEndpoint is the AWS SDKs' endpoint setting for STS alone.
+const stsEndpoint = "AWS_ENDPOINT_URL_STS"
 
 // ServiceAccounts finds a service account; nil, nil when there is none.
 type ServiceAccounts func(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)

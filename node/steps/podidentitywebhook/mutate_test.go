@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -235,5 +236,40 @@ func TestRoleARNPartitions(t *testing.T) {
 		if env := id.env(want); len(env) != 5 || env[2].Value != region {
 			t.Errorf("%s: env %v", region, env)
 		}
+	}
+}
+
+// A machine's general endpoint reaches the pod's STS too: the Go SDK's
+// client that assumes the role reads only the STS setting when the
+// general one is set.
+func TestEndpointsReachSTS(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		endpoints map[string]string
+		want      map[string]string
+	}{
+		{"none", nil, map[string]string{}},
+		{"general only", map[string]string{"AWS_ENDPOINT_URL": "http://aws.test"},
+			map[string]string{"AWS_ENDPOINT_URL": "http://aws.test", "AWS_ENDPOINT_URL_STS": "http://aws.test"}},
+		{"STS of its own", map[string]string{"AWS_ENDPOINT_URL": "http://aws.test", "AWS_ENDPOINT_URL_STS": "http://sts.test"},
+			map[string]string{"AWS_ENDPOINT_URL": "http://aws.test", "AWS_ENDPOINT_URL_STS": "http://sts.test"}},
+		{"STS only", map[string]string{"AWS_ENDPOINT_URL_STS": "http://sts.test"}, map[string]string{"AWS_ENDPOINT_URL_STS": "http://sts.test"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := testIdentity
+			id.Endpoints = tt.endpoints
+			got := map[string]string{}
+			for _, e := range id.env("arn:aws:iam::123456789012:role/x") {
+				if strings.HasPrefix(e.Name, "AWS_ENDPOINT_URL") {
+					got[e.Name] = e.Value
+				}
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("endpoints %v, want %v", got, tt.want)
+			}
+			if len(tt.endpoints) > 0 && tt.endpoints["AWS_ENDPOINT_URL_STS"] == "" && id.Endpoints["AWS_ENDPOINT_URL_STS"] != "" {
+				t.Errorf("the identity's own endpoints were changed")
+			}
+		})
 	}
 }

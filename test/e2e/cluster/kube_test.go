@@ -237,6 +237,7 @@ type awsReport struct {
 	Audience  []string `json:"aud"`
 	Subject   string   `json:"sub"`
 	KeyID     string   `json:"kid"`
+	STS       string   `json:"sts"`
 	Caller    string   `json:"caller"`
 	Error     string   `json:"error"`
 }

@@ -90,10 +90,10 @@ func (e *example) podsAssumeTheirOwnRoles(ctx context.Context, t *testing.T, cs 
 		}
 		roleName := roleARN[strings.LastIndex(roleARN, "/")+1:]
 		if want := ":assumed-role/" + roleName + "/"; a.Error != "" || !strings.Contains(a.Caller, want) {
-			t.Errorf("STS says the pod is %q (error %q), want the assumed role %s", a.Caller, a.Error, roleName)
+			t.Errorf("STS (%s) says the pod is %q (error %q), want the assumed role %s", a.STS, a.Caller, a.Error, roleName)
 		} else {
-			t.Logf("a pod of service account %s on %s is %s (token of %s for %v, key %s), %s",
-				examplePodRoleAccount, worker, a.Caller, a.Issuer, a.Audience, a.KeyID, time.Since(start).Round(time.Millisecond))
+			t.Logf("a pod of service account %s on %s is %s to STS at %s (token of %s for %v, key %s), %s",
+				examplePodRoleAccount, worker, a.Caller, a.STS, a.Issuer, a.Audience, a.KeyID, time.Since(start).Round(time.Millisecond))
 		}
 	}
 

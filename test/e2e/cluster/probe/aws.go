@@ -23,8 +23,10 @@ type awsReport struct {
 	Audience  []string `json:"aud,omitempty"`
 	Subject   string   `json:"sub,omitempty"`
 	KeyID     string   `json:"kid,omitempty"`
-	Caller    string   `json:"caller,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	// STS is the pod's STS endpoint setting, if any.
+	STS    string `json:"sts,omitempty"`
+	Caller string `json:"caller,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // whoAmI asks STS who the SDK's default chain is, exactly as an add-on's
@@ -32,7 +34,7 @@ type awsReport struct {
 // pod has them, else whatever else the chain finds (the metadata service,
 // which answers no pod).
 func whoAmI(wait time.Duration) *awsReport {
-	r := &awsReport{RoleARN: os.Getenv("AWS_ROLE_ARN"), TokenFile: os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE")}
+	r := &awsReport{RoleARN: os.Getenv("AWS_ROLE_ARN"), TokenFile: os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE"), STS: os.Getenv("AWS_ENDPOINT_URL_STS")}
 	if r.TokenFile != "" {
 		if tok, err := os.ReadFile(r.TokenFile); err == nil {
 			r.Issuer, r.Audience, r.Subject, r.KeyID = claims(strings.TrimSpace(string(tok)))
