@@ -64,5 +64,10 @@ func (e *Engine) Destroy(ctx context.Context, t Target) (*stage.DestroyResult, e
 	if err != nil {
 		return res, fmt.Errorf("destroying cluster %s: %w", p.cluster, err)
 	}
+	// The issuer's documents are the cluster's only public objects: they
+	// go with it, so that nothing of a destroyed cluster stays readable.
+	if err := e.unpublishDiscovery(ctx, p); err != nil {
+		return res, fmt.Errorf("destroying cluster %s: %w", p.cluster, err)
+	}
 	return res, nil
 }

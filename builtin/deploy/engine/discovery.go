@@ -61,3 +61,16 @@ func (e *Engine) publishDiscovery(ctx context.Context, p *prepared, contents map
 	}
 	return uploaded, nil
 }
+
+// unpublishDiscovery deletes the published discovery documents (destroy);
+// a document already gone is no error.
+func (e *Engine) unpublishDiscovery(ctx context.Context, p *prepared) error {
+	for _, path := range []string{names.OIDCPrefix + "/" + names.OIDCDiscoveryPath, names.OIDCPrefix + "/" + names.OIDCKeysPath} {
+		key := p.loc.key(path)
+		if _, err := e.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(p.loc.Bucket), Key: aws.String(key)}); err != nil {
+			return fmt.Errorf("deleting the published s3://%s/%s: %w", p.loc.Bucket, key, err)
+		}
+		e.report(Event{Kind: EventUpload, Message: fmt.Sprintf("deleted s3://%s/%s", p.loc.Bucket, key)})
+	}
+	return nil
+}

@@ -59,3 +59,25 @@ func TestPublishDiscovery(t *testing.T) {
 		t.Errorf("an unchanged deploy published the documents again (%d events, was %d)", after, before)
 	}
 }
+
+// Destroy deletes the published documents: nothing of a destroyed cluster
+// stays public; a second destroy finds them gone and does not fail.
+func TestDestroyUnpublishesDiscovery(t *testing.T) {
+	f := newFixture(t, map[string]int{"a": 1})
+	f.discovery = "https://" + f.bucket + ".s3.us-east-1.amazonaws.com/clusters/" + f.name + "/oidc"
+	e := f.engine()
+	tgt := f.render()
+	f.mustDeploy(e, tgt)
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		if _, err := e.Destroy(ctx, tgt); err != nil {
+			t.Fatalf("destroy %d: %v", i+1, err)
+		}
+	}
+	for _, key := range []string{"oidc/.well-known/openid-configuration", "oidc/keys.json"} {
+		full := "clusters/" + f.name + "/" + key
+		if _, err := f.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(full)}); err == nil {
+			t.Errorf("%s is still there after destroy", full)
+		}
+	}
+}
