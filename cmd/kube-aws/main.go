@@ -7,6 +7,7 @@ package main
 import (
 	"os"
 
+	"github.com/kube-aws/kube-aws/plugins/sdk/cpuprofile"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -14,7 +15,9 @@ func main() {
 	// The run's temporary files (go-plugin's sockets) go to a folder of its
 	// own, which the next kube-aws removes if this one is killed.
 	release := stages.UseRunDir()
+	stopProfile := cpuprofile.Start()
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	release()
 	os.Exit(code)
 }
