@@ -33,8 +33,6 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kube-aws/kube-aws/builtin/internal/podspec"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -267,7 +265,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	doc := document{WriteFiles: entries, RunCmd: runCmd(entries, hasUnits, restart, enable)}
-	out, err := yaml.Marshal(doc)
+	out, err := doc.marshal()
 	if err != nil {
 		return nil, diags, fmt.Errorf("userdata for %s: %w", m, err)
 	}
