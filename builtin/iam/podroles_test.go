@@ -31,7 +31,7 @@ func TestPodRoleTrust(t *testing.T) {
 	}
 	tests := []struct {
 		id, roleName, op string
-		subjects        []any
+		subjects         []any
 	}{
 		{"PodRoleAutoscaler", "prod-pod-autoscaler", "StringEquals", []any{"system:serviceaccount:kube-system:cluster-autoscaler"}},
 		{"PodRoleLogs", "prod-pod-logs", "StringLike", []any{"system:serviceaccount:logging:*", "system:serviceaccount:kube-system:fluent-bit"}},
