@@ -23,7 +23,7 @@ import (
 // override each setting.
 const (
 	gcPercent   = 400
-	memoryLimit = 44 << 20
+	memoryLimit = 40 << 20
 )
 
 func tuneGC() {
