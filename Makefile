@@ -27,7 +27,7 @@ CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.
 
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-tools cis-tools unit e2e fuzz lint demo bench proto venv clean help e2e-cluster
+.PHONY: all build test test-tools cis-tools unit e2e fuzz lint demo bench bench-render proto venv clean help e2e-cluster
 
 all: build
 
@@ -36,7 +36,7 @@ help:
 	@echo "make test   vet, unit, subprocess, race, fuzz and end-to-end tests"
 	@echo "make e2e-cluster  boot what moto's Auto Scaling groups launch as local machines (root; RUN=regexp picks tests)"
 	@echo "make build  build bin/kube-aws, every built-in and contrib plugin and kube-aws-node (linux/amd64, arm64) under bin/kube-aws-plugins/"
-	@echo "make bench  Go benchmarks and whole-command timings (see docs/benchmarks.md)"
+	@echo "make bench  the render against BASELINE=$(BASELINE) paired in one run, Go benchmarks and whole-command timings (docs/benchmarks.md)"
 	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
 	@echo "make lint   gofmt, go vet, and no tracked binary or file over 1 MiB"
 
@@ -116,12 +116,20 @@ e2e-cluster: venv build artifacts cis-tools
 	$(GO) test -c -tags e2ecluster -o $(BIN)/e2e-cluster.test ./test/e2e/cluster
 	exec env KUBE_AWS_VENV=$(abspath $(VENV)) $(ARTIFACTS_ENV) $(BIN)/e2e-cluster.test -test.v -test.count=1 -test.timeout $(E2E_CLUSTER_TIMEOUT) -test.run '$(RUN)'
 
+bench-render:
+	BASELINE=$(BASELINE) ./scripts/bench-render-ratio.sh $(BENCH_RUNS)
+
 demo: venv build
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh
 
-bench: venv build test-tools
+# The render is measured against BASELINE, paired in one run (wall, CPU and
+# max RSS as ratios); BASELINE is built in a temporary git worktree.
+# `make bench-render` runs that comparison alone.
+BASELINE   ?= aea22a0
+BENCH_RUNS ?= 15
+
+bench: venv build test-tools bench-render
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
-	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-render.sh
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 	./scripts/bench-node.sh
 	./scripts/bench-registry.sh

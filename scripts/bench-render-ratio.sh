@@ -1,93 +1,129 @@
 #!/usr/bin/env bash
-# Render time of cluster.yaml.example against earlier commits, in ONE run:
-# the ratio of this tree's render to a commit's says what a change costs a
-# user who re-renders (2ddc56d, the default, is the last commit before the
-# cluster built-ins pki, etcd, kubernetes and flannel). Figures from
-# different runs on a shared machine are not comparable; ratios within one
-# interleaved run are.
+# What a change costs a user who renders, as ratios against a baseline commit
+# measured in ONE run: figures from different runs on a shared machine are not
+# comparable, ratios within one interleaved run are.
 #
-#   scripts/bench-render-ratio.sh [RUNS] [COMMIT...]   (default: 20 2ddc56d)
+#   scripts/bench-render-ratio.sh [RUNS]        (make bench; RUNS defaults to 15)
+#   BASELINE=<commit> scripts/bench-render-ratio.sh
 #
-# Each commit is exported (git archive) and built with `make build` in a
-# temporary folder; the working tree is built as it is. Each tree renders its
-# own cluster.yaml.example in a folder of its own, once before timing, so the
-# credentials and generated secrets are kept and no key is made while timed
-# (warm renders, as an operator re-renders). The commands are then run
-# interleaved (A B C A B C ...) so that a machine whose load changes affects
-# them alike; the figures are medians of wall time and of the CPU time of the
-# whole process tree (kube-aws and every plugin). Only the Python standard
-# library is needed.
+# The baseline (default aea22a0, the last commit before the render was made
+# faster) is checked out in a temporary git worktree and built there with
+# `make build`; the working tree is built as it is. Each tree renders its own
+# cluster.yaml.example, and the same cluster with 10 and with 100 node pools
+# (copies of its first pool, made by scripts/nodepools), each in a folder of
+# its own. Every render runs once before timing, so the credentials and
+# generated secrets are kept and no key is made while timed (warm renders, as
+# an operator re-renders). The renders are then run interleaved, the order
+# rotating each round (A B C ..., B C ... A, ...), so that a machine whose load
+# changes affects them alike. Reported are medians of the wall time, of the CPU
+# time of the whole process tree (kube-aws and every plugin process) and of the
+# max RSS of the largest single process of the tree (kube-aws or a plugin),
+# then the ratios of this tree to the baseline. Needs git, go, make and
+# python3 (standard library only); /usr/bin/time when present for the RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
-RUNS="${1:-20}"
-shift || true
-commits=("$@")
-[ ${#commits[@]} -gt 0 ] || commits=(2ddc56d)
+RUNS="${1:-${RUNS:-15}}"
+BASELINE="${BASELINE:-aea22a0}"
 
+base="$(git rev-parse --short=7 "$BASELINE^{commit}")"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+cleanup() {
+	git worktree remove --force "$work/baseline" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
 
 make -s build >/dev/null
-names=() cmds=()
-for c in "${commits[@]}"; do
-	sha="$(git rev-parse --short=7 "$c^{commit}")"
-	mkdir -p "$work/src-$sha" "$work/run-$sha"
-	git archive "$sha" | tar -x -C "$work/src-$sha"
-	make -s -C "$work/src-$sha" build COMMIT="$sha" >/dev/null
-	cp "$work/src-$sha/cluster.yaml.example" "$work/run-$sha/cluster.yaml"
-	names+=("$sha") cmds+=("$work/src-$sha/bin/kube-aws")
-done
-mkdir -p "$work/run-tree"
-cp cluster.yaml.example "$work/run-tree/cluster.yaml"
-names+=("tree") cmds+=("$root/bin/kube-aws")
+git worktree add --quiet --detach "$work/baseline" "$base"
+make -s -C "$work/baseline" build COMMIT="$base" >/dev/null
 
-for i in "${!names[@]}"; do
-	# The first render makes the credentials; it is not timed.
-	(cd "$work/run-${names[$i]}" && "${cmds[$i]}" render >/dev/null 2>&1) ||
-		{ echo "bench-render-ratio: ${names[$i]} does not render" >&2; exit 1; }
+# scenario name, node pools (0: the example as it is)
+scenarios=(example:0 pools10:10 pools100:100)
+args=()
+for s in "${scenarios[@]}"; do
+	name="${s%%:*}" pools="${s##*:}"
+	for t in baseline tree; do
+		src="$root"
+		[ "$t" = baseline ] && src="$work/baseline"
+		dir="$work/run/$t/$name"
+		mkdir -p "$dir"
+		cp "$src"/*-values.yaml "$dir/" 2>/dev/null || true
+		if [ "$pools" = 0 ]; then
+			cp "$src/cluster.yaml.example" "$dir/cluster.yaml"
+		else
+			go run ./scripts/nodepools -n "$pools" <"$src/cluster.yaml.example" >"$dir/cluster.yaml"
+		fi
+		# The first render makes the credentials; it is not timed.
+		(cd "$dir" && "$src/bin/kube-aws" render >"$dir/first.out" 2>&1) ||
+			{ echo "bench-render-ratio: $t does not render $name:" >&2; cat "$dir/first.out" >&2; exit 1; }
+		args+=("$t" "$name" "$dir" "$src/bin/kube-aws")
+	done
 done
 
 echo "machine:  $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -sr), $(go version | cut -d' ' -f3)"
-echo "command:  scripts/bench-render-ratio.sh $RUNS ${commits[*]}"
-args=()
-for i in "${!names[@]}"; do args+=("${names[$i]}" "$work/run-${names[$i]}" "${cmds[$i]}"); done
-python3 - "$RUNS" "${args[@]}" <<'PY'
-import os, resource, statistics, subprocess, sys, time
+echo "command:  BASELINE=$BASELINE scripts/bench-render-ratio.sh $RUNS   (make bench-render BASELINE=$BASELINE BENCH_RUNS=$RUNS)"
+echo "trees:    baseline $base, tree $(git rev-parse --short=7 HEAD)$(git diff --quiet HEAD -- 2>/dev/null || echo ' with uncommitted changes')"
+echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
+python3 - "$RUNS" "$work" "${args[@]}" <<'PY'
+import os, statistics, subprocess, sys, time
 
-runs = int(sys.argv[1])
-rest = sys.argv[2:]
-cmds = [(rest[i], rest[i + 1], rest[i + 2]) for i in range(0, len(rest), 3)]
+runs, work = int(sys.argv[1]), sys.argv[2]
+rest = sys.argv[3:]
+cmds = [tuple(rest[i:i + 4]) for i in range(0, len(rest), 4)]
+gnutime = os.access("/usr/bin/time", os.X_OK)
+rssfile = os.path.join(work, "rss")
 
 def once(folder, exe):
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Through GNU time when there is one: a child that Python starts with
+    # vfork reports Python's own RSS as its maximum when that is larger.
+    argv = [exe, "render"]
+    if gnutime:
+        argv = ["/usr/bin/time", "-f", "%M", "-o", rssfile] + argv
     t = time.perf_counter()
-    rc = subprocess.call([exe, "render"], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
     wall = (time.perf_counter() - t) * 1000
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if rc != 0:
-        sys.exit("bench-render-ratio: %s failed" % exe)
-    return wall, (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit("bench-render-ratio: %s render failed in %s" % (exe, folder))
+    rss = ru.ru_maxrss
+    if gnutime:
+        rss = int(open(rssfile).read().split()[-1])
+    return wall, (ru.ru_utime + ru.ru_stime) * 1000, rss / 1024
 
-for _, folder, exe in cmds:  # warm-up
+for _, _, folder, exe in cmds:  # warm-up
     once(folder, exe)
-    once(folder, exe)
-wall = {n: [] for n, _, _ in cmds}
-cpu = {n: [] for n, _, _ in cmds}
+res = {(t, n): [] for t, n, _, _ in cmds}
 load0 = open("/proc/loadavg").read().split()[:3]
-for _ in range(runs):
-    for n, folder, exe in cmds:
-        w, c = once(folder, exe)
-        wall[n].append(w)
-        cpu[n].append(c)
+for r in range(runs):
+    k = r % len(cmds)
+    for t, n, folder, exe in cmds[k:] + cmds[:k]:
+        res[(t, n)].append(once(folder, exe))
 load1 = open("/proc/loadavg").read().split()[:3]
 print("load:     %s at the start, %s at the end; %d interleaved runs each" % (" ".join(load0), " ".join(load1), runs))
 print()
-first = cmds[0][0]
-mw, mc = statistics.median(wall[first]), statistics.median(cpu[first])
-print("| tree | median wall ms | min wall ms | median CPU ms | wall vs %s | CPU vs %s |" % (first, first))
-print("|---|---|---|---|---|---|")
-for n, _, _ in cmds:
-    w, c = statistics.median(wall[n]), statistics.median(cpu[n])
-    print("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx |" % (n, w, min(wall[n]), c, w / mw, c / mc))
+
+def med(t, n, i):
+    return statistics.median(x[i] for x in res[(t, n)])
+
+names = []
+for _, n, _, _ in cmds:
+    if n not in names:
+        names.append(n)
+print("| scenario | tree | median wall ms | median CPU ms | max RSS MiB (median) |")
+print("|---|---|---|---|---|")
+for n in names:
+    for t in ("baseline", "tree"):
+        print("| %s | %s | %.0f | %.0f | %.1f |" % (n, t, med(t, n, 0), med(t, n, 1), med(t, n, 2)))
+print()
+print("| scenario | wall tree/baseline | CPU tree/baseline | max RSS tree/baseline |")
+print("|---|---|---|---|")
+for n in names:
+    print("| %s | %.2fx | %.2fx | %.2fx |" % (n, med("tree", n, 0) / med("baseline", n, 0),
+          med("tree", n, 1) / med("baseline", n, 1), med("tree", n, 2) / med("baseline", n, 2)))
+if "pools10" in names and "pools100" in names:
+    print()
+    for t in ("baseline", "tree"):
+        print("%-8s  pools100/pools10: %.2fx wall, %.2fx CPU" % (t, med(t, "pools100", 0) / med(t, "pools10", 0),
+              med(t, "pools100", 1) / med(t, "pools10", 1)))
 PY

@@ -21,6 +21,25 @@ type hashCache struct {
 	mu      sync.Mutex
 	entries map[string]hashEntry
 	dirty   bool
+	// byFile hashes a file once per run however many paths lead to it:
+	// every built-in's path is a link to the one built-ins executable, and
+	// after kube-aws was installed or rebuilt each was hashed on its own,
+	// ten reads of the same tens of MB on the first command.
+	byFile map[fileID]*hashing
+}
+
+// fileID is a file as the cache knows it; only where inodes are known
+// (inode returns 0 elsewhere) does it tell one file from another.
+type fileID struct {
+	size, mtime int64
+	inode       uint64
+}
+
+// hashing is one file's hash, done once its channel is closed.
+type hashing struct {
+	done chan struct{}
+	sum  string
+	err  error
 }
 
 type hashEntry struct {
@@ -31,7 +50,7 @@ type hashEntry struct {
 }
 
 func loadHashCache(path string) *hashCache {
-	c := &hashCache{path: path, entries: map[string]hashEntry{}}
+	c := &hashCache{path: path, entries: map[string]hashEntry{}, byFile: map[fileID]*hashing{}}
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &c.entries) // a broken cache is an empty one
 	}
@@ -51,15 +70,30 @@ func (c *hashCache) hash(path string) (string, error) {
 	if ok && e.Size == fi.Size() && e.ModTime == fi.ModTime().UnixNano() && e.Inode == ino {
 		return e.SHA256, nil
 	}
-	h, err := fileutil.SHA256(path)
-	if err != nil {
-		return "", err
+	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: ino}
+	c.mu.Lock()
+	h, started := c.byFile[id]
+	if !started {
+		h = &hashing{done: make(chan struct{})}
+		if ino != 0 {
+			c.byFile[id] = h
+		}
+	}
+	c.mu.Unlock()
+	if started {
+		<-h.done
+	} else {
+		h.sum, h.err = sha256File(path)
+		close(h.done)
+	}
+	if h.err != nil {
+		return "", h.err
 	}
 	c.mu.Lock()
-	c.entries[key] = hashEntry{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Inode: ino, SHA256: h}
+	c.entries[key] = hashEntry{Size: id.size, ModTime: id.mtime, Inode: ino, SHA256: h.sum}
 	c.dirty = true
 	c.mu.Unlock()
-	return h, nil
+	return h.sum, nil
 }
 
 // save writes the cache when it changed; failing to is harmless.
@@ -77,6 +111,9 @@ func (c *hashCache) save() {
 		c.dirty = false
 	}
 }
+
+// sha256File hashes a file; tests count its calls.
+var sha256File = fileutil.SHA256
 
 func hashCachePath(clusterDir string) string {
 	return filepath.Join(clusterDir, ".kube-aws", "cache", "plugin-hashes.json")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/protocol"
+	"github.com/kube-aws/kube-aws/plugins/sdk/cpuprofile"
 )
 
 // parentPollInterval is how often a plugin checks that kube-aws is still
@@ -36,6 +37,8 @@ func Serve(p Plugin) {
 		fmt.Fprintln(os.Stderr, "sdk.Serve called with a nil Plugin")
 		os.Exit(1)
 	}
+	stop := cpuprofile.Start()
+	defer stop()
 	go exitWhenOrphaned(os.Getppid(), parentPollInterval)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,
@@ -59,6 +62,8 @@ func ServeAll(ps ...Plugin) {
 		fmt.Fprintln(os.Stderr, "sdk.ServeAll:", err)
 		os.Exit(1)
 	}
+	stop := cpuprofile.Start()
+	defer stop()
 	go exitWhenOrphaned(os.Getppid(), parentPollInterval)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,

@@ -33,8 +33,6 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kube-aws/kube-aws/builtin/internal/podspec"
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -116,8 +114,9 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, err
 		machines = append(machines, machine{File: names.NodePoolRole(p.Name), Role: construct.Worker, Pool: p, PoolIndex: i})
 	}
 	var files []stage.File
+	enc := newEncoder()
 	for _, m := range machines {
-		content, d, err := renderMachine(c, set, m)
+		content, d, err := renderMachine(c, set, m, enc)
 		if err != nil {
 			return nil, diags, err
 		}
@@ -127,7 +126,7 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, err
 	return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
 }
 
-func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, diag.List, error) {
+func renderMachine(c *config.Cluster, set *construct.Set, m machine, enc *encoder) ([]byte, diag.List, error) {
 	var diags diag.List
 	var entries []writeFile
 	// origin remembers what wrote each path, for the duplicate-path fatal;
@@ -267,7 +266,7 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine) ([]byte, di
 
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	doc := document{WriteFiles: entries, RunCmd: runCmd(entries, hasUnits, restart, enable)}
-	out, err := yaml.Marshal(doc)
+	out, err := enc.marshal(doc)
 	if err != nil {
 		return nil, diags, fmt.Errorf("userdata for %s: %w", m, err)
 	}
