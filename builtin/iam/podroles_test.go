@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-aws/kube-aws/builtin/iam/internal/policy"
+	"github.com/kube-aws/kube-aws/core/config/values"
 	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
 )
@@ -120,5 +123,37 @@ func TestPodRolesFromValues(t *testing.T) {
 	if len(roles) != 1 || roles[0].Name != "reader" || roles[0].ServiceAccounts[0] != "apps/reader" ||
 		len(roles[0].Statements) != 1 || !strings.Contains(string(roles[0].Statements[0].Condition), "SecureTransport") {
 		t.Fatalf("pod roles from values: %+v", roles)
+	}
+}
+
+// A mistake in cluster.yaml's pod roles is caught by the values' schema,
+// where the user sees the file and line.
+func TestPodRoleValuesSchema(t *testing.T) {
+	_, c := loadFixture(t, "minimal")
+	good := `{"podRoles":[{"name":"reader","serviceAccounts":["apps/reader","logging/*"],"statements":[{"actions":["s3:GetObject"],"resources":["*"]}]}]}`
+	for _, tt := range []struct {
+		name, values, path string
+	}{
+		{"good", good, ""},
+		{"service account without namespace", strings.Replace(good, `"apps/reader"`, `"reader"`, 1), "plugins.iam.values.podRoles[0].serviceAccounts[0]"},
+		{"name with capitals", strings.Replace(good, `"name":"reader"`, `"name":"Reader"`, 1), "plugins.iam.values.podRoles[0].name"},
+		{"no statements", strings.Replace(good, `"statements":[{"actions":["s3:GetObject"],"resources":["*"]}]`, `"statements":[]`, 1), "plugins.iam.values.podRoles[0].statements"},
+		{"unknown key", strings.Replace(good, `"name":"reader"`, `"name":"reader","trust":"x"`, 1), "plugins.iam.values.podRoles[0].trust"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := values.Validate(c, "iam", json.RawMessage(policy.Schema), stage.PluginValues{Values: json.RawMessage(tt.values)}, nil)
+			if tt.path == "" {
+				if len(ds) != 0 {
+					t.Fatalf("good values refused: %v", ds)
+				}
+				return
+			}
+			for _, d := range ds {
+				if d.Path == tt.path && d.Severity == diag.Fatal {
+					return
+				}
+			}
+			t.Errorf("want a fatal at %s, got %v", tt.path, ds)
+		})
 	}
 }

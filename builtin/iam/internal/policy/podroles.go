@@ -51,7 +51,7 @@ const Schema = `{
         "required": ["name", "serviceAccounts", "statements"],
         "properties": {
           "name": {"type": "string", "pattern": "^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$", "description": "the role's name in the cluster; IAM name <clusterName>-pod-<name>"},
-          "serviceAccounts": {"type": "array", "minItems": 1, "items": {"type": "string"}, "description": "namespace/name (or namespace/*) of the service accounts that may assume it"},
+          "serviceAccounts": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?/(\\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$"}, "description": "namespace/name (or namespace/*) of the service accounts that may assume it"},
           "statements": {
             "type": "array", "minItems": 1,
             "items": {
