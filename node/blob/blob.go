@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -33,6 +34,8 @@ type Store struct {
 	HTTP *http.Client
 	// CacheDir keeps verified downloads, one file per sha256.
 	CacheDir string
+
+	fetching sync.Map // sha256 -> *sync.Mutex held while fetching it
 }
 
 // Source is one object to fetch: a full S3 Key or a URL, with its sha256.
@@ -100,11 +103,14 @@ func (st *Store) Cached(sum string) (string, bool) {
 
 // Fetch returns the path of a verified copy of src in the cache,
 // downloading it when it is not there yet. A copy whose sha256 is wrong is
-// never kept.
+// never kept. Callers fetching the same sha256 at once (members of one
+// archive installed side by side) share one download.
 func (st *Store) Fetch(ctx context.Context, src Source) (string, error) {
 	if !nodeplan.IsSHA256(src.SHA256) {
 		return "", retry.Permanent(fmt.Errorf("%s: %q is not a sha256", src, src.SHA256))
 	}
+	unlock := st.lock(src.SHA256)
+	defer unlock()
 	if p, ok := st.Cached(src.SHA256); ok {
 		return p, nil
 	}
@@ -112,16 +118,75 @@ func (st *Store) Fetch(ctx context.Context, src Source) (string, error) {
 	if err := os.MkdirAll(st.CacheDir, 0o700); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(st.CacheDir, ".download-*")
+	tmp, err := st.download(ctx, src, st.CacheDir, ".download-*", false)
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	if err := os.Rename(tmp, dest); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return dest, nil
+}
+
+// Install puts a verified copy of src at dest with mode perm, replacing
+// the file there by a rename (a running binary is not changed under its
+// process, and no one runs half a file). The download goes straight to a
+// temporary file beside dest, hashed as it arrives: a file is written
+// once, not written to the cache and read back, and one whose sha256 is
+// wrong is removed before anything sees it at dest. A copy already in the
+// cache is used instead of downloading.
+func (st *Store) Install(ctx context.Context, src Source, dest string, perm os.FileMode) error {
+	if !nodeplan.IsSHA256(src.SHA256) {
+		return retry.Permanent(fmt.Errorf("%s: %q is not a sha256", src, src.SHA256))
+	}
+	if cached, ok := st.Cached(src.SHA256); ok {
+		b, err := os.ReadFile(cached)
+		if err != nil {
+			return err
+		}
+		return fileutil.WriteAtomic(dest, b, perm)
+	}
+	dir := filepath.Dir(dest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := st.download(ctx, src, dir, "."+filepath.Base(dest)+".tmp-*", true)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// download writes src to a new file in dir named after pattern, checking
+// its sha256 as it arrives, and returns the file's path once it is
+// verified (and synced to disk when durable: a cached copy is checked
+// again before use, an installed file is not); on any failure the file is
+// removed.
+func (st *Store) download(ctx context.Context, src Source, dir, pattern string, durable bool) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
 	h := sha256.New()
-	w := io.MultiWriter(tmp, h)
+	w := io.MultiWriter(f, h)
 	if src.URL != "" {
-		err = st.download(ctx, src.URL, w)
+		err = st.get(ctx, src.URL, w)
 	} else {
 		err = st.copyObject(ctx, src.Key, w)
 	}
@@ -135,13 +200,24 @@ func (st *Store) Fetch(ctx context.Context, src Source) (string, error) {
 		}
 		return "", mismatch(where, got, src.SHA256)
 	}
-	if err := tmp.Close(); err != nil {
+	if durable {
+		if err := f.Sync(); err != nil {
+			return "", err
+		}
+	}
+	if err := f.Close(); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp.Name(), dest); err != nil {
-		return "", err
-	}
-	return dest, nil
+	kept = true
+	return f.Name(), nil
+}
+
+// lock serializes fetches of one sha256 and returns the unlock.
+func (st *Store) lock(sum string) func() {
+	m, _ := st.fetching.LoadOrStore(sum, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 func (st *Store) copyObject(ctx context.Context, key string, w io.Writer) error {
@@ -156,7 +232,7 @@ func (st *Store) copyObject(ctx context.Context, key string, w io.Writer) error 
 	return nil
 }
 
-func (st *Store) download(ctx context.Context, url string, w io.Writer) error {
+func (st *Store) get(ctx context.Context, url string, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return retry.Permanent(err)

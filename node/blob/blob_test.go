@@ -2,11 +2,14 @@ package blob_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -111,5 +114,115 @@ func TestFetch(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, key, 3); err == nil || !strings.Contains(err.Error(), "larger than 3 bytes") {
 		t.Errorf("Get over the limit: %v", err)
+	}
+}
+
+// Install streams a download straight to its destination: nothing goes
+// to the cache, a wrong download leaves no file (old or new) changed, and
+// a copy already in the cache is used instead of downloading.
+func TestInstall(t *testing.T) {
+	e, _ := agenttest.Machine(t, motoURL, "controller", "artifacts")
+	st := e.Store
+	ctx := t.Context()
+	body := []byte("kubelet binary")
+	sum := nodeplan.SHA256Hex(body)
+	key := e.Settings.Key(nodeplan.AssetKey(sum))
+	if err := st.Put(ctx, key, body, "application/octet-stream"); err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write(body)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	other := strings.Repeat("a", 64)
+	tests := []struct {
+		name string
+		src  blob.Source
+		old  string // the file at dest before, "" for none
+		want string // error, "" for installed
+	}{
+		{name: "from S3", src: blob.Source{Key: key, SHA256: sum}},
+		{name: "from a URL over an old file", src: blob.Source{URL: srv.URL, SHA256: sum}, old: "old kubelet"},
+		{name: "wrong sha", src: blob.Source{URL: srv.URL, SHA256: other}, old: "old kubelet", want: "is not what kube-aws rendered"},
+		{name: "missing object", src: blob.Source{Key: e.Settings.Key(nodeplan.AssetKey(other)), SHA256: other}, want: "NoSuchKey"},
+		{name: "not a sha", src: blob.Source{URL: srv.URL, SHA256: "abc"}, want: "not a sha256"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := filepath.Join(dir, "bin", fmt.Sprintf("kubelet%d", i))
+			if tt.old != "" {
+				os.MkdirAll(filepath.Dir(dest), 0o755)
+				os.WriteFile(dest, []byte(tt.old), 0o644)
+			}
+			err := st.Install(ctx, tt.src, dest, 0o750)
+			b, _ := os.ReadFile(dest)
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) || !retry.IsPermanent(err) {
+					t.Fatalf("err = %v, want %q (permanent)", err, tt.want)
+				}
+				if string(b) != tt.old {
+					t.Errorf("dest = %q after a failed install, want %q", b, tt.old)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := os.Stat(dest)
+			if string(b) != string(body) || fi.Mode().Perm() != 0o750 {
+				t.Errorf("dest = %q, mode %v", b, fi.Mode())
+			}
+		})
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "bin"))
+	for _, en := range entries {
+		if strings.Contains(en.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", en.Name())
+		}
+	}
+	if _, ok := st.Cached(sum); ok {
+		t.Error("an installed download was also written to the cache")
+	}
+	// In the cache: copied from there, nothing downloaded.
+	if _, err := st.Fetch(ctx, blob.Source{Key: key, SHA256: sum}); err != nil {
+		t.Fatal(err)
+	}
+	before := hits.Load()
+	dest := filepath.Join(dir, "bin", "cached")
+	if err := st.Install(ctx, blob.Source{URL: srv.URL, SHA256: sum}, dest, 0o755); err != nil || hits.Load() != before {
+		t.Errorf("install from the cache: %v, %d downloads", err, hits.Load()-before)
+	}
+	if b, _ := os.ReadFile(dest); string(b) != string(body) {
+		t.Errorf("installed from the cache: %q", b)
+	}
+}
+
+// Fetches of one sha256 at once share one download (the members of one
+// archive, installed side by side).
+func TestFetchConcurrent(t *testing.T) {
+	e, _ := agenttest.Machine(t, motoURL, "controller", "artifacts")
+	body := []byte("cni plugins archive")
+	sum := nodeplan.SHA256Hex(body)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write(body)
+	}))
+	defer srv.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 5)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.Store.Fetch(t.Context(), blob.Source{URL: srv.URL, SHA256: sum})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil || hits.Load() != 1 {
+		t.Errorf("5 fetches at once: %v, %d downloads, want 1", err, hits.Load())
 	}
 }

@@ -654,7 +654,7 @@ func (h *Harness) Close(failed bool) error {
 	}
 	cgroups.RemoveEmptyParents(CgroupRoot + "/" + h.ID)
 	err := errors.Join(errs...)
-	if failed || err != nil {
+	if failed || err != nil || os.Getenv(KeepLogsEnv) != "" {
 		// Keep only the logs.
 		entries, _ := os.ReadDir(h.Dir)
 		for _, e := range entries {

@@ -14,6 +14,11 @@ import (
 // end of a test, until Ctrl-C, so a developer can look inside.
 const KeepEnv = "KUBE_AWS_E2E_KEEP"
 
+// KeepLogsEnv is the environment variable that keeps a passing run's
+// machine logs too (a failing run always keeps them): what a boot profile
+// (scripts/boot-profile.py) reads.
+const KeepLogsEnv = "KUBE_AWS_E2E_KEEP_LOGS"
+
 var (
 	liveMu  sync.Mutex
 	live    = map[*Harness]bool{}

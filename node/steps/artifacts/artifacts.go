@@ -141,40 +141,60 @@ func (s *Step) Check(ctx context.Context, e *agent.Env) (step.Changes, error) {
 	return changes, nil
 }
 
-// Apply installs the binaries, then pulls and imports the images.
+// Apply installs the binaries and pulls and imports the images, all at
+// once, a few of each kind at a time. The images take longest (containerd
+// unpacks them) and start first thing rather than after the binaries; one
+// download overlaps another's unpacking or writing, where the boot used to
+// wait on each in turn. The first failure (in plan order) is the one
+// reported.
 func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) error {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	var imgs []*image
-	for _, c := range changes {
-		switch d := c.Data.(type) {
+	errs := make([]error, len(changes))
+	var bins, imgs []int
+	for i, c := range changes {
+		switch c.Data.(type) {
 		case *binary:
-			if err := d.apply(ctx, e, c.Action == "install"); err != nil {
-				return fmt.Errorf("%s: %w", d.field, err)
-			}
+			bins = append(bins, i)
 		case *image:
-			imgs = append(imgs, d)
+			imgs = append(imgs, i)
 		}
 	}
-	// A few images at a time: one image's download from S3 overlaps
-	// another's unpacking by containerd, which had the boot wait on each in
-	// turn. The first failure (in plan order) is the one reported.
-	errs := make([]error, len(imgs))
-	sem := make(chan struct{}, imageParallelism)
+	do := func(i int) {
+		switch d := changes[i].Data.(type) {
+		case *binary:
+			if err := d.apply(ctx, e, changes[i].Action == "install"); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", d.field, err)
+			}
+		case *image:
+			if err := s.importImage(ctx, e, d); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", d.field, err)
+			}
+		}
+	}
 	var wg sync.WaitGroup
-	for i, im := range imgs {
+	wg.Add(2)
+	go func() { defer wg.Done(); inTurn(imgs, imageParallelism, do) }()
+	go func() { defer wg.Done(); inTurn(bins, binaryParallelism, do) }()
+	wg.Wait()
+	return cmp.Or(errs...)
+}
+
+// inTurn calls do for every item, at most parallel at a time, starting
+// them in order.
+func inTurn(items []int, parallel int, do func(int)) {
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, i := range items {
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
-			if err := s.importImage(ctx, e, im); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", im.field, err)
-			}
+			do(i)
 		}()
 	}
 	wg.Wait()
-	return cmp.Or(errs...)
 }
 
 func (s *Step) arch() nodeplan.Arch {
@@ -184,8 +204,13 @@ func (s *Step) arch() nodeplan.Arch {
 	return s.Arch
 }
 
-// imageParallelism is how many images the step fetches and imports at once.
-const imageParallelism = 3
+// imageParallelism is how many images the step fetches and imports at
+// once, binaryParallelism how many binaries it downloads and writes (an
+// etcd member's three at once).
+const (
+	imageParallelism  = 3
+	binaryParallelism = 3
+)
 
 // fetch downloads a source into the cache, retrying what may pass.
 func fetch(ctx context.Context, e *agent.Env, src blob.Source) (string, error) {
@@ -250,16 +275,30 @@ func (b *binary) apply(ctx context.Context, e *agent.Env, download bool) error {
 		return nil
 	}
 	started := time.Now()
+	if b.src.Member == "" {
+		// Streamed to its place, checked as it arrives: the file is
+		// written once rather than to the cache and then again.
+		src := b.source(e)
+		err := retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+			return e.Store.Install(ctx, src, dest, b.mode)
+		}, e.Retrying("downloading "+src.String()))
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(dest)
+		if err != nil {
+			return err
+		}
+		e.Logf("%s: installed %s from %s, %d bytes, in %s", b.plan.Name, b.plan.Path, b.from(), st.Size(), time.Since(started).Round(time.Millisecond))
+		return nil
+	}
+	// A member of an archive: the archive is kept in the cache, where the
+	// other binaries it holds and the next run's check find it.
 	cached, err := fetch(ctx, e, b.source(e))
 	if err != nil {
 		return err
 	}
-	var content []byte
-	if b.src.Member != "" {
-		content, err = member(cached, b.src.Member)
-	} else {
-		content, err = os.ReadFile(cached)
-	}
+	content, err := member(cached, b.src.Member)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -385,5 +387,69 @@ func TestDryRun(t *testing.T) {
 				t.Errorf("ctr was asked %v; %d downloads", calls, downloads.Load())
 			}
 		})
+	}
+}
+
+// Binaries and images are put in place at once: the images, which take
+// longest, do not wait for the binaries (here a binary's download cannot
+// finish until an image is being pulled), and the members of one archive
+// installed side by side download it once.
+func TestBinariesAndImagesAtOnce(t *testing.T) {
+	e, out := agenttest.Machine(t, motoURL, "nodepool-a", "artifacts")
+	cniTgz := targz(t, map[string]string{"./bridge": "bridge binary", "./flannel": "flannel binary", "./loopback": "loopback binary"})
+	pulling := make(chan struct{})
+	var once sync.Once
+	var downloads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		downloads.Add(1)
+		select {
+		case <-pulling:
+		case <-time.After(10 * time.Second):
+			http.Error(w, "no image was being pulled while binaries downloaded", http.StatusTeapot)
+			return
+		}
+		w.Write(cniTgz)
+	}))
+	defer srv.Close()
+	var plan nodeplan.ArtifactsPlan
+	for _, n := range []string{"bridge", "flannel", "loopback"} {
+		plan.Binaries = append(plan.Binaries, nodeplan.Binary{Name: "cni-plugins " + n, Path: "/opt/cni/bin/" + n, Sources: map[nodeplan.Arch]nodeplan.Source{
+			nodeplan.AMD64: {URL: srv.URL + "/cni.tgz", SHA256: nodeplan.SHA256Hex(cniTgz), Member: "./" + n}}})
+	}
+	digest := "sha256:" + strings.Repeat("c", 64)
+	plan.Images = []nodeplan.Image{{Name: "coredns", Reference: "registry.k8s.io/coredns/coredns:v1.12.1",
+		Sources: map[nodeplan.Arch]nodeplan.ImageSource{nodeplan.AMD64: {Digest: digest}}}}
+	writePlan(t, e, &plan)
+	run := func(ctx context.Context, name string, args ...string) (string, error) {
+		if slices.Contains(args, "pull") {
+			once.Do(func() { close(pulling) })
+			// The pull lasts until the binaries are in.
+			for _, n := range []string{"bridge", "flannel", "loopback"} {
+				for {
+					if _, err := os.Stat(e.Path("/opt/cni/bin/" + n)); err == nil {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return "", ctx.Err()
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+		}
+		return "REF TYPE DIGEST SIZE PLATFORMS LABELS\n", nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := step.Run(ctx, e, &Step{Arch: nodeplan.AMD64, Images: &images.Client{Run: run}, Timeout: time.Minute}); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, n := range []string{"bridge", "flannel", "loopback"} {
+		if b, _ := os.ReadFile(e.Path("/opt/cni/bin/" + n)); string(b) != n+" binary" {
+			t.Errorf("%s = %q", n, b)
+		}
+	}
+	if downloads.Load() != 1 {
+		t.Errorf("the archive of three binaries was downloaded %d times, want 1", downloads.Load())
 	}
 }

@@ -56,8 +56,11 @@ type Step struct {
 func New() *Step { return &Step{Connect: kube.Clientset} }
 
 // backoff paces every wait of the step: short, for a wait is over as soon
-// as its condition holds.
-var backoff = retry.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Factor: 1.5}
+// as its condition holds, and what the machine waits for (its peers, the
+// API server, its network add-on) comes within seconds. At most a second
+// apart: each ask is one small request, and a wait of 3 s between asks
+// had the goal reported 1.5 s late on average.
+var backoff = retry.Policy{Initial: 200 * time.Millisecond, Max: time.Second, Factor: 1.5}
 
 // sayEvery is how often a long wait says what it still waits for.
 const sayEvery = 30 * time.Second

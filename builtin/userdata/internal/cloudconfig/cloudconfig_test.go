@@ -218,11 +218,11 @@ func TestDocuments(t *testing.T) {
 		return strings.Join(lines, "\n")
 	}
 	wantRun := map[string]string{
-		"controller": "kube-aws-node secrets\nsystemctl daemon-reload\nsystemctl enable kube-aws-helm-install.service\nsystemctl start --no-block kube-aws-helm-install.service\nkube-aws-node addons",
+		"controller": "kube-aws-node secrets\nsystemctl daemon-reload\nsystemctl enable --no-reload kube-aws-helm-install.service\nsystemctl start --no-block kube-aws-helm-install.service\nkube-aws-node addons",
 		"nodepool-general": "systemctl daemon-reload\nsystemctl try-restart --no-block containerd.service\n" +
-			"systemctl enable node-exporter.service\nsystemctl start --no-block node-exporter.service",
+			"systemctl enable --no-reload node-exporter.service\nsystemctl start --no-block node-exporter.service",
 		"nodepool-gpu": "systemctl daemon-reload\nsystemctl try-restart --no-block containerd.service\n" +
-			"systemctl enable node-exporter.service nvidia-persistenced.service\nsystemctl start --no-block node-exporter.service nvidia-persistenced.service",
+			"systemctl enable --no-reload node-exporter.service nvidia-persistenced.service\nsystemctl start --no-block node-exporter.service nvidia-persistenced.service",
 	}
 	for doc, want := range wantRun {
 		if got := run(doc); got != want {
@@ -530,7 +530,7 @@ func TestArtifactsPlanAndRunCmd(t *testing.T) {
 	for _, c := range doc.RunCmd {
 		run = append(run, strings.Join(c, " "))
 	}
-	want := "kube-aws-node secrets|kube-aws-node artifacts|systemctl daemon-reload|systemctl enable app.service|systemctl start --no-block app.service|kube-aws-node wait"
+	want := "kube-aws-node secrets|kube-aws-node artifacts|systemctl daemon-reload|systemctl enable --no-reload app.service|systemctl start --no-block app.service|kube-aws-node wait"
 	if got := strings.Join(run, "|"); got != want {
 		t.Errorf("runcmd %s\nwant    %s", got, want)
 	}

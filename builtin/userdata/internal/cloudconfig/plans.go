@@ -123,7 +123,11 @@ func runCmd(entries []writeFile, hasUnits bool, restart, enable []string) [][]st
 				out = append(out, append([]string{"systemctl", "try-restart", "--no-block"}, restart...))
 			}
 			if len(enable) > 0 {
-				out = append(out, append([]string{"systemctl", "enable"}, enable...))
+				// --no-reload: systemd has just read the units
+				// (daemon-reload above, or none changed), and enable
+				// otherwise reloads it all again, seconds on a busy
+				// machine; start needs no .wants link read.
+				out = append(out, append([]string{"systemctl", "enable", "--no-reload"}, enable...))
 				// --no-block: a unit that waits for something later in the
 				// boot must not hold the boot hostage.
 				out = append(out, append([]string{"systemctl", "start", "--no-block"}, enable...))
