@@ -12,11 +12,11 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/flannel"
 	"github.com/kube-aws/kube-aws/builtin/helm"
 	"github.com/kube-aws/kube-aws/builtin/iam"
-	"github.com/kube-aws/kube-aws/builtin/internal/shortlived"
 	"github.com/kube-aws/kube-aws/builtin/kubernetes"
 	"github.com/kube-aws/kube-aws/builtin/pki"
 	"github.com/kube-aws/kube-aws/builtin/userdata"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
+	"github.com/kube-aws/kube-aws/plugins/sdk/shortlived"
 )
 
 // Plugins returns every built-in plugin.

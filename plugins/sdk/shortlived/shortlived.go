@@ -1,7 +1,8 @@
-// Package shortlived tunes the Go runtime of the built-in plugins' process
-// (cmd/kube-aws-builtins), which mostly lives for one kube-aws command and
-// computes: a render keeps it for a fraction of a second with a heap of a few
-// MB. (During `up` it also serves deploy, which waits on AWS for minutes and
+// Package shortlived tunes the Go runtime of a process that lives for one
+// kube-aws command and computes: kube-aws itself, and a plugin process such
+// as the built-in plugins' (cmd/kube-aws-builtins), which a render keeps for
+// a fraction of a second with a heap of a few MB. (During `up` the built-ins'
+// process also serves deploy, which waits on AWS for minutes and
 // streams the artifacts it uploads from their files; its heap stays small.)
 //
 // With the runtime's defaults the process collects garbage whenever its heap
