@@ -63,12 +63,12 @@ func (plugin) Initialise(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage
 // service-account issuer, which deploy publishes for AWS STS.
 func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Result, error) {
 	res := &stage.Result{}
-	bucket, prefix, err := config.ParseS3URI(in.Cluster.S3URI)
-	if err != nil {
-		res.Diagnostics = diag.List{diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix")}
+	issuer, d := config.ServiceAccountIssuer(in.Cluster)
+	if d != nil {
+		res.Diagnostics = diag.List{*d}
 		return res, nil
 	}
-	files, diags := pki.Discovery(keeper{in.GeneratedSecrets()}, names.ServiceAccountIssuer(bucket, prefix, in.Cluster.Region))
+	files, diags := pki.Discovery(keeper{in.GeneratedSecrets()}, issuer)
 	res.Files = files
 	res.Diagnostics = diags.WithDefaults(pki.Plugin, string(stage.Render))
 	return res, nil

@@ -286,6 +286,14 @@ type PodRole struct {
 	Plugin string `json:"plugin,omitempty"`
 }
 
+// What a PodRole's Name and each of its ServiceAccounts must match, in the
+// syntax Go's regexp and JSON Schema share: the merge checks every plugin's
+// roles with them, and the iam plugin's values schema checks the user's.
+const (
+	PodRoleNamePattern    = `^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`
+	ServiceAccountPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?/(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$`
+)
+
 // The IMDSv2 token hop limits of launch templates: NodeMetadataHopLimit by
 // default (the node's own processes and hostNetwork pods), and
 // PodMetadataHopLimit where a PodMetadataAccess asks for it (one routed hop

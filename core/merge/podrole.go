@@ -16,12 +16,12 @@ type podRoleAcc struct {
 
 // podRoleName is what a pod role's name may be: it becomes part of an IAM
 // role name (names.PodRoleName) and of an annotation's value.
-var podRoleName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+var podRoleName = regexp.MustCompile(construct.PodRoleNamePattern)
 
 // serviceAccountRef is namespace/name, or namespace/* for every service
 // account of the namespace (DNS labels and subdomains, as Kubernetes has
 // them).
-var serviceAccountRef = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?/(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$`)
+var serviceAccountRef = regexp.MustCompile(construct.ServiceAccountPattern)
 
 // addPodRole keeps one definition per role name: two plugins that need the
 // same role must define it identically, since a role's trust and

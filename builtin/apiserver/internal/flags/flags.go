@@ -102,11 +102,10 @@ func Defaults(c *config.Cluster, v Values) (construct.Set, Values, diag.List) {
 		}
 	}
 
-	bucket, prefix, err := config.ParseS3URI(c.S3URI)
-	if err != nil {
-		return construct.Set{}, v, append(diags, diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix"))
+	issuer, bad := config.ServiceAccountIssuer(c)
+	if bad != nil {
+		return construct.Set{}, v, append(diags, *bad)
 	}
-	issuer := names.ServiceAccountIssuer(bucket, prefix, c.Region)
 
 	// Certificate and key files are kubeadm's layout (core/names), which
 	// the pki plugin issues on every controller.

@@ -37,8 +37,11 @@ type StatementValue struct {
 	Condition json.RawMessage `json:"condition,omitempty"`
 }
 
-// Schema is the JSON Schema of Values.
-const Schema = `{
+// Schema is the JSON Schema of Values. Its patterns are the merge's
+// (construct.PodRoleNamePattern, construct.ServiceAccountPattern), so that
+// cluster.yaml's mistakes are found here, with their file and line.
+var Schema = strings.NewReplacer("NAME_PATTERN", jsonString(construct.PodRoleNamePattern),
+	"SA_PATTERN", jsonString(construct.ServiceAccountPattern)).Replace(`{
   "type": "object",
   "additionalProperties": false,
   "properties": {
@@ -50,8 +53,8 @@ const Schema = `{
         "additionalProperties": false,
         "required": ["name", "serviceAccounts", "statements"],
         "properties": {
-          "name": {"type": "string", "pattern": "^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$", "description": "the role's name in the cluster; IAM name <clusterName>-pod-<name>"},
-          "serviceAccounts": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?/(\\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$"}, "description": "namespace/name (or namespace/*) of the service accounts that may assume it"},
+          "name": {"type": "string", "pattern": NAME_PATTERN, "description": "the role's name in the cluster; IAM name <clusterName>-pod-<name>"},
+          "serviceAccounts": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": SA_PATTERN}, "description": "namespace/name (or namespace/*) of the service accounts that may assume it"},
           "statements": {
             "type": "array", "minItems": 1,
             "items": {
@@ -71,7 +74,13 @@ const Schema = `{
       }
     }
   }
-}`
+}`)
+
+// jsonString is s as a JSON string literal.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
 
 // podRoles turns the user's pod roles into constructs, merged with every
 // plugin's.
@@ -94,11 +103,10 @@ const maxRoleName = 64
 // service-account issuer, and a role per pod role trusting it for exactly
 // that role's service accounts, to the iam stack.
 func renderPodIdentity(c *config.Cluster, set *construct.Set, s *construct.Stack) diag.List {
-	bucket, prefix, err := config.ParseS3URI(c.S3URI)
-	if err != nil {
-		return diag.List{diag.Fatalf("%v", err).At("s3URI").WithHint("write it as s3://bucket/prefix")}
+	issuer, d := config.ServiceAccountIssuer(c)
+	if d != nil {
+		return diag.List{*d}
 	}
-	issuer := names.ServiceAccountIssuer(bucket, prefix, c.Region)
 	provider := strings.TrimPrefix(issuer, "https://")
 	// No ThumbprintList: AWS verifies an issuer hosted in S3 with its own
 	// library of trusted certificate authorities, and a thumbprint pinned
