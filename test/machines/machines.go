@@ -56,6 +56,14 @@ const (
 	// Bridge is the bridge in the run's namespace; it holds each subnet's
 	// gateway.
 	Bridge = "kabr0"
+	// BridgeMAC is the bridge's own hardware address, set when it is made.
+	// A Linux bridge without one takes the lowest address among its ports,
+	// so it changed when a machine with a lower one booted or went away;
+	// every other machine's ARP entry for its gateway then named an address
+	// nothing answered, and their routed traffic (to other subnets and the
+	// VPC resolver) stopped until the entry was resolved again, up to a
+	// minute later: etcd lost quorum that way in the middle of a fault case.
+	BridgeMAC = "02:6b:61:00:00:01"
 )
 
 // lbBase is the first address given to a load balancer.
@@ -193,12 +201,12 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := MakeBridge(h.NS); err != nil {
+		return nil, err
+	}
 	for _, c := range [][]string{
-		{"ip", "link", "add", Bridge, "type", "bridge"},
-		{"ip", "link", "set", Bridge, "up"},
 		{"ip", "addr", "add", EndpointAddr + "/32", "dev", Bridge},
 		{"ip", "addr", "add", imds.Addr + "/32", "dev", Bridge},
-		{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
 	} {
 		if err := h.NS.Run(c[0], c[1:]...); err != nil {
 			return nil, err
@@ -290,6 +298,22 @@ func raiseInotifyLimits(logf func(string, ...any)) error {
 			return fmt.Errorf("raising %s from %d to %d (machines need it): %w", path, cur, floor, err)
 		}
 		logf("raised %s from %d to %d", path, cur, floor)
+	}
+	return nil
+}
+
+// MakeBridge makes the bridge every machine's veth joins, with its fixed
+// address (BridgeMAC), in ns, and lets ns route between the subnets whose
+// gateways it will hold.
+func MakeBridge(ns *netns.NS) error {
+	for _, c := range [][]string{
+		{"ip", "link", "add", Bridge, "address", BridgeMAC, "type", "bridge"},
+		{"ip", "link", "set", Bridge, "up"},
+		{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
+	} {
+		if err := ns.Run(c[0], c[1:]...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
