@@ -480,7 +480,11 @@ func (e *example) poolScaled(ctx context.Context, t *testing.T) {
 			t.Fatal(err)
 		}
 		present := st[id].Seconds - art
-		t.Logf("new spot worker %s (node %s) Ready %.1fs after its machine started, %.1fs without the artifacts step; Ready nodes %d -> %d", id, n.Name, st[id].Seconds, present, len(nodesBefore), len(nodes))
+		cpu := "CPU time not known"
+		if c, err := e.machineCPU(id); err == nil {
+			cpu = fmt.Sprintf("%.1f CPU-seconds by then", c.Seconds())
+		}
+		t.Logf("new spot worker %s (node %s) Ready %.1fs after its machine started, %.1fs without the artifacts step, %s; Ready nodes %d -> %d", id, n.Name, st[id].Seconds, present, cpu, len(nodesBefore), len(nodes))
 		// The worker's 60 s (the target, with binaries and images
 		// present), asserted here where the control plane is up.
 		if present > 60 {

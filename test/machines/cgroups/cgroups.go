@@ -200,3 +200,32 @@ func Open(rel string) (*Group, error) {
 	}
 	return &Group{Rel: rel, roots: roots}, nil
 }
+
+// CPUTime is the CPU time the group's processes, and its descendants',
+// have used so far: cpuacct.usage in a cgroup v1 host, cpu.stat's
+// usage_usec in a v2 one. It tells how much of the host a machine took to
+// boot, which its wall times alone cannot when machines share the cores.
+func (g *Group) CPUTime() (time.Duration, error) {
+	for _, r := range g.roots {
+		dir := filepath.Join(r, g.Rel)
+		if b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage")); err == nil {
+			ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s/cpuacct.usage: %w", dir, err)
+			}
+			return time.Duration(ns), nil
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "cpu.stat")); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
+					us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					if err != nil {
+						return 0, fmt.Errorf("%s/cpu.stat: %w", dir, err)
+					}
+					return time.Duration(us) * time.Microsecond, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("cgroup %s: no hierarchy accounts its CPU time (cpuacct.usage or cpu.stat)", g.Rel)
+}
