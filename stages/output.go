@@ -65,7 +65,7 @@ func WriteOutput(dir string, files []stage.File, versions map[string]string, sec
 			return nil, fmt.Errorf("rendered file %q of plugin %s: %w", f.Path, f.Plugin, err)
 		}
 		for marker, plain := range secrets {
-			if len(plain) >= 4 && bytes.Contains(f.Content, []byte(plain)) {
+			if len(plain) >= 4 && holdsSecret(f.Content, plain) {
 				return nil, fmt.Errorf("rendered file %s of plugin %s holds the plain text of secret %s: plugins must write the marker, never the value", clean, f.Plugin, marker)
 			}
 		}
@@ -105,6 +105,37 @@ func WriteOutput(dir string, files []stage.File, versions map[string]string, sec
 	}
 	done = true
 	return &stage.Rendered{Dir: abs, Files: man.Files}, nil
+}
+
+// anchorLen is the length of the part of a long secret holdsSecret looks
+// for first: short enough for bytes.Index's vector search (at most 63 bytes
+// on amd64), long enough that text rarely holds it by chance.
+const anchorLen = 32
+
+// holdsSecret reports whether content holds the text plain, as bytes.Contains
+// does. A key in PEM starts with "-----BEGIN", which rendered YAML and JSON
+// are full of, and is too long for bytes.Index's vector search: every file
+// then went through its byte-at-a-time fallback once per secret. So a long
+// secret is found by a piece from its middle (random key material), and
+// each place that piece occurs is checked for the whole secret.
+func holdsSecret(content []byte, plain string) bool {
+	if len(plain) < 2*anchorLen {
+		return bytes.Contains(content, []byte(plain))
+	}
+	off := (len(plain) - anchorLen) / 2
+	anchor := []byte(plain[off : off+anchorLen])
+	for i := off; i+len(plain)-off <= len(content); {
+		j := bytes.Index(content[i:len(content)-(len(plain)-off-anchorLen)], anchor)
+		if j < 0 {
+			return false
+		}
+		start := i + j - off
+		if string(content[start:start+len(plain)]) == plain {
+			return true
+		}
+		i += j + 1
+	}
+	return false
 }
 
 // swapDir puts the complete folder tmp in place of dir. A folder cannot be
