@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kube-aws/kube-aws/core/stage"
 )
 
 func pemKey(seed uint64) string {
@@ -96,4 +101,107 @@ func BenchmarkHoldsSecret(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A file the previous output holds with the same content and mode is
+// linked, not written again; anything else about it makes a new file, and
+// the previous output is never changed.
+func TestWriteOutputReusesUnchangedFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, prev string) // what happened to the previous file
+		mode   string
+		reused bool
+	}{
+		{name: "unchanged", reused: true},
+		{name: "unchanged, mode given", mode: "0600", reused: true},
+		{name: "mode differs", mode: "0640"},
+		{name: "edited by hand", change: func(t *testing.T, prev string) {
+			if err := os.WriteFile(prev, []byte("edited!"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "same size, other bytes", change: func(t *testing.T, prev string) {
+			if err := os.WriteFile(prev, []byte("CONTENT"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "made setuid", change: func(t *testing.T, prev string) {
+			if err := os.Chmod(prev, 0o644|os.ModeSetuid); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "replaced by a symlink", change: func(t *testing.T, prev string) {
+			other := filepath.Join(filepath.Dir(filepath.Dir(prev)), "elsewhere")
+			if err := os.WriteFile(other, []byte("content"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(prev); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, prev); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			first := []stage.File{{Path: "stacks/a.json", Content: []byte("content"), Plugin: "p", Mode: "0644"}}
+			if tc.mode == "0600" {
+				first[0].Mode = "0600"
+			}
+			if _, err := WriteOutput(dir, first, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			prev := filepath.Join(dir, "stacks", "a.json")
+			if tc.change != nil {
+				tc.change(t, prev)
+			}
+			before, err := os.Lstat(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := []stage.File{{Path: "stacks/a.json", Content: []byte("content"), Plugin: "p", Mode: first[0].Mode}}
+			if tc.mode != "" {
+				second[0].Mode = tc.mode
+			}
+			// Keep a name on the previous file to compare it after.
+			kept := filepath.Join(t.TempDir(), "kept")
+			if err := os.Link(prev, kept); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := WriteOutput(dir, second, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			now, err := os.Lstat(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := os.SameFile(before, now); got != tc.reused {
+				t.Errorf("reused %v, want %v", got, tc.reused)
+			}
+			if b, err := os.ReadFile(prev); err != nil || string(b) != "content" || !now.Mode().IsRegular() {
+				t.Errorf("output holds %q (%v), mode %v", b, err, now.Mode())
+			}
+			if want := second[0].Mode; now.Mode().Perm().String() != modeString(t, want) {
+				t.Errorf("mode %v, want %s", now.Mode(), want)
+			}
+			after, err := os.Lstat(kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Mode() != before.Mode() && before.Mode().IsRegular() {
+				t.Errorf("the previous file's mode changed from %v to %v", before.Mode(), after.Mode())
+			}
+		})
+	}
+}
+
+func modeString(t *testing.T, octal string) string {
+	t.Helper()
+	m, err := strconv.ParseUint(octal, 8, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.FileMode(m).String()
 }
