@@ -60,6 +60,22 @@ func TestRawExpandsIntrinsics(t *testing.T) {
 	}
 }
 
+// Base64Sub is Base64(Sub(s)) once expanded, whatever s holds.
+func TestBase64Sub(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"#!/bin/sh\necho ${AWS::Region} && <b> \"quoted\" \\ back\n",
+		"\a\x00 control \u2028 é 😀",
+		"aGVsbG8gd29ybGQh",
+	} {
+		got := MustRaw(map[string]any{"UserData": Base64Sub(s)})
+		want := MustRaw(map[string]any{"UserData": Base64(Sub(s))})
+		if string(got) != string(want) {
+			t.Errorf("%q:\ngot  %s\nwant %s", s, got, want)
+		}
+	}
+}
+
 func TestMarshalIsDeterministic(t *testing.T) {
 	v := map[string]any{"b": 1, "a": map[string]any{"z": json.Number("123456789012345678"), "y": []any{"x"}}}
 	a, _ := Marshal(v, true)
@@ -85,7 +101,7 @@ func BenchmarkRaw(b *testing.B) {
 		InstanceType:       "m6i.large",
 		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: Ref("InstanceProfile")},
 		SecurityGroupIds:   []string{Ref("SecurityGroupId"), GetAtt("Other", "GroupId")},
-		UserData:           Base64(Sub(script)),
+		UserData:           Base64Sub(script),
 		MetadataOptions:    &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: 1, HttpEndpoint: "enabled"},
 	}}
 	b.ReportAllocs()
