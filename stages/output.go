@@ -65,7 +65,7 @@ func WriteOutput(dir string, files []stage.File, versions map[string]string, sec
 			return nil, fmt.Errorf("rendered file %q of plugin %s: %w", f.Path, f.Plugin, err)
 		}
 		for marker, plain := range secrets {
-			if len(plain) >= 4 && bytes.Contains(f.Content, []byte(plain)) {
+			if len(plain) >= 4 && holdsSecret(f.Content, plain) {
 				return nil, fmt.Errorf("rendered file %s of plugin %s holds the plain text of secret %s: plugins must write the marker, never the value", clean, f.Plugin, marker)
 			}
 		}
@@ -81,11 +81,13 @@ func WriteOutput(dir string, files []stage.File, versions map[string]string, sec
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return nil, fmt.Errorf("rendered file %s of plugin %s: %w", clean, f.Plugin, err)
 		}
-		if err := os.WriteFile(target, f.Content, mode); err != nil {
-			return nil, fmt.Errorf("rendered file %s of plugin %s: %w", clean, f.Plugin, err)
-		}
-		if err := os.Chmod(target, mode); err != nil { // umask must not make output differ between machines
-			return nil, err
+		if !reuse(filepath.Join(abs, filepath.FromSlash(clean)), target, f.Content, mode) {
+			if err := os.WriteFile(target, f.Content, mode); err != nil {
+				return nil, fmt.Errorf("rendered file %s of plugin %s: %w", clean, f.Plugin, err)
+			}
+			if err := os.Chmod(target, mode); err != nil { // umask must not make output differ between machines
+				return nil, err
+			}
 		}
 		sum := sha256.Sum256(f.Content)
 		man.Files = append(man.Files, stage.ManifestFile{
@@ -105,6 +107,59 @@ func WriteOutput(dir string, files []stage.File, versions map[string]string, sec
 	}
 	done = true
 	return &stage.Rendered{Dir: abs, Files: man.Files}, nil
+}
+
+// reuse links the previous output's file prev to target when prev is a
+// regular file with exactly content and mode, and reports whether it did.
+// A re-render mostly writes what the previous one wrote, and creating a
+// file (a new inode) costs far more than linking one: on an ext4 volume
+// about 0.2 ms of system CPU against 0.01 ms, which at 100 node pools (over
+// 200 files) was a tenth of a render's CPU. The previous file is compared
+// byte for byte, never trusted from its manifest: it may have been edited.
+// Nothing is ever written to a linked file, so the previous output stays as
+// it was until the new one replaces it. Any failure (no previous output, a
+// file system without hard links) writes the file instead.
+func reuse(prev, target string, content []byte, mode os.FileMode) bool {
+	fi, err := os.Lstat(prev)
+	if err != nil || fi.Mode() != mode || fi.Size() != int64(len(content)) { // a regular file's Mode is its permissions alone
+		return false
+	}
+	b, err := os.ReadFile(prev)
+	if err != nil || !bytes.Equal(b, content) {
+		return false
+	}
+	return os.Link(prev, target) == nil
+}
+
+// anchorLen is the length of the part of a long secret holdsSecret looks
+// for first: short enough for bytes.Index's vector search (at most 63 bytes
+// on amd64), long enough that text rarely holds it by chance.
+const anchorLen = 32
+
+// holdsSecret reports whether content holds the text plain, as bytes.Contains
+// does. A key in PEM starts with "-----BEGIN", which rendered YAML and JSON
+// are full of, and is too long for bytes.Index's vector search: every file
+// then went through its byte-at-a-time fallback once per secret. So a long
+// secret is found by a piece from its middle (random key material), and
+// each place that piece occurs is checked for the whole secret.
+func holdsSecret(content []byte, plain string) bool {
+	if len(plain) < 2*anchorLen {
+		return bytes.Contains(content, []byte(plain))
+	}
+	off := (len(plain) - anchorLen) / 2
+	anchor := []byte(plain[off : off+anchorLen])
+	for i := off; i+len(plain)-off <= len(content); {
+		j := bytes.Index(content[i:len(content)-(len(plain)-off-anchorLen)], anchor)
+		if j < 0 {
+			return false
+		}
+		start := i + j - off
+		if string(content[start:start+len(plain)]) == plain {
+			return true
+		}
+		i += j + 1
+	}
+	return false
 }
 
 // swapDir puts the complete folder tmp in place of dir. A folder cannot be

@@ -310,15 +310,15 @@ func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host,
 	if in == nil {
 		return nil, errors.New("RunStage called with a nil input")
 	}
-	req := InputToPB(in, c.serveHost(host))
+	req, err := requestToPB(in, c.serveHost(host))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the input of stage %s: %w", in.Stage, err)
+	}
 	// Cancelling the call's context when we return releases the stream even
 	// if we stop reading right after the result.
 	ctx, cancel := context.WithCancel(c.named(ctx))
 	defer cancel()
-	var (
-		stream grpc.ServerStreamingClient[pb.StageEvent]
-		err    error
-	)
+	var stream grpc.ServerStreamingClient[pb.StageEvent]
 	switch in.Stage {
 	case stage.Initialise:
 		stream, err = c.client.Initialise(ctx, req)

@@ -94,7 +94,7 @@ func UserData(cluster, role string, facts []Fact) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cfn.Base64(cfn.Sub(s)), nil
+	return cfn.Base64Sub(s), nil
 }
 
 func checkWord(what, s string) error {

@@ -1,6 +1,8 @@
 package cfn
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -58,6 +60,22 @@ func TestRawExpandsIntrinsics(t *testing.T) {
 	}
 }
 
+// Base64Sub is Base64(Sub(s)) once expanded, whatever s holds.
+func TestBase64Sub(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"#!/bin/sh\necho ${AWS::Region} && <b> \"quoted\" \\ back\n",
+		"\a\x00 control \u2028 é 😀",
+		"aGVsbG8gd29ybGQh",
+	} {
+		got := MustRaw(map[string]any{"UserData": Base64Sub(s)})
+		want := MustRaw(map[string]any{"UserData": Base64(Sub(s))})
+		if string(got) != string(want) {
+			t.Errorf("%q:\ngot  %s\nwant %s", s, got, want)
+		}
+	}
+}
+
 func TestMarshalIsDeterministic(t *testing.T) {
 	v := map[string]any{"b": 1, "a": map[string]any{"z": json.Number("123456789012345678"), "y": []any{"x"}}}
 	a, _ := Marshal(v, true)
@@ -70,5 +88,94 @@ func TestMarshalIsDeterministic(t *testing.T) {
 	want := "{\n  \"a\": {\n    \"y\": [\n      \"x\"\n    ],\n    \"z\": 123456789012345678\n  },\n  \"b\": 1\n}\n"
 	if string(a) != want {
 		t.Errorf("got\n%s", a)
+	}
+}
+
+// BenchmarkRaw encodes a node pool's launch template as the cloudformation
+// plugin does: a goformation resource whose userdata is a script under
+// Base64 and Sub, and references under goformation's encoding.
+func BenchmarkRaw(b *testing.B) {
+	script := "#!/bin/sh\nset -e\n" + strings.Repeat("export KUBE_AWS_BUCKET='${AssetsBucket}' KUBE_AWS_PREFIX='${AssetsPrefix}' && echo \"<ok>\"\n", 30)
+	lt := &ec2.LaunchTemplate{LaunchTemplateData: &ec2.LaunchTemplate_LaunchTemplateData{
+		ImageId:            Ref("ImageId"),
+		InstanceType:       "m6i.large",
+		IamInstanceProfile: &ec2.LaunchTemplate_IamInstanceProfile{Name: Ref("InstanceProfile")},
+		SecurityGroupIds:   []string{Ref("SecurityGroupId"), GetAtt("Other", "GroupId")},
+		UserData:           Base64Sub(script),
+		MetadataOptions:    &ec2.LaunchTemplate_MetadataOptions{HttpTokens: "required", HttpPutResponseHopLimit: 1, HttpEndpoint: "enabled"},
+	}}
+	b.ReportAllocs()
+	for b.Loop() {
+		MustRaw(lt)
+	}
+}
+
+// expandViaMap is how intrinsics were expanded before: each candidate
+// decoded into a map to count its keys, expanded, then compacted.
+func expandViaMap(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if b[i] != '"' {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		end := stringEnd(b, i)
+		tok := b[i:end]
+		if end < len(b) && b[end] == ':' || !maybeBase64(tok[1:len(tok)-1]) {
+			out = append(out, tok...)
+			i = end
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(string(tok[1 : len(tok)-1]))
+		var m map[string]json.RawMessage
+		ok := err == nil && len(raw) > 0 && (raw[0] == '{' || raw[0] == ' ') && json.Unmarshal(raw, &m) == nil && len(m) == 1
+		for k := range m {
+			ok = ok && intrinsicNames[k]
+		}
+		if !ok {
+			out = append(out, tok...)
+			i = end
+			continue
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, expandViaMap(raw)); err != nil {
+			panic(err)
+		}
+		out = append(out, c.Bytes()...)
+		i = end
+	}
+	return out
+}
+
+func TestExpandIntrinsicsMatchesMap(t *testing.T) {
+	b64 := func(s string) string { return `"` + base64.StdEncoding.EncodeToString([]byte(s)) + `"` }
+	for _, tc := range []struct{ name, in string }{
+		{"compact Ref", `{"a":` + b64(`{"Ref":"X"}`) + `}`},
+		{"goformation's spaced Ref", `{"a":` + b64(`{ "Ref": "X" }`) + `}`},
+		{"nested", `[` + b64(`{"Fn::Base64":`+b64(`{"Fn::Sub":"echo ${AWS::Region} && <b>\n"}`)+`}`) + `]`},
+		{"join of refs", b64(`{"Fn::Join":["",["a",` + b64(`{"Ref":"B"}`) + `]]}`)},
+		{"key given twice", b64(`{"Ref":"X","Ref":"Y"}`)},
+		{"escaped key", b64(`{"R\u0065f":"X"}`)},
+		{"two keys", b64(`{"Ref":"X","Other":1}`)},
+		{"not an intrinsic", b64(`{"Foo":"X"}`)},
+		{"empty object", b64(`{}`)},
+		{"array", b64(`[{"Ref":"X"}]`)},
+		{"leading newline", b64("\n{\"Ref\":\"X\"}")},
+		{"trailing data", b64(`{"Ref":"X"} x`)},
+		{"invalid JSON", b64(`{"Ref":}`)},
+		{"plain base64 text", `"aGVsbG8gd29ybGQh"`},
+		{"a key is never expanded", `{` + b64(`{"Ref":"X"}`) + `:1}`},
+		{"short strings", `["abcd","",  "x"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := expandIntrinsics([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := expandViaMap([]byte(tc.in)); string(got) != string(want) {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
 	}
 }

@@ -37,6 +37,14 @@ func Sub(s string) string { return encode("Fn::Sub", s) }
 // Base64 encodes its argument, typically the result of Sub.
 func Base64(v string) string { return encode("Fn::Base64", v) }
 
+// Base64Sub is Base64(Sub(s)) with the Sub written inside the Base64 as
+// an object rather than encoded on its own: the same template, for one
+// base64 encoding of s instead of two, and one decoding when Raw expands
+// it. A machine's userdata script is the longest string of its stack.
+func Base64Sub(s string) string {
+	return encode("Fn::Base64", map[string]string{"Fn::Sub": s})
+}
+
 // Join joins values, each a literal or an intrinsic from these helpers.
 func Join(sep string, values ...string) string {
 	vs := make([]any, len(values))

@@ -83,21 +83,18 @@ func expandIntrinsics(b []byte) (json.RawMessage, error) {
 			i = end
 			continue
 		}
-		fn, ok := decodeIntrinsic(string(tok[1 : len(tok)-1]))
+		fn, ok := decodeIntrinsic(tok[1 : len(tok)-1])
 		if !ok {
 			out = append(out, tok...)
 			i = end
 			continue
 		}
+		// fn is compact, and so is what it expands to.
 		inner, err := expandIntrinsics(fn)
 		if err != nil {
 			return nil, err
 		}
-		var c bytes.Buffer
-		if err := json.Compact(&c, inner); err != nil {
-			return nil, err
-		}
-		out = append(out, c.Bytes()...)
+		out = append(out, inner...)
 		i = end
 	}
 	return out, nil
@@ -131,23 +128,41 @@ func maybeBase64(s []byte) bool {
 }
 
 // decodeIntrinsic recognises a goformation-encoded intrinsic: base64 of a JSON
-// object with exactly one key that names an intrinsic function. It returns
-// the object's JSON.
-func decodeIntrinsic(s string) ([]byte, bool) {
-	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || len(raw) == 0 || raw[0] != '{' && raw[0] != ' ' {
+// object with one key (given once or more) that names an intrinsic function.
+// It returns the object's JSON, compacted.
+func decodeIntrinsic(s []byte) ([]byte, bool) {
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(raw, s)
+	if err != nil || n == 0 || raw[0] != '{' && raw[0] != ' ' {
 		return nil, false
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || len(m) != 1 {
+	// Compact checks the JSON as it goes: one pass, where decoding it into
+	// a map to count its keys and compacting it after took two and a copy.
+	var c bytes.Buffer
+	if json.Compact(&c, raw[:n]) != nil {
 		return nil, false
 	}
-	for k := range m {
-		if !intrinsicNames[k] {
+	obj := c.Bytes()
+	if obj[0] != '{' || obj[1] == '}' {
+		return nil, false
+	}
+	sc := scanner{b: obj, i: 1}
+	var name []byte
+	for {
+		k := unquote(sc.str())
+		if name == nil {
+			name = k
+		} else if !bytes.Equal(k, name) {
 			return nil, false
 		}
+		sc.i++ // :
+		sc.skip()
+		if sc.b[sc.i] == '}' {
+			break
+		}
+		sc.i++ // ,
 	}
-	return raw, true
+	return obj, intrinsicNames[string(name)]
 }
 
 // Marshal writes v as JSON with sorted object keys (encoding/json sorts map

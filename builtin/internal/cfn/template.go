@@ -2,6 +2,7 @@ package cfn
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -23,50 +24,139 @@ const (
 	templateFormatVer = "2010-09-09"
 )
 
-// Template assembles the template of a merged Stack construct as plain data.
-// metadata, when not nil, becomes the template's top-level Metadata.
-func Template(s construct.Stack, metadata map[string]any) (map[string]any, error) {
-	t := map[string]any{"AWSTemplateFormatVersion": templateFormatVer}
-	if s.Description != "" {
-		t["Description"] = s.Description
-	}
-	if len(metadata) > 0 {
-		t["Metadata"] = metadata
-	}
+// Template writes the template of a merged Stack construct as JSON with
+// sorted object keys, indented by two spaces and ending in a newline: the
+// bytes Marshal(v, true) gives for the template as plain data, with every
+// section's values decoded by Decode. metadata, when not nil, becomes the
+// template's top-level Metadata. The construct JSON is written from its
+// bytes (appendIndented) rather than decoded and encoded again.
+func Template(s construct.Stack, metadata map[string]any) ([]byte, error) {
+	size := 64 + len(s.Description)
 	sections := []struct {
 		name string
 		m    map[string]json.RawMessage
 	}{
-		{"Parameters", s.Parameters},
 		{"Conditions", s.Conditions},
 		{"Mappings", s.Mappings},
-		{"Resources", s.Resources},
 		{"Outputs", s.Outputs},
+		{"Parameters", s.Parameters},
+		{"Resources", s.Resources},
 	}
 	for _, sec := range sections {
-		if len(sec.m) == 0 {
-			continue
-		}
-		out := make(map[string]any, len(sec.m))
 		for id, raw := range sec.m {
-			v, err := Decode(raw)
-			if err != nil {
+			if !json.Valid(raw) {
+				_, err := Decode(raw)
 				return nil, fmt.Errorf("%s %s: invalid JSON: %v", sec.name, id, err)
 			}
 			if sec.name == "Resources" {
-				body, ok := v.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("resource %s is not a JSON object", id)
-				}
-				if ty, _ := body["Type"].(string); ty == "" {
-					return nil, fmt.Errorf("resource %s has no Type", id)
+				if err := checkResource(raw); err != nil {
+					return nil, fmt.Errorf("resource %s %v", id, err)
 				}
 			}
-			out[id] = v
+			// Indentation about doubles compact JSON; growing the buffer
+			// would copy it again.
+			size += len(id) + 8 + 3*len(raw)
 		}
-		t[sec.name] = out
 	}
-	return t, nil
+
+	// The top-level keys in sorted order, as encoding/json writes a map.
+	var sc scanner
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	first := true
+	key := func(k string) {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = newline(out, 1)
+		out = appendJSONString(out, []byte(k))
+		out = append(out, ':', ' ')
+	}
+	section := func(name string, m map[string]json.RawMessage) {
+		if len(m) == 0 {
+			return
+		}
+		key(name)
+		ids := make([]string, 0, len(m))
+		for id := range m {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		out = append(out, '{')
+		for i, id := range ids {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = newline(out, 2)
+			out = appendJSONString(out, []byte(id))
+			out = append(out, ':', ' ')
+			out = sc.indent(out, m[id], 2)
+		}
+		out = newline(out, 1)
+		out = append(out, '}')
+	}
+	key("AWSTemplateFormatVersion")
+	out = appendJSONString(out, []byte(templateFormatVer))
+	section("Conditions", s.Conditions)
+	if s.Description != "" {
+		key("Description")
+		out = appendJSONString(out, []byte(s.Description))
+	}
+	section("Mappings", s.Mappings)
+	if len(metadata) > 0 {
+		b, err := json.Marshal(metadata)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: %v", err)
+		}
+		key("Metadata")
+		out = sc.indent(out, b, 1)
+	}
+	section("Outputs", s.Outputs)
+	section("Parameters", s.Parameters)
+	section("Resources", s.Resources)
+	out = newline(out, 0)
+	out = append(out, '}', '\n')
+	return out, nil
+}
+
+// checkResource refuses a resource body that is not an object with a
+// non-empty string Type (the last Type, as decoding keeps the last of two).
+func checkResource(raw []byte) error {
+	sc := scanner{b: raw}
+	sc.skipSpace()
+	if sc.b[sc.i] != '{' {
+		return errors.New("is not a JSON object")
+	}
+	var ty []byte
+	sc.i++
+	sc.skipSpace()
+	for sc.b[sc.i] != '}' {
+		k := unquote(sc.str())
+		sc.skipSpace()
+		sc.i++ // :
+		sc.skipSpace()
+		if sc.b[sc.i] == '"' {
+			v := unquote(sc.str())
+			if string(k) == "Type" {
+				ty = v
+			}
+		} else {
+			if string(k) == "Type" {
+				ty = nil
+			}
+			sc.skip()
+		}
+		sc.skipSpace()
+		if sc.b[sc.i] == ',' {
+			sc.i++
+			sc.skipSpace()
+		}
+	}
+	if len(ty) == 0 {
+		return errors.New("has no Type")
+	}
+	return nil
 }
 
 // Rendered is one stack rendered to a file, with what deploy needs to know.
@@ -95,13 +185,9 @@ func RenderStack(s construct.Stack, clusterTags, extra map[string]string) (*Rend
 	if len(files) > 0 {
 		meta = map[string]any{names.MetadataKey: map[string]any{names.MetadataParameterFiles: files}}
 	}
-	t, err := Template(s, meta)
+	body, err := Template(s, meta)
 	if err != nil {
 		return nil, diag.List{diag.Fatalf("stack %s: %v", s.Name, err)}
-	}
-	body, err := Marshal(t, true)
-	if err != nil {
-		return nil, diag.List{diag.Fatalf("stack %s: encoding template: %v", s.Name, err)}
 	}
 	diags = append(diags, CheckLimits(s.Name, len(s.Resources), len(s.Parameters), len(s.Outputs), len(body))...)
 	if len(s.Resources) == 0 {

@@ -114,9 +114,9 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, err
 		machines = append(machines, machine{File: names.NodePoolRole(p.Name), Role: construct.Worker, Pool: p, PoolIndex: i})
 	}
 	var files []stage.File
-	enc := newEncoder()
+	sh := newShared()
 	for _, m := range machines {
-		content, d, err := renderMachine(c, set, m, enc)
+		content, d, err := renderMachine(c, set, m, sh)
 		if err != nil {
 			return nil, diags, err
 		}
@@ -126,7 +126,7 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, diag.List, err
 	return files, diags.WithDefaults(Plugin, string(stage.Render)), nil
 }
 
-func renderMachine(c *config.Cluster, set *construct.Set, m machine, enc *encoder) ([]byte, diag.List, error) {
+func renderMachine(c *config.Cluster, set *construct.Set, m machine, sh *shared) ([]byte, diag.List, error) {
 	var diags diag.List
 	var entries []writeFile
 	// origin remembers what wrote each path, for the duplicate-path fatal;
@@ -254,23 +254,22 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine, enc *encode
 		}
 		add(writeFile{Path: nodeplan.SecretsPath, Permissions: "0644", Owner: owner(""), Content: content}, "the secrets plan", "")
 	}
-	artifacts, d := artifactsPlan(set, m)
+	content, d, err := sh.artifacts(set, m)
 	diags = append(diags, d...)
-	if len(artifacts.Binaries)+len(artifacts.Images) > 0 && !d.HasFatal() {
-		content, err := encodePlan(artifacts)
-		if err != nil {
-			return nil, diags, fmt.Errorf("artifacts plan of %s: %w", m, err)
-		}
+	if err != nil {
+		return nil, diags, err
+	}
+	if content != "" {
 		add(writeFile{Path: nodeplan.ArtifactsPath, Permissions: "0644", Owner: owner(""), Content: content}, "the artifacts plan", "")
 	}
 
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	doc := document{WriteFiles: entries, RunCmd: runCmd(entries, hasUnits, restart, enable)}
-	out, err := enc.marshal(doc)
+	out, err := sh.enc.marshal(doc)
 	if err != nil {
 		return nil, diags, fmt.Errorf("userdata for %s: %w", m, err)
 	}
-	head := "#cloud-config\n" + summary(c, set, m).Comment()
+	head := "#cloud-config\n" + sh.summary(c, set, m).Comment()
 	return append([]byte(head), out...), diags, nil
 }
 

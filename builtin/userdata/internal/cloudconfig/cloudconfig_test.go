@@ -15,6 +15,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/names"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
@@ -433,6 +434,23 @@ func poolsFixture(n int) (*config.Cluster, *construct.Set) {
 	set.KubeletFlags[0].Target.NodePool = "pool000"
 	set.KubeletFlags[3].Target.NodePool = "pool000"
 	set.NodeLabels[1].Target.NodePool = "pool000"
+	// Pinned binaries and images as the kubernetes plugin gives every
+	// node, and one only the first pool has.
+	sum := strings.Repeat("a", 64)
+	for i := range 6 {
+		set.Artifacts = append(set.Artifacts, construct.Artifact{
+			Target: workers, Name: fmt.Sprintf("binary%d", i), Version: "v1.0.0", Kind: construct.Binary,
+			Files: []construct.ArtifactFile{{Name: "bin", Path: fmt.Sprintf("/opt/bin/binary%d", i)}},
+			Sources: map[string]construct.ArtifactSource{
+				"amd64": {URL: fmt.Sprintf("https://example.com/binary%d-amd64.tgz", i), SHA256: sum, Members: map[string]string{"bin": "./bin"}},
+				"arm64": {URL: fmt.Sprintf("https://example.com/binary%d-arm64.tgz", i), SHA256: sum, Members: map[string]string{"bin": "./bin"}},
+			},
+		}, construct.Artifact{
+			Target: workers, Name: fmt.Sprintf("image%d", i), Version: "1.0", Kind: construct.Image, Reference: fmt.Sprintf("registry.example.com/image%d:1.0", i),
+			Sources: map[string]construct.ArtifactSource{"amd64": {Digest: "sha256:" + sum}, "arm64": {Digest: "sha256:" + sum}},
+		})
+	}
+	set.Artifacts[0].Target.NodePool = "pool000"
 	return c, set
 }
 
@@ -564,5 +582,38 @@ func TestSummaryNamesEachPluginsPart(t *testing.T) {
 	}
 	if _, ok := a["userdata/nodepool-b.yaml"].Plugins["base"]; !ok || a["userdata/nodepool-b.yaml"].KubernetesVersion != "1.34.4" {
 		t.Errorf("pool b summary %+v", a["userdata/nodepool-b.yaml"])
+	}
+}
+
+// What one render shares between machines (shared) changes no machine's
+// userdata: each comes out as it does rendered on its own, whether its pool
+// has constructs of its own (pool000) or not.
+func TestSharedChangesNothing(t *testing.T) {
+	c, set := poolsFixture(4)
+	files, diags, err := Render(c, set)
+	if err != nil || len(diags) != 0 {
+		t.Fatal(err, diags)
+	}
+	machines := []machine{{File: names.RoleController, Role: construct.Controller}, {File: names.RoleEtcd, Role: construct.Etcd}}
+	for i := range c.NodePools {
+		machines = append(machines, machine{File: names.NodePoolRole(c.NodePools[i].Name), Role: construct.Worker, Pool: &c.NodePools[i], PoolIndex: i})
+	}
+	if len(files) != len(machines) {
+		t.Fatalf("%d files for %d machines", len(files), len(machines))
+	}
+	for i, m := range machines {
+		t.Run(m.File, func(t *testing.T) {
+			alone, d, err := renderMachine(c, set, m, newShared())
+			if err != nil || len(d) != 0 {
+				t.Fatal(err, d)
+			}
+			if string(files[i].Content) != string(alone) {
+				t.Errorf("rendered with the others:\n%s\nalone:\n%s", files[i].Content, alone)
+			}
+		})
+	}
+	// The first pool's own artifact makes its plan and digests differ.
+	if string(files[2].Content) == strings.Replace(string(files[3].Content), "pool001", "pool000", -1) {
+		t.Error("pool000, which has an artifact of its own, renders like pool001")
 	}
 }

@@ -135,8 +135,12 @@ func kubeletEnv(set *construct.Set, m machine, staticPod bool) (string, diag.Lis
 
 // escapeEnv escapes a value for a double-quoted systemd EnvironmentFile value.
 func escapeEnv(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`).Replace(s)
+	return envEscaper.Replace(s)
 }
+
+// envEscaper is built once: a Replacer builds its tables on first use, and
+// escapeEnv runs for every flag of every machine.
+var envEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`)
 
 func splitList(s string) []string {
 	var out []string

@@ -1,7 +1,7 @@
 package cloudconfig
 
 import (
-	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 
 	goyaml "go.yaml.in/yaml/v2"
@@ -33,36 +33,34 @@ import (
 // holding any of these takes the round trip, so that it comes out as it did.
 type encoder struct {
 	files map[writeFile][]byte
+	// cmds are runcmd's items by their arguments (cmdKey): the pools'
+	// machines run the same commands.
+	cmds map[string][]byte
 }
 
-func newEncoder() *encoder { return &encoder{files: map[writeFile][]byte{}} }
+func newEncoder() *encoder {
+	return &encoder{files: map[writeFile][]byte{}, cmds: map[string][]byte{}}
+}
 
 func (e *encoder) marshal(d document) ([]byte, error) {
-	if !d.plain() {
+	if !e.plain(d) {
 		return yaml.Marshal(d)
 	}
-	var out bytes.Buffer
+	// The document's pieces, then one buffer of their size.
+	var parts [][]byte
 	// The keys in the order the encoder sorts them.
 	if len(d.RunCmd) > 0 {
-		out.WriteString("runcmd:\n")
+		parts = append(parts, []byte("runcmd:\n"))
 		for _, c := range d.RunCmd {
-			var cmd any // a nil command is JSON's null
-			if c != nil {
-				args := make([]any, len(c))
-				for j, a := range c {
-					args[j] = a
-				}
-				cmd = args
-			}
-			b, err := goyaml.Marshal([]any{cmd})
+			b, err := e.cmd(c)
 			if err != nil {
 				return nil, err
 			}
-			out.Write(b)
+			parts = append(parts, b)
 		}
 	}
 	if len(d.WriteFiles) > 0 {
-		out.WriteString("write_files:\n")
+		parts = append(parts, []byte("write_files:\n"))
 		for _, f := range d.WriteFiles {
 			b, ok := e.files[f]
 			if !ok {
@@ -73,18 +71,59 @@ func (e *encoder) marshal(d document) ([]byte, error) {
 				}
 				e.files[f] = b
 			}
-			out.Write(b)
+			parts = append(parts, b)
 		}
 	}
-	if out.Len() == 0 {
+	if len(parts) == 0 {
 		return []byte("{}\n"), nil
 	}
-	return out.Bytes(), nil
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// cmd is one item of runcmd, encoded once per render.
+func (e *encoder) cmd(c []string) ([]byte, error) {
+	var key []byte
+	if c != nil {
+		key = []byte{1}
+		for _, a := range c {
+			key = binary.AppendUvarint(key, uint64(len(a)))
+			key = append(key, a...)
+		}
+	}
+	if b, ok := e.cmds[string(key)]; ok {
+		return b, nil
+	}
+	var cmd any // a nil command is JSON's null
+	if c != nil {
+		args := make([]any, len(c))
+		for j, a := range c {
+			args[j] = a
+		}
+		cmd = args
+	}
+	b, err := goyaml.Marshal([]any{cmd})
+	if err != nil {
+		return nil, err
+	}
+	e.cmds[string(key)] = b
+	return b, nil
 }
 
 // plain says that no string of the document is changed by the round trip.
-func (d document) plain() bool {
+// A file entry encoded before was in a plain document, so it is plain.
+func (e *encoder) plain(d document) bool {
 	for _, f := range d.WriteFiles {
+		if _, ok := e.files[f]; ok {
+			continue
+		}
 		if !plain(f.Path) || !plain(f.Permissions) || !plain(f.Owner) || !plain(f.Content) {
 			return false
 		}

@@ -33,9 +33,11 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 		}
 	}
 	cases := map[string]document{
-		"empty":         {},
-		"files":         {WriteFiles: files},
-		"commands":      {RunCmd: [][]string{{"systemctl", "daemon-reload"}, nil, {}, odd}},
+		"empty":    {},
+		"files":    {WriteFiles: files},
+		"commands": {RunCmd: [][]string{{"systemctl", "daemon-reload"}, nil, {}, odd}},
+		"plain commands": {RunCmd: [][]string{{"systemctl", "daemon-reload"}, nil, {}, {""}, {"ab"}, {"a", "b"}, {"a\x00b"}, {"systemctl", "daemon-reload"}, nil, {}},
+			WriteFiles: valid},
 		"refused":       {WriteFiles: []writeFile{{Path: "/x", Content: "del\x7f"}}},
 		"folded":        {WriteFiles: []writeFile{{Path: "/x", Content: "nel\u0085"}}},
 		"both":          {WriteFiles: files[:5], RunCmd: [][]string{{"a", "b"}}},

@@ -1,6 +1,7 @@
 package cloudconfig
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -92,6 +93,20 @@ func artifactsPlan(set *construct.Set, m machine) (*nodeplan.ArtifactsPlan, diag
 		diags = append(diags, diag.Fatalf("artifacts plan of %s: %v", m, err).At("constructs.artifacts"))
 	}
 	return plan, diags
+}
+
+// artifactsFile is the content of the machine's artifacts plan, "" when it
+// has no artifacts or its plan is refused (a fatal in the diagnostics).
+func artifactsFile(set *construct.Set, m machine) (string, diag.List, error) {
+	plan, diags := artifactsPlan(set, m)
+	if len(plan.Binaries)+len(plan.Images) == 0 || diags.HasFatal() {
+		return "", diags, nil
+	}
+	content, err := encodePlan(plan)
+	if err != nil {
+		return "", diags, fmt.Errorf("artifacts plan of %s: %w", m, err)
+	}
+	return content, diags, nil
 }
 
 // encodePlan is a plan as the content of its file.

@@ -1,0 +1,130 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kube-aws/kube-aws/core/construct"
+	"github.com/kube-aws/kube-aws/core/stage"
+	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
+)
+
+// A request whose construct set travels pre-encoded reaches the plugin as
+// the request InputToPB makes, whatever the input holds.
+func TestRequestToPBIsInputToPB(t *testing.T) {
+	full := fullInput()
+	noSet := fullInput()
+	noSet.Constructs = nil
+	emptySet := fullInput()
+	emptySet.Constructs = &construct.Set{}
+	for _, tc := range []struct {
+		name string
+		in   *stage.Input
+	}{
+		{"every field", full},
+		{"no construct set", noSet},
+		{"an empty construct set", emptySet},
+		{"nil input", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := requestToPB(tc.in, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Twice: the second takes the set's kept encoding.
+			for range 2 {
+				got := wire(t, req)
+				want := wire(t, InputToPB(tc.in, 7))
+				if !proto.Equal(got, want) {
+					t.Fatalf("the plugin receives\n%v\nwant\n%v", got, want)
+				}
+				if len(got.ProtoReflect().GetUnknown()) != 0 {
+					t.Errorf("unknown fields reached the plugin: %x", got.ProtoReflect().GetUnknown())
+				}
+				gotIn, id := InputFromPB(got)
+				wantIn, _ := InputFromPB(want)
+				if id != 7 || !reflect.DeepEqual(gotIn, wantIn) {
+					gj, _ := json.Marshal(gotIn)
+					wj, _ := json.Marshal(wantIn)
+					t.Errorf("input %s (host service %d)\nwant %s", gj, id, wj)
+				}
+				if req, err = requestToPB(tc.in, 7); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The encoding kept is the set's: another set is encoded afresh, and the
+// same set again is not encoded again.
+func TestSetFieldIsKeptPerSet(t *testing.T) {
+	a, b := fullSet(), fullSet()
+	b.Stacks[0].Name = "other"
+	fa, err := setField(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := setField(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(fa) == string(fb) {
+		t.Fatal("two sets, one encoding")
+	}
+	again, err := setField(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &again[0] != &fb[0] {
+		t.Error("the same set was encoded again")
+	}
+	var req pb.StageRequest
+	if err := proto.Unmarshal(fb, &req); err != nil || req.GetConstructs().GetStacks()[0].GetName() != "other" {
+		t.Errorf("field decodes to %v (%v)", req.GetConstructs(), err)
+	}
+}
+
+// BenchmarkStageRequests sends one stage's input to ten plugins, as the
+// built-ins get it: shared encodes the construct set once, perPlugin (how
+// it was sent before) once per plugin.
+func BenchmarkStageRequests(b *testing.B) {
+	in := fullInput()
+	set := &construct.Set{}
+	for i := range 100 {
+		st := fullSet().Stacks[0]
+		st.Name = fmt.Sprintf("nodepool-%d", i)
+		set.Stacks = append(set.Stacks, st)
+	}
+	in.Constructs = set
+	send := func(b *testing.B, req *pb.StageRequest) {
+		if _, err := proto.Marshal(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("shared", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sharedSet.set = nil // a new stage
+			for range 10 {
+				req, err := requestToPB(in, 7)
+				if err != nil {
+					b.Fatal(err)
+				}
+				send(b, req)
+			}
+		}
+	})
+	b.Run("perPlugin", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 10 {
+				send(b, InputToPB(in, 7))
+			}
+		}
+	})
+}

@@ -1,0 +1,207 @@
+package stages
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+)
+
+func pemKey(seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 1))
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	var b strings.Builder
+	b.WriteString("-----BEGIN EC PRIVATE KEY-----\n")
+	for i := range 160 {
+		if i > 0 && i%64 == 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteByte(b64[r.IntN(len(b64))])
+	}
+	b.WriteString("\n-----END EC PRIVATE KEY-----\n")
+	return b.String()
+}
+
+func TestHoldsSecret(t *testing.T) {
+	key := pemKey(1)
+	off := (len(key) - anchorLen) / 2
+	anchor := key[off : off+anchorLen]
+	repeated := strings.Repeat("ab", 60)
+	for _, tc := range []struct {
+		name, content, plain string
+	}{
+		{"short secret held", "token: s3cr3t-value\n", "s3cr3t-value"},
+		{"short secret not held", "token: s3cr3t-valu\n", "s3cr3t-value"},
+		{"key alone", key, key},
+		{"key at the start", key + "rest", key},
+		{"key at the end", "---\nkey: |\n" + key, key},
+		{"key in the middle", "a: -----BEGIN\n" + key + "b: -----END\n", key},
+		{"key indented, so not held", "key: |\n  " + strings.ReplaceAll(key, "\n", "\n  "), key},
+		{"only the middle of the key", "x" + anchor + "y", key},
+		{"middle of the key before the key", anchor + key, key},
+		{"middle of the key too near the start", key[off:] + key[:off], key},
+		{"key less its last byte", key[:len(key)-1], key},
+		{"key less its first byte", key[1:], key},
+		{"text shorter than the key", "-----BEGIN", key},
+		{"empty text", "", key},
+		{"repeating secret held", "b" + repeated + "a", repeated},
+		{"repeating secret not held", strings.Repeat("ab", 59) + "a", repeated},
+		{"repeating secret among its pieces", strings.Repeat("ab", 40) + "x" + strings.Repeat("ab", 70), repeated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := bytes.Contains([]byte(tc.content), []byte(tc.plain))
+			if got := holdsSecret([]byte(tc.content), tc.plain); got != want {
+				t.Errorf("holdsSecret = %v, bytes.Contains = %v", got, want)
+			}
+		})
+	}
+}
+
+// renderedLike is text like the render output: YAML and JSON with many a
+// "-----BEGIN" and "-" but no secret.
+func renderedLike(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "- path: /etc/kubernetes/pki/node-%d.crt\n  content: |\n    -----BEGIN CERTIFICATE-----\n    MIIBszCCAVmgAwIBAgIRAK-%d\n    -----END CERTIFICATE-----\n", i, i)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkHoldsSecret searches 1 MB of rendered text for ten PEM keys;
+// contains is bytes.Contains, which the output check used before.
+func BenchmarkHoldsSecret(b *testing.B) {
+	content := renderedLike(1 << 20)
+	keys := make([]string, 10)
+	for i := range keys {
+		keys[i] = pemKey(uint64(i))
+	}
+	b.Run("anchor", func(b *testing.B) {
+		b.SetBytes(int64(len(content) * len(keys)))
+		for b.Loop() {
+			for _, k := range keys {
+				if holdsSecret(content, k) {
+					b.Fatal("found")
+				}
+			}
+		}
+	})
+	b.Run("contains", func(b *testing.B) {
+		b.SetBytes(int64(len(content) * len(keys)))
+		for b.Loop() {
+			for _, k := range keys {
+				if bytes.Contains(content, []byte(k)) {
+					b.Fatal("found")
+				}
+			}
+		}
+	})
+}
+
+// A file the previous output holds with the same content and mode is
+// linked, not written again; anything else about it makes a new file, and
+// the previous output is never changed.
+func TestWriteOutputReusesUnchangedFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, prev string) // what happened to the previous file
+		mode   string
+		reused bool
+	}{
+		{name: "unchanged", reused: true},
+		{name: "unchanged, mode given", mode: "0600", reused: true},
+		{name: "mode differs", mode: "0640"},
+		{name: "edited by hand", change: func(t *testing.T, prev string) {
+			if err := os.WriteFile(prev, []byte("edited!"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "same size, other bytes", change: func(t *testing.T, prev string) {
+			if err := os.WriteFile(prev, []byte("CONTENT"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "made setuid", change: func(t *testing.T, prev string) {
+			if err := os.Chmod(prev, 0o644|os.ModeSetuid); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "replaced by a symlink", change: func(t *testing.T, prev string) {
+			other := filepath.Join(filepath.Dir(filepath.Dir(prev)), "elsewhere")
+			if err := os.WriteFile(other, []byte("content"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(prev); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, prev); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			first := []stage.File{{Path: "stacks/a.json", Content: []byte("content"), Plugin: "p", Mode: "0644"}}
+			if tc.mode == "0600" {
+				first[0].Mode = "0600"
+			}
+			if _, err := WriteOutput(dir, first, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			prev := filepath.Join(dir, "stacks", "a.json")
+			if tc.change != nil {
+				tc.change(t, prev)
+			}
+			before, err := os.Lstat(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := []stage.File{{Path: "stacks/a.json", Content: []byte("content"), Plugin: "p", Mode: first[0].Mode}}
+			if tc.mode != "" {
+				second[0].Mode = tc.mode
+			}
+			// Keep a name on the previous file to compare it after.
+			kept := filepath.Join(t.TempDir(), "kept")
+			if err := os.Link(prev, kept); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := WriteOutput(dir, second, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			now, err := os.Lstat(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := os.SameFile(before, now); got != tc.reused {
+				t.Errorf("reused %v, want %v", got, tc.reused)
+			}
+			if b, err := os.ReadFile(prev); err != nil || string(b) != "content" || !now.Mode().IsRegular() {
+				t.Errorf("output holds %q (%v), mode %v", b, err, now.Mode())
+			}
+			if want := second[0].Mode; now.Mode().Perm().String() != modeString(t, want) {
+				t.Errorf("mode %v, want %s", now.Mode(), want)
+			}
+			after, err := os.Lstat(kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Mode() != before.Mode() && before.Mode().IsRegular() {
+				t.Errorf("the previous file's mode changed from %v to %v", before.Mode(), after.Mode())
+			}
+		})
+	}
+}
+
+func modeString(t *testing.T, octal string) string {
+	t.Helper()
+	m, err := strconv.ParseUint(octal, 8, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.FileMode(m).String()
+}
