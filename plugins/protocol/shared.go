@@ -11,15 +11,21 @@ import (
 	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
 )
 
-// sharedSet is the construct set of the last stage input sent, encoded once
-// for every plugin the stage calls. Every plugin of a stage receives the
-// same set (the stages hand one Input to all of them), and the set is by far
-// the largest part of a stage's input: converting and encoding it once per
-// plugin, ten times over for the built-ins, cost kube-aws more than all the
-// rest of sending the input. The set is kept (not only its address) so that
-// no other set can take its address while it is here.
+// sharedSet is the construct set of the stage input last sent, encoded
+// once for every plugin the stage calls. Every plugin of a stage receives
+// the same Input (the stages build one per stage call and hand it to all of
+// them, concurrently), and its set is by far the largest part of it:
+// converting and encoding it once per plugin, ten times over for the
+// built-ins, cost kube-aws more than all the rest of sending the input.
+//
+// The encoding is kept for one Input, not for a set: a stage's Input cannot
+// change while its plugins run (they read it concurrently), but a set may
+// be carried to the next stage, and nothing but this rule would keep a later
+// change to it from travelling stale. Input and set are kept (not only
+// their addresses) so that no other can take their address while here.
 var sharedSet struct {
 	mu  sync.Mutex
+	in  *stage.Input
 	set *construct.Set
 	// field is the set as the StageRequest's constructs field: its tag,
 	// length and encoding.
@@ -31,14 +37,11 @@ var sharedSet struct {
 // field constructs (5). Protobuf writes unknown fields as they are after
 // the known ones, and the order of fields on the wire is free, so the
 // plugin decodes exactly the request InputToPB would have made.
-//
-// A set handed to RunStage must not change afterwards: a later call with
-// the same set sends the encoding made for the first.
 func requestToPB(in *stage.Input, hostServiceID uint32) (*pb.StageRequest, error) {
 	if in == nil || in.Constructs == nil {
 		return InputToPB(in, hostServiceID), nil
 	}
-	field, err := setField(in.Constructs)
+	field, err := setField(in)
 	if err != nil {
 		return nil, err
 	}
@@ -49,20 +52,21 @@ func requestToPB(in *stage.Input, hostServiceID uint32) (*pb.StageRequest, error
 	return req, nil
 }
 
-// setField returns set encoded as the constructs field of a StageRequest.
-func setField(set *construct.Set) ([]byte, error) {
+// setField returns in's construct set encoded as the constructs field of a
+// StageRequest, encoding it only for the first plugin in is sent to.
+func setField(in *stage.Input) ([]byte, error) {
 	sharedSet.mu.Lock()
 	defer sharedSet.mu.Unlock()
-	if sharedSet.set == set {
+	if sharedSet.in == in && sharedSet.set == in.Constructs {
 		return sharedSet.field, nil
 	}
-	b, err := proto.Marshal(SetToPB(set))
+	b, err := proto.Marshal(SetToPB(in.Constructs))
 	if err != nil {
 		return nil, err
 	}
 	field := protowire.AppendTag(nil, constructsField, protowire.BytesType)
 	field = protowire.AppendBytes(field, b)
-	sharedSet.set, sharedSet.field = set, field
+	sharedSet.in, sharedSet.set, sharedSet.field = in, in.Constructs, field
 	return field, nil
 }
 
