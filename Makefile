@@ -27,7 +27,7 @@ CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.
 
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-tools cis-tools unit e2e fuzz lint demo bench bench-render proto venv clean help e2e-cluster
+.PHONY: all build test test-tools cis-tools unit e2e fuzz lint demo bench bench-render bench-boot proto venv clean help e2e-cluster
 
 all: build
 
@@ -36,7 +36,7 @@ help:
 	@echo "make test   vet, unit, subprocess, race, fuzz and end-to-end tests"
 	@echo "make e2e-cluster  boot what moto's Auto Scaling groups launch as local machines (root; RUN=regexp picks tests)"
 	@echo "make build  build bin/kube-aws, every built-in and contrib plugin and kube-aws-node (linux/amd64, arm64) under bin/kube-aws-plugins/"
-	@echo "make bench  the render against BASELINE=$(BASELINE) paired in one run, Go benchmarks and whole-command timings (docs/benchmarks.md)"
+	@echo "make bench  the render (and, as root, the machines' boot) against BASELINE=$(BASELINE) paired in one run, Go benchmarks and whole-command timings (docs/benchmarks.md)"
 	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
 	@echo "make lint   gofmt, go vet, and no tracked binary or file over 1 MiB"
 
@@ -119,6 +119,12 @@ e2e-cluster: venv build artifacts cis-tools
 bench-render:
 	BASELINE=$(BASELINE) ./scripts/bench-render-ratio.sh $(BENCH_RUNS)
 
+# The example's machines booted by this tree and by BASELINE, alternately in
+# one run (BOOT_PAIRS boots of each), as `make e2e-cluster` boots them: each
+# role's slowest goal, medians and ratios. Root only, 2 to 4 minutes a boot.
+bench-boot: venv
+	BASELINE=$(BASELINE) ./scripts/bench-boot-ratio.sh $(BOOT_PAIRS)
+
 demo: venv build
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/demo.sh
 
@@ -127,12 +133,15 @@ demo: venv build
 # `make bench-render` runs that comparison alone.
 BASELINE   ?= aea22a0
 BENCH_RUNS ?= 15
+BOOT_PAIRS ?= 2
 
 bench: venv build test-tools bench-render
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 	./scripts/bench-node.sh
 	./scripts/bench-registry.sh
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory bench-boot; \
+	else echo "make bench: the boot comparison (make bench-boot) boots machines and needs root: not run"; fi
 
 proto: venv
 	GOBIN=$(abspath $(BIN))/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
