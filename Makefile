@@ -25,7 +25,12 @@ GRPCIO_TOOLS_VERSION       := 1.76.0
 BUILTIN_PLUGINS := $(patsubst builtin/%/plugin.go,%,$(wildcard builtin/*/plugin.go))
 CONTRIB_PLUGIN_PKGS := $(patsubst %/main.go,%,$(wildcard contrib/plugins/*/main.go))
 
-FUZZTIME ?= 10s
+# Each fuzz target runs a fixed number of inputs (about 10 s each here), not a
+# duration: with a duration, Go 1.26's fuzzing coordinator can fail a run that
+# found nothing with "context deadline exceeded" when the time runs out while a
+# worker is mid-input on a busy machine (go.dev/issue/75804, fixed in Go 1.27).
+# FUZZTIME (a duration or a count, e.g. 30s or 1000000x) overrides it for all.
+FUZZTIME ?=
 
 .PHONY: all build test test-tools cis-tools unit e2e fuzz lint demo bench bench-render bench-boot proto venv clean help e2e-cluster
 
@@ -90,13 +95,13 @@ test: venv build lint test-tools
 	$(MAKE) fuzz
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./core/config
-	$(GO) test -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME) ./core/merge
-	$(GO) test -run '^$$' -fuzz '^FuzzFocusOperations$$' -fuzztime $(FUZZTIME) ./core/merge
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./core/nodeplan
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./node/cloudinit
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./node/envfile
-	$(GO) test -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) ./node/substitute
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(or $(FUZZTIME),25000x) ./core/config
+	$(GO) test -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(or $(FUZZTIME),200000x) ./core/merge
+	$(GO) test -run '^$$' -fuzz '^FuzzFocusOperations$$' -fuzztime $(or $(FUZZTIME),400000x) ./core/merge
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),100000x) ./core/nodeplan
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),150000x) ./node/cloudinit
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),800000x) ./node/envfile
+	$(GO) test -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(or $(FUZZTIME),70000x) ./node/substitute
 
 # Local machines (test/machines) need root and these Debian packages:
 # systemd-nspawn (systemd-container), mmdebstrap for the machines' root
