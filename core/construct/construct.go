@@ -418,8 +418,9 @@ type ArtifactSource struct {
 	Mirrored map[string]string `json:"mirrored,omitempty"`
 }
 
-// MirrorImageFile is the file name of an image in the mirror folder: a
-// docker-archive tarball as go-containerregistry's tarball.Write makes it.
+// MirrorImageFile is the file name of an image in the mirror folder: an
+// archive ctr imports under the artifact's reference, an OCI archive (what
+// kube-aws's artifact builder writes) or a docker-archive (docker save).
 const MirrorImageFile = "image.tar"
 
 // MirrorFiles are the names of the artifact's files in the mirror folder.

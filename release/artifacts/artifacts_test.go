@@ -15,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
 )
@@ -197,7 +195,7 @@ func TestScratchModulesPinTheirRelease(t *testing.T) {
 	}
 }
 
-// readLayer returns a gzip-compressed layer's headers and file contents.
+// readLayer returns a zstd-compressed layer's headers and file contents.
 func readLayer(t *testing.T, p string) ([]*tar.Header, map[string]string) {
 	t.Helper()
 	f, err := os.Open(p)
@@ -205,10 +203,11 @@ func readLayer(t *testing.T, p string) ([]*tar.Header, map[string]string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := zstd.NewReader(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer zr.Close()
 	tr := tar.NewReader(zr)
 	var hdrs []*tar.Header
 	content := map[string]string{}
@@ -419,8 +418,7 @@ func TestBuildPause(t *testing.T) {
 			}
 			ef.Close()
 
-			tag, _ := name.NewTag("registry.k8s.io/pause:3.10.1")
-			image, err := tarball.ImageFromPath(img, &tag)
+			image, err := OpenImage(img, t.TempDir(), "registry.k8s.io/pause:3.10.1")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,10 +26,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kube-aws/kube-aws/release/artifacts"
 )
@@ -289,24 +287,12 @@ func TestImages(t *testing.T) {
 	}
 }
 
-// loadImage loads the image tagged ref from a docker-archive tarball and
-// checks that ref is its only tag.
+// loadImage opens the image archive p, which must hold ref alone.
 func loadImage(t *testing.T, p, ref string) v1.Image {
 	t.Helper()
-	tag, err := name.NewTag(ref, name.StrictValidation)
+	img, err := artifacts.OpenImage(p, t.TempDir(), ref)
 	if err != nil {
 		t.Fatal(err)
-	}
-	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(p) })
-	if err != nil {
-		t.Fatalf("%s: %v", p, err)
-	}
-	if len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{ref}) {
-		t.Fatalf("%s: manifest %+v, want one image tagged %s", p, m, ref)
-	}
-	img, err := tarball.ImageFromPath(p, &tag)
-	if err != nil {
-		t.Fatalf("%s: %v", p, err)
 	}
 	return img
 }

@@ -26,11 +26,11 @@ const defaultDebianSources = "/etc/apt/sources.list.d/debian.sources"
 // buildDebian extracts a Debian set for the run's architecture with
 // mmdebstrap's extract variant (packages and their dependencies unpacked, no
 // maintainer script run, so a foreign architecture needs no emulator) and
-// turns it into a layer (layer.tar.gz) or a CA bundle (ca-certificates.crt).
+// turns it into a layer (layer.tar.zst) or a CA bundle (ca-certificates.crt).
 func (r *run) buildDebian(ctx context.Context, name string) (string, *stamp, error) {
 	set := debianSets[name]
 	outDir := filepath.Join(r.stateDir, "debian", name, r.platform)
-	out := filepath.Join(outDir, "layer.tar.gz")
+	out := filepath.Join(outDir, "layer.tar.zst")
 	if set.bundle {
 		out = filepath.Join(outDir, "ca-certificates.crt")
 	}

@@ -12,8 +12,9 @@
 // kube-proxy images and cloud controller manager, built from that release's
 // scratch modules, and once the artifacts the releases share.
 //
-// Images are docker-archive tarballs written with go-containerregistry and
-// tagged with their upstream references. Each Go build runs in a scratch
+// Images are OCI archives (an image layout in a tar) with zstd layers,
+// written with go-containerregistry and named with their upstream
+// references. Each Go build runs in a scratch
 // module under modules/ with a committed go.mod and go.sum; a nested module,
 // so that the main module's `go test ./...` never compiles Kubernetes.
 //

@@ -10,8 +10,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // baseFiles are the files of the base layer besides the CA bundle: the
@@ -70,9 +72,14 @@ func (r *run) imageInputs(a Artifact) (map[string]any, error) {
 	}, nil
 }
 
-// writeImage assembles a's image and writes it to out as a docker-archive
-// tarball tagged with the upstream reference. Layers it makes itself go to
-// work (a temporary folder).
+// writeImage assembles a's image and writes it to out as an OCI archive (an
+// image layout in a tar) whose one image is named with the upstream
+// reference. Layers it makes itself, and the layout, go to work (a temporary
+// folder).
+//
+// An OCI archive rather than a docker-archive, because only an OCI manifest
+// can say that a layer is zstd: containerd's docker-archive importer labels
+// every compressed layer gzip.
 func (r *run) writeImage(a Artifact, work, out string) error {
 	tag, err := name.NewTag(a.Image, name.StrictValidation)
 	if err != nil {
@@ -83,7 +90,7 @@ func (r *run) writeImage(a Artifact, work, out string) error {
 		var file, createdBy string
 		switch l.kind {
 		case layerBase:
-			file = filepath.Join(work, "layer-"+strconv.Itoa(i)+".tar.gz")
+			file = filepath.Join(work, "layer-"+strconv.Itoa(i)+".tar.zst")
 			entries := append([]entry{{path: caBundlePath, typ: tar.TypeReg, mode: 0o644, src: r.debianOut["ca-certificates"]}}, baseFiles...)
 			if err := writeLayer(file, entries); err != nil {
 				return err
@@ -93,7 +100,7 @@ func (r *run) writeImage(a Artifact, work, out string) error {
 			file = r.debianOut[l.debian]
 			createdBy = "kube-aws artifacts: Debian " + debianSuite + " packages " + fmt.Sprint(debianSets[l.debian].packages)
 		case layerFiles:
-			file = filepath.Join(work, "layer-"+strconv.Itoa(i)+".tar.gz")
+			file = filepath.Join(work, "layer-"+strconv.Itoa(i)+".tar.zst")
 			var entries []entry
 			for _, f := range l.files {
 				e := entry{path: f.path, typ: tar.TypeReg, mode: 0o755, src: r.binaries[f.from]}
@@ -108,7 +115,7 @@ func (r *run) writeImage(a Artifact, work, out string) error {
 			}
 			createdBy = "kube-aws artifacts: COPY" + createdBy
 		}
-		layer, err := tarball.LayerFromFile(file)
+		layer, err := tarball.LayerFromFile(file, tarball.WithMediaType(types.OCILayerZStd))
 		if err != nil {
 			return fmt.Errorf("image %s: layer %s: %w", a.Name, file, err)
 		}
@@ -138,14 +145,33 @@ func (r *run) writeImage(a Artifact, work, out string) error {
 			cfg.Config.ExposedPorts[p] = struct{}{}
 		}
 	}
-	img, err := mutate.ConfigFile(empty.Image, cfg)
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	img, err := mutate.ConfigFile(base, cfg)
 	if err != nil {
 		return err
 	}
 	if img, err = mutate.Append(img, adds...); err != nil {
 		return fmt.Errorf("image %s: %w", a.Name, err)
 	}
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
+	dir := filepath.Join(work, "layout")
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", a.Name, err)
+	}
+	err = lp.AppendImage(img,
+		layout.WithPlatform(v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}),
+		layout.WithAnnotations(map[string]string{
+			// containerd (ctr images import, and so the kubelet's CRI) names
+			// the image by the first; other OCI tools read the tag from the
+			// second.
+			"io.containerd.image.name":          tag.Name(),
+			"org.opencontainers.image.ref.name": tag.TagStr(),
+		}))
+	if err != nil {
+		return fmt.Errorf("image %s: %w", a.Name, err)
+	}
+	if err := writeTree(out, dir); err != nil {
 		return fmt.Errorf("image %s: write %s: %w", a.Name, out, err)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 // epoch is the time of every file and image the builder makes: identical
@@ -48,9 +48,15 @@ func vfsCapData(caps uint64) string {
 	return string(b)
 }
 
-// writeLayer writes entries as a gzip-compressed tar to p, sorted by path,
+// writeLayer writes entries as a zstd-compressed tar to p, sorted by path,
 // with every missing parent folder added (root-owned, 0755), owned by
 // uid/gid as given and dated epoch.
+//
+// zstd rather than gzip because every machine decompresses each of its
+// layers at boot, on the path to its goal: containerd decompresses these
+// layers about 2.7 times as fast as the same layers in gzip, and they are
+// smaller (docs/artifacts.md has the figures). One encoder goroutine, so
+// that the bytes never depend on the machine that built them.
 func writeLayer(p string, entries []entry) (err error) {
 	entries = withParents(entries)
 	f, err := os.Create(p)
@@ -65,7 +71,7 @@ func writeLayer(p string, entries []entry) (err error) {
 			os.Remove(p)
 		}
 	}()
-	zw, err := gzip.NewWriterLevel(f, gzip.DefaultCompression)
+	zw, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return err
 	}
@@ -196,4 +202,33 @@ func treeEntries(root string) ([]entry, error) {
 		return nil
 	})
 	return out, err
+}
+
+// writeTree writes the folder root (an OCI image layout) to p as an
+// uncompressed tar with the paths relative to root, in path order, root-owned
+// and dated epoch: the same layout always gives the same archive.
+func writeTree(p, root string) (err error) {
+	entries, err := treeEntries(root)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+		}
+	}()
+	tw := tar.NewWriter(f)
+	for _, e := range entries {
+		if err := writeEntry(tw, e); err != nil {
+			return fmt.Errorf("%s: %w", e.path, err)
+		}
+	}
+	return tw.Close()
 }
