@@ -126,7 +126,10 @@ bench-render:
 
 # The example's machines booted by this tree and by BASELINE, alternately in
 # one run (BOOT_PAIRS boots of each), as `make e2e-cluster` boots them: each
-# role's slowest goal, medians and ratios. Root only, 2 to 4 minutes a boot.
+# role's slowest goal and CPU-seconds, medians and ratios. Root only, 2 to 4
+# minutes a boot. Each tree boots its own builder's artifacts: this tree's
+# ARTIFACTS_DIR, the baseline's BASELINE_ARTIFACTS_DIR (default
+# ~/.cache/kube-aws/bench-boot/<commit>/artifacts, built on first use).
 bench-boot: venv
 	BASELINE=$(BASELINE) ./scripts/bench-boot-ratio.sh $(BOOT_PAIRS)
 
@@ -141,7 +144,7 @@ BENCH_RUNS ?= 15
 BOOT_PAIRS ?= 2
 
 bench: venv build test-tools bench-render
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./plugins/... ./stages/... ./release/artifacts
 	KUBE_AWS_VENV=$(abspath $(VENV)) ./scripts/bench-up.sh
 	./scripts/bench-node.sh
 	./scripts/bench-registry.sh
