@@ -53,6 +53,9 @@ const (
 	AddonsDir      = "/etc/kubernetes/addons"
 )
 
+// unitMode is the mode of every systemd unit and drop-in kube-aws writes.
+const unitMode = "0600"
+
 // Marker matches a redaction marker, ((secret:<plugin>/<json-pointer>)); it
 // is core/config's own pattern so the two can never disagree on what a
 // marker is.
@@ -190,11 +193,14 @@ func renderMachine(c *config.Cluster, set *construct.Set, m machine, sh *shared)
 		}
 		hasUnits = true
 		where := fmt.Sprintf("unit %s (%s)", u.Name, unitPath(u))
+		// Units and drop-ins are root's alone (0600): only systemd reads
+		// them, and the CIS Kubernetes Benchmark asks it of the kubelet's
+		// unit (4.1.1), which carries the machine's facts and flags.
 		if u.Content != "" {
-			add(writeFile{Path: SystemdDir + "/" + u.Name, Permissions: "0644", Owner: owner(""), Content: u.Content}, where, u.Plugin)
+			add(writeFile{Path: SystemdDir + "/" + u.Name, Permissions: unitMode, Owner: owner(""), Content: u.Content}, where, u.Plugin)
 		}
 		for _, d := range u.DropIns {
-			add(writeFile{Path: DropInPath(u.Name, d.Name), Permissions: "0644", Owner: owner(""), Content: d.Content}, where, d.Plugin)
+			add(writeFile{Path: DropInPath(u.Name, d.Name), Permissions: unitMode, Owner: owner(""), Content: d.Content}, where, d.Plugin)
 		}
 		switch {
 		case u.Enable:
