@@ -119,6 +119,23 @@ func TestScriptBootsKubeAWSNode(t *testing.T) {
 	}))
 	defer imds.Close()
 
+	// A folder of the tools the script and this test call, less openssl:
+	// the script then checks the download with sha256sum.
+	noOpenSSL := t.TempDir()
+	for _, tool := range []string{"sh", "curl", "mkdir", "basename", "sed", "head", "tr", "chmod", "mv", "cut", "sha256sum", "uname", "unshare", "mount", "env", "sort", "grep", "cat"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(noOpenSSL, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := os.Getenv("PATH")
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Fatal("openssl is not installed: the test covers the script with it and without it")
+	}
+
 	run := func(nodeKey string) (string, error) {
 		s, err := Script("demo", "nodepool-general", []Fact{apiFact})
 		if err != nil {
@@ -133,35 +150,39 @@ func TestScriptBootsKubeAWSNode(t *testing.T) {
 			s = strings.ReplaceAll(s, "${"+k+"}", v)
 		}
 		cmd := exec.Command("unshare", "-r", "-m", "sh", "-c", `mount -t tmpfs none /opt && exec sh -c "$0"`, s)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "AWS_ENDPOINT_URL=" + url + "/", "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL}
+		cmd.Env = []string{"PATH=" + path, "AWS_ENDPOINT_URL=" + url + "/", "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL}
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
 
-	if o, err := run(key); err != nil {
-		t.Fatalf("bootstrap: %v\n%s", err, o)
-	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := "args=boot\nKUBE_AWS_BUCKET=boot-test\nKUBE_AWS_CLUSTER=demo\nKUBE_AWS_FACT_APILOADBALANCERDNS=api-1.elb.example\n" +
 		"KUBE_AWS_PREFIX=clusters/demo\nKUBE_AWS_REGION=" + awstest.Region + "\nKUBE_AWS_ROLE=nodepool-general\n" +
 		"KUBE_AWS_USERDATA_KEY=clusters/demo/roles/nodepool-general/userdata/abc\n"
-	if string(got) != want {
-		t.Fatalf("kube-aws-node ran with\n%s\nwant\n%s", got, want)
+	for _, checker := range []struct{ name, path string }{{"openssl", os.Getenv("PATH")}, {"sha256sum", noOpenSSL}} {
+		path = checker.path
+		os.Remove(out)
+		if o, err := run(key); err != nil {
+			t.Fatalf("bootstrap checking with %s: %v\n%s", checker.name, err, o)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatalf("checking with %s: %v", checker.name, err)
+		}
+		if string(got) != want {
+			t.Fatalf("checking with %s, kube-aws-node ran with\n%s\nwant\n%s", checker.name, got, want)
+		}
+
+		os.Remove(out)
+		o, err := run(wrongKey)
+		if err == nil || !strings.Contains(o, "does not have the sha256 its key names") {
+			t.Fatalf("checking with %s, a download with another sha256: %v\n%s", checker.name, err, o)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("checking with %s, kube-aws-node ran from a download whose sha256 differs", checker.name)
+		}
 	}
 	if tokens.Load() == 0 {
 		t.Fatal("no IMDSv2 token was asked for")
-	}
-
-	os.Remove(out)
-	o, err := run(wrongKey)
-	if err == nil || !strings.Contains(o, "does not have the sha256 its key names") {
-		t.Fatalf("a download with another sha256: %v\n%s", err, o)
-	}
-	if _, err := os.Stat(out); err == nil {
-		t.Fatal("kube-aws-node ran from a download whose sha256 differs")
 	}
 }
 
