@@ -87,30 +87,26 @@ print("| boot | tree | " + " | ".join(roles) + " | host busy |")
 print("|---|---|" + "---:|" * len(roles) + "---|")
 for i, (t, g, b, _) in enumerate(rows):
     print(f"| {i // 2 + 1} | {t} | " + " | ".join(f"{g[r]:.1f}" if r in g else "-" for r in roles) + f" | {b} |")
-print()
-print("Seconds from a machine's start to its goal, the role's slowest machine; medians over the boots:")
-print()
-print("| role | baseline | tree | tree/baseline |")
-print("|---|---:|---:|---:|")
-for r in roles:
-    med = {}
-    for t in ("baseline", "tree"):
-        v = [g[r] for tt, g, _, _ in rows if tt == t and r in g]
-        med[t] = statistics.median(v) if v else None
-    if med["baseline"] and med["tree"]:
-        print(f"| {r} | {med['baseline']:.1f} | {med['tree']:.1f} | {med['tree'] / med['baseline']:.2f}x |")
-if any(c for _, _, _, c in rows):
+def medians(title, per_boot):
+    """Prints title and, per role, the medians of per_boot (a {role: value}
+    per row) for each tree and their ratio."""
     print()
-    print("CPU-seconds a machine of the role had used by its goal (the most of the role's machines; logged by")
-    print("make e2e-cluster from the machine's cgroup); medians over the boots:")
+    print(title)
     print()
     print("| role | baseline | tree | tree/baseline |")
     print("|---|---:|---:|---:|")
     for r in roles:
         med = {}
         for t in ("baseline", "tree"):
-            v = [c[r] for tt, _, _, c in rows if tt == t and r in c]
+            v = [per_boot(row)[r] for row in rows if row[0] == t and r in per_boot(row)]
             med[t] = statistics.median(v) if v else None
         if med["baseline"] and med["tree"]:
             print(f"| {r} | {med['baseline']:.1f} | {med['tree']:.1f} | {med['tree'] / med['baseline']:.2f}x |")
+
+
+medians("Seconds from a machine's start to its goal, the role's slowest machine; medians over the boots:",
+        lambda row: row[1])
+if any(row[3] for row in rows):
+    medians("CPU-seconds a machine of the role had used by its goal (the most of the role's machines; logged by\n"
+            "make e2e-cluster from the machine's cgroup); medians over the boots:", lambda row: row[3])
 PY
