@@ -24,7 +24,7 @@ import (
 func OpenImage(archive, work, ref string) (v1.Image, error) {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
 	}
 	if err := extractLayout(archive, work); err != nil {
 		return nil, fmt.Errorf("%s: %w", archive, err)
