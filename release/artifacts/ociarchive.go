@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -86,8 +85,8 @@ func extractLayout(archive, dir string) error {
 		if err != nil {
 			return err
 		}
-		rel := filepath.Clean(filepath.FromSlash(h.Name))
-		if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		rel := filepath.FromSlash(h.Name)
+		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("entry %s is outside the layout", h.Name)
 		}
 		dest := filepath.Join(dir, rel)
