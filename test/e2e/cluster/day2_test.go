@@ -196,6 +196,18 @@ type traffic struct {
 	failures      []string
 	// byTarget sums the failures through each worker.
 	byTarget map[string]*targetFailures
+	// nodeReady is each node's readiness as last listed, and nodeChanges
+	// every change of it (added, Ready, NotReady, gone), so that a failed
+	// request can be read beside what the cluster did just before it.
+	nodeReady   map[string]bool
+	nodeChanges []nodeChange
+}
+
+// nodeChange is one change of a node's readiness seen by the web client.
+type nodeChange struct {
+	at   time.Time
+	node string
+	what string
 }
 
 // targetFailures are the failed requests through one worker.
@@ -207,7 +219,7 @@ type targetFailures struct {
 
 func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}, checkFailures: map[string]int{}}
+	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}, checkFailures: map[string]int{}, nodeReady: map[string]bool{}}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -233,12 +245,13 @@ func (c *traffic) watchWorkers(ctx context.Context, cs *kubernetes.Clientset) {
 	hc := c.httpClient(2 * time.Second)
 	lastCheck := time.Time{}
 	for ctx.Err() == nil {
-		if candidates, err := servingWorkers(ctx, cs); err == nil {
+		if candidates, ready, err := servingWorkers(ctx, cs); err == nil {
 			check := time.Since(lastCheck) >= healthInterval
 			if check {
 				lastCheck = time.Now()
 			}
 			c.mu.Lock()
+			c.noteNodes(ready)
 			var in []string
 			for _, w := range candidates {
 				if slices.Contains(c.workers, w) || c.passes[w] >= healthyThreshold {
@@ -287,17 +300,38 @@ func (c *traffic) httpClient(timeout time.Duration) *http.Client {
 		}}}
 }
 
+// noteNodes records how the nodes' readiness changed since the last
+// listing. c.mu is held.
+func (c *traffic) noteNodes(ready map[string]bool) {
+	now := time.Now()
+	for n, r := range ready {
+		was, known := c.nodeReady[n]
+		switch {
+		case !known:
+			c.nodeChanges = append(c.nodeChanges, nodeChange{now, n, map[bool]string{true: "added, Ready", false: "added, not Ready"}[r]})
+		case was != r:
+			c.nodeChanges = append(c.nodeChanges, nodeChange{now, n, map[bool]string{true: "Ready", false: "not Ready"}[r]})
+		}
+	}
+	for n := range c.nodeReady {
+		if _, ok := ready[n]; !ok {
+			c.nodeChanges = append(c.nodeChanges, nodeChange{now, n, "gone"})
+		}
+	}
+	c.nodeReady = ready
+}
+
 // servingWorkers are the addresses of the workers a load balancer may
 // send to, once their health checks pass: Ready, not cordoned, with a
-// Ready kube-proxy.
-func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, error) {
+// Ready kube-proxy. ready is every node's readiness, by name.
+func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) (addrs []string, ready map[string]bool, err error) {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	proxies, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=kube-proxy"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	proxyReady := map[string]bool{}
 	for _, p := range proxies.Items {
@@ -307,23 +341,22 @@ func servingWorkers(ctx context.Context, cs *kubernetes.Clientset) ([]string, er
 			}
 		}
 	}
-	var out []string
+	ready = map[string]bool{}
 	for _, n := range nodes.Items {
-		if n.Labels["node.kube-aws.io/role"] == "controller" || n.Spec.Unschedulable || n.DeletionTimestamp != nil || !proxyReady[n.Name] {
+		for _, cond := range n.Status.Conditions {
+			ready[n.Name] = ready[n.Name] || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+		}
+		if n.Labels["node.kube-aws.io/role"] == "controller" || n.Spec.Unschedulable || n.DeletionTimestamp != nil || !proxyReady[n.Name] || !ready[n.Name] {
 			continue
 		}
-		ready := false
-		for _, cond := range n.Status.Conditions {
-			ready = ready || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
-		}
 		for _, a := range n.Status.Addresses {
-			if ready && a.Type == corev1.NodeInternalIP {
-				out = append(out, a.Address)
+			if a.Type == corev1.NodeInternalIP {
+				addrs = append(addrs, a.Address)
 			}
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(addrs)
+	return addrs, ready, nil
 }
 
 func (c *traffic) run(ctx context.Context) {
@@ -402,13 +435,24 @@ func (c *traffic) firstFailures(n int) []string {
 }
 
 // failureSummary says, per worker, how many requests through it failed,
-// from when to when, and one error.
+// from when to when, and one error, then what the nodes did in the minute
+// before each first failure.
 func (c *traffic) failureSummary() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var lines []string
 	for w, f := range c.byTarget {
-		lines = append(lines, fmt.Sprintf("%s: %d failed %s to %s (%s)", w, f.n, f.first.Format("15:04:05.0"), f.last.Format("15:04:05.0"), f.sample))
+		line := fmt.Sprintf("%s: %d failed %s to %s (%s)", w, f.n, f.first.Format("15:04:05.0"), f.last.Format("15:04:05.0"), f.sample)
+		var changes []string
+		for _, ch := range c.nodeChanges {
+			if ago := f.first.Sub(ch.at); ago >= 0 && ago <= time.Minute {
+				changes = append(changes, fmt.Sprintf("%s %s %s", ch.at.Format("15:04:05.0"), ch.node, ch.what))
+			}
+		}
+		if len(changes) == 0 {
+			changes = []string{"none"}
+		}
+		lines = append(lines, line+"; node changes in the minute before: "+strings.Join(changes, ", "))
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
@@ -850,7 +894,7 @@ func (e *example) failingReplacement(ctx context.Context, t *testing.T, cs *kube
 	} else {
 		t.Logf("up exits %d: %s", exit.ExitCode(), strings.TrimSpace(line))
 	}
-	ws, err := servingWorkers(ctx, cs)
+	ws, _, err := servingWorkers(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
