@@ -35,7 +35,7 @@ func (plugin) Render(_ context.Context, in *sdk.Input[sdk.NoValues]) (*stage.Res
 	if in.Constructs != nil {
 		releases = in.Constructs.HelmReleases
 	}
-	files, diags, err := charts.Render(in.Cluster, releases)
+	files, diags, err := charts.Render(in.Cluster, releases, charts.OpenCache(in.WorkDir))
 	if err != nil {
 		return nil, err
 	}

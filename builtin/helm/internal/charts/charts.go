@@ -53,8 +53,10 @@ const (
 // packaged charts and charts/releases.json. Releases keep their merged order,
 // which is plugin order and so install order. Each release's chart is loaded,
 // packaged and checked on its own goroutine: they share nothing, and the
-// charts are most of the render stage's longest call.
-func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, diag.List, error) {
+// charts are most of the render stage's longest call. cache (nil for none)
+// skips the check and the packaging of releases that passed them before
+// with the same chart and values.
+func Render(c *config.Cluster, releases []construct.HelmRelease, cache *Cache) ([]stage.File, diag.List, error) {
 	var diags diag.List
 	caps, err := capabilities(c.KubernetesVersion)
 	if err != nil {
@@ -75,10 +77,11 @@ func Render(c *config.Cluster, releases []construct.HelmRelease) ([]stage.File, 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			done[i] = release(c, r, names[r.Name] > 1, caps)
+			done[i] = release(c, r, names[r.Name] > 1, caps, cache)
 		}()
 	}
 	wg.Wait()
+	cache.Prune()
 
 	var files []stage.File
 	list := nodeplan.ReleaseList{Releases: make([]nodeplan.Release, 0, len(releases))}
@@ -120,7 +123,7 @@ type released struct {
 // release checks one release and packages its chart. nameTwice says that
 // another release has its name (in another namespace), so its file needs the
 // namespace in its name.
-func release(c *config.Cluster, r construct.HelmRelease, nameTwice bool, caps *chartutil.Capabilities) (out released) {
+func release(c *config.Cluster, r construct.HelmRelease, nameTwice bool, caps *chartutil.Capabilities, cache *Cache) (out released) {
 	where := fmt.Sprintf("constructs.helmReleases[%s/%s]", r.Namespace, r.Name)
 	// What is wrong with a release is the plugin's that contributed it.
 	fatal := func(format string, args ...any) released {
@@ -165,21 +168,29 @@ func release(c *config.Cluster, r construct.HelmRelease, nameTwice bool, caps *c
 		if r.Chart.Name != "" && r.Chart.Name != ch.Name() {
 			return fatal("chart %s is named %s, the release asks for %s", r.Chart.Path, ch.Name(), r.Chart.Name)
 		}
-		// Package before rendering: processing dependencies prunes the
-		// disabled subcharts from the loaded chart, but the node must
-		// get the chart whole, as helm package would make it.
-		tgz, err := Package(ch)
-		if err != nil {
-			return fatal("packaging chart %s: %v", r.Chart.Path, err)
+		var key string
+		if cache != nil {
+			key = cache.key(ch, r, caps.KubeVersion.String())
 		}
-		if ds := check(c, ch, r, values, caps); len(ds) > 0 {
-			for _, d := range ds {
-				if d.Path == "" {
-					d = d.At(where)
-				}
-				out.diags = append(out.diags, d.About(r.Plugin))
+		tgz, ok := cache.get(key)
+		if !ok {
+			// Package before rendering: processing dependencies prunes the
+			// disabled subcharts from the loaded chart, but the node must
+			// get the chart whole, as helm package would make it.
+			tgz, err = Package(ch)
+			if err != nil {
+				return fatal("packaging chart %s: %v", r.Chart.Path, err)
 			}
-			return out
+			if ds := check(c, ch, r, values, caps); len(ds) > 0 {
+				for _, d := range ds {
+					if d.Path == "" {
+						d = d.At(where)
+					}
+					out.diags = append(out.diags, d.About(r.Plugin))
+				}
+				return out
+			}
+			cache.put(key, tgz)
 		}
 		file := fmt.Sprintf("%s-%s.tgz", r.Name, ch.Metadata.Version)
 		if nameTwice {

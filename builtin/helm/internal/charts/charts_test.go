@@ -37,7 +37,7 @@ var cluster = &config.Cluster{ClusterName: "demo", KubernetesVersion: "1.31.4"}
 
 func render(t *testing.T, releases ...construct.HelmRelease) ([]stage.File, diag.List) {
 	t.Helper()
-	files, diags, err := Render(cluster, releases)
+	files, diags, err := Render(cluster, releases, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestSchemaFailurePointsAtClusterYAML(t *testing.T) {
 	}
 	rel := construct.HelmRelease{Name: "app", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "schema")},
 		Values: json.RawMessage(`{"replicas":3,"server":{"port":99999}}`), Plugin: "app", ValuesFrom: "plugins.app.values.chart"}
-	_, diags, err := Render(c, []construct.HelmRelease{rel})
+	_, diags, err := Render(c, []construct.HelmRelease{rel}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestRenderWithRequiredValue(t *testing.T) {
 
 func TestKubeVersionRange(t *testing.T) {
 	old := &config.Cluster{KubernetesVersion: "1.26.0"}
-	_, diags, err := Render(old, []construct.HelmRelease{{Name: "a", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello")}}})
+	_, diags, err := Render(old, []construct.HelmRelease{{Name: "a", Namespace: "default", Chart: construct.Chart{Path: testChart(t, "hello")}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
