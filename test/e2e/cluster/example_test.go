@@ -416,6 +416,22 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	wcancel()
+	// cloud-init checks the user data kube-aws renders (and the machine
+	// image's own settings) against its schema, and only warns on the
+	// console when they do not match: a warning an operator would find
+	// there, so none may be there.
+	for id, s := range st {
+		b, err := os.ReadFile(e.h.Logs.ConsolePath(id))
+		if err != nil {
+			t.Errorf("%s machine %s: %v", s.Role, id, err)
+			continue
+		}
+		if i := bytes.Index(b, []byte("Invalid cloud-config provided")); i >= 0 {
+			line := b[bytes.LastIndexByte(b[:i], '\n')+1:]
+			line, _, _ = bytes.Cut(line, []byte("\n"))
+			t.Errorf("%s machine %s: cloud-init refused part of its cloud-config (%s): %s", s.Role, id, e.h.Logs.ConsolePath(id), line)
+		}
+	}
 	// On a shared host the machines' wall times say little without how
 	// busy the host was: a boot that takes every core for its whole span
 	// is bound by CPU, not by waits.

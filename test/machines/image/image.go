@@ -71,10 +71,13 @@ WantedBy=sysinit.target
 
 // cloudCfg makes cloud-init read only the NoCloud seed the harness writes
 // (no probing of cloud metadata services) and skip the locale module,
-// which fails in a root without locales.
+// which fails in a root without locales. The locale is the string "false":
+// the module skips any false-looking value, but cloud-init's schema wants
+// a string, and a boolean made every machine's console say "Invalid
+// cloud-config provided".
 const cloudCfg = `# Written by kube-aws's local machine image.
 datasource_list: [ NoCloud, None ]
-locale: false
+locale: "false"
 `
 
 // Spec returns the root filesystem spec of a machine whose AWS calls go to
