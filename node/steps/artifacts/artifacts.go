@@ -152,12 +152,16 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	defer cancel()
 	errs := make([]error, len(changes))
 	var bins, imgs []int
+	archives := &archiveUses{left: map[string]int{}}
 	for i, c := range changes {
-		switch c.Data.(type) {
+		switch d := c.Data.(type) {
 		case *binary:
 			bins = append(bins, i)
 		case *image:
 			imgs = append(imgs, i)
+			if c.Action == "import" {
+				archives.left[d.src.SHA256]++
+			}
 		}
 	}
 	do := func(i int) {
@@ -167,7 +171,7 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 				errs[i] = fmt.Errorf("%s: %w", d.field, err)
 			}
 		case *image:
-			if err := s.importImage(ctx, e, d); err != nil {
+			if err := s.importImage(ctx, e, d, archives); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", d.field, err)
 			}
 		}
@@ -362,8 +366,28 @@ func (im *image) present(e *agent.Env, current string) bool {
 	return err == nil && string(b) == im.plan.Reference && current != ""
 }
 
-// importImage puts one image in containerd.
-func (s *Step) importImage(ctx context.Context, e *agent.Env, im *image) error {
+// archiveUses counts, per archive (by sha256), the images of this run
+// still to be imported from it.
+type archiveUses struct {
+	mu   sync.Mutex
+	left map[string]int
+}
+
+// imported says that one image of the archive is in containerd, and
+// reports whether it was the archive's last.
+func (a *archiveUses) imported(sum string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.left[sum]--
+	return a.left[sum] <= 0
+}
+
+// importImage puts one image in containerd. Once the last image of its
+// archive is in, the archive leaves the download cache: containerd holds
+// the image (its stamp, or its digest, says so to the next run), and a
+// controller's archives are 160 MB that would otherwise be written to
+// disk a second time beside containerd's own copy.
+func (s *Step) importImage(ctx context.Context, e *agent.Env, im *image, archives *archiveUses) error {
 	platform := "linux/" + string(s.arch())
 	started := time.Now()
 	if im.src.Digest != "" {
@@ -393,6 +417,11 @@ func (s *Step) importImage(ctx context.Context, e *agent.Env, im *image) error {
 	}
 	if err := fileutil.WriteAtomic(im.stamp(e), []byte(im.plan.Reference), 0o644); err != nil {
 		return err
+	}
+	if archives.imported(im.src.SHA256) {
+		if err := os.Remove(archive); err != nil && !errors.Is(err, os.ErrNotExist) {
+			e.Logf("%s: could not remove the imported archive %s: %v", im.plan.Name, archive, err)
+		}
 	}
 	e.Logf("%s: imported %s from %s in %s", im.plan.Name, im.plan.Reference, im.src.AssetKey, time.Since(started).Round(time.Millisecond))
 	return nil

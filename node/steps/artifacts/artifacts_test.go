@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,6 +157,14 @@ func TestArtifacts(t *testing.T) {
 	// The kubelet finds it by that name in k8s.io, unpacked.
 	if out, err := command.Exec(t.Context(), "ctr", "--address", sock, "--namespace", "k8s.io", "images", "check", "name=="+ref); err != nil || !strings.Contains(out, "complete") {
 		t.Errorf("ctr images check: %q %v", out, err)
+	}
+	// The imported archive left the download cache; the upstream tarball,
+	// whose other members the next run may want, stayed.
+	if p, ok := e.Store.Cached(imageSum); ok {
+		t.Errorf("the imported image archive is still in the cache: %s", p)
+	}
+	if _, ok := e.Store.Cached(nodeplan.SHA256Hex(etcdTgz)); !ok {
+		t.Error("the upstream tarball left the cache")
 	}
 
 	// Again: nothing downloaded or imported.
@@ -451,5 +461,72 @@ func TestBinariesAndImagesAtOnce(t *testing.T) {
 	}
 	if downloads.Load() != 1 {
 		t.Errorf("the archive of three binaries was downloaded %d times, want 1", downloads.Load())
+	}
+}
+
+// Two images of one archive: it is downloaded once, stays in the cache
+// until the second is in, and leaves it then.
+func TestArchiveOfTwoImagesLeavesTheCacheAfterBoth(t *testing.T) {
+	e, out := agenttest.Machine(t, motoURL, "nodepool-a", "artifacts")
+	archive := imageArchive(t, "registry.k8s.io/pause:3.10.1")
+	key, sum := put(t, e, archive)
+	refs := []string{"example.com/one:1", "example.com/two:2"}
+	var plan nodeplan.ArtifactsPlan
+	for _, r := range refs {
+		plan.Images = append(plan.Images, nodeplan.Image{Name: r, Reference: r,
+			Sources: map[nodeplan.Arch]nodeplan.ImageSource{nodeplan.AMD64: {AssetKey: key, SHA256: sum}}})
+	}
+	writePlan(t, e, &plan)
+	var mu sync.Mutex
+	imported := map[string]bool{}
+	inodes := map[uint64]bool{}
+	var imports, lists atomic.Int64
+	run := func(ctx context.Context, name string, args ...string) (string, error) {
+		if slices.Contains(args, "import") && imports.Add(1) == 2 {
+			// The second import waits for the first image to be done
+			// (listed, stamped, and its archive let go if it were the
+			// last): the archive must still be there.
+			deadline := time.Now().Add(500 * time.Millisecond)
+			for lists.Load() < 2 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			for time.Now().Before(deadline) {
+				if _, err := os.Stat(args[len(args)-1]); err != nil {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		if slices.Contains(args, "list") {
+			lists.Add(1)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if slices.Contains(args, "import") {
+			p := args[len(args)-1]
+			st, err := os.Stat(p)
+			if err != nil {
+				return "", fmt.Errorf("ctr import: %w", err)
+			}
+			inodes[st.Sys().(*syscall.Stat_t).Ino] = true
+			// A fake containerd: the archive holds both names.
+			imported[refs[0]], imported[refs[1]] = true, true
+		}
+		list := "REF TYPE DIGEST SIZE PLATFORMS LABELS\n"
+		for _, r := range refs {
+			if imported[r] {
+				list += r + " application/vnd.oci.image.index.v1+json sha256:" + strings.Repeat("d", 64) + " 1 KiB linux/amd64 -\n"
+			}
+		}
+		return list, nil
+	}
+	if err := step.Run(t.Context(), e, &Step{Arch: nodeplan.AMD64, Images: &images.Client{Run: run}, Timeout: time.Minute}); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(inodes) != 1 {
+		t.Errorf("the archive was downloaded %d times for its two images, want 1", len(inodes))
+	}
+	if p, ok := e.Store.Cached(sum); ok {
+		t.Errorf("the archive is still in the cache after both images: %s", p)
 	}
 }
