@@ -1,13 +1,18 @@
 // Package logs keeps what each local machine printed: its console (written
-// live) and its systemd journal (exported from the machine's overlay when
-// the machine ends), one folder per instance under the run's log folder.
+// live), its systemd journal and its pods' logs (copied from the machine's
+// overlay when the machine ends), one folder per instance under the run's
+// log folder.
 package logs
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // Dir is the run's log folder.
@@ -47,4 +52,86 @@ func (d Dir) ExportJournal(id, root string) error {
 		return fmt.Errorf("exporting the journal of %s: %w (see %s)", id, err, d.JournalPath(id))
 	}
 	return nil
+}
+
+// PodsPath is where ExportPodLogs copies the pods' logs of instance id.
+func (d Dir) PodsPath(id string) string { return filepath.Join(string(d), id, "pods") }
+
+// podNamespaces are the namespaces whose pods' logs are kept: the
+// cluster's own (flannel's routes, kube-proxy's rules, the control plane),
+// what a failure of the network or the control plane is read from. The
+// machines' journals do not have them: the kubelet writes them to files.
+var podNamespaces = []string{"kube-system_", "kube-flannel_"}
+
+// maxPodLog is how much of one container log file is kept: its end.
+const maxPodLog = 4 << 20
+
+// ExportPodLogs copies the container logs the kubelet kept in the
+// machine's root (root/var/log/pods/<namespace>_<pod>_<uid>/<container>/
+// <restart>.log) for the cluster's own namespaces to PodsPath(id), in the
+// same layout, keeping the last 4 MiB of each file. A machine without
+// pods has nothing to copy.
+func (d Dir) ExportPodLogs(id, root string) error {
+	src := filepath.Join(root, "var", "log", "pods")
+	pods, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("machine %s: %w", id, err)
+	}
+	var errs []error
+	for _, pod := range pods {
+		keep := false
+		for _, ns := range podNamespaces {
+			keep = keep || strings.HasPrefix(pod.Name(), ns)
+		}
+		if !keep || !pod.IsDir() {
+			continue
+		}
+		err := filepath.WalkDir(filepath.Join(src, pod.Name()), func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.Type().IsRegular() || !strings.HasSuffix(p, ".log") {
+				return err
+			}
+			rel, err := filepath.Rel(src, p)
+			if err != nil {
+				return err
+			}
+			return copyTail(p, filepath.Join(d.PodsPath(id), rel), maxPodLog)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("machine %s: pod logs of %s: %w", id, pod.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// copyTail copies the last max bytes of src to dst.
+func copyTail(src, dst string, max int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() > max {
+		if _, err := in.Seek(st.Size()-max, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -246,6 +246,9 @@ func (p *Player) kill(m *Machine) error {
 	if jerr := p.cfg.Logs.ExportJournal(m.Instance.ID, m.Upper()); jerr != nil {
 		p.cfg.Logf("%v", jerr)
 	}
+	if perr := p.cfg.Logs.ExportPodLogs(m.Instance.ID, m.Upper()); perr != nil {
+		p.cfg.Logf("%v", perr)
+	}
 	// The machine's disk goes with the instance (its root volume); data
 	// volumes live in the volume store.
 	if rerr := m.Remove(); rerr != nil {
