@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,19 +68,21 @@ func OpenCache(workDir string) *Cache {
 }
 
 // key names the entry of release r of chart ch in a cluster running
-// kubeVersion.
+// kubeVersion ("" without a cache).
 func (c *Cache) key(ch *chart.Chart, r construct.HelmRelease, kubeVersion string) string {
+	if c == nil {
+		return ""
+	}
 	h := sha256.New()
-	field := func(h hash.Hash, s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
-	field(h, c.salt)
-	field(h, r.Name)
-	field(h, r.Namespace)
-	field(h, string(r.Values))
-	field(h, kubeVersion)
+	// Length-prefixed, so that bytes moved between fields never give
+	// the same key.
+	field := func(b []byte) { fmt.Fprintf(h, "%d:", len(b)); h.Write(b) }
+	for _, s := range []string{c.salt, r.Name, r.Namespace, string(r.Values), kubeVersion} {
+		field([]byte(s))
+	}
 	for _, f := range ch.Raw {
-		field(h, f.Name)
-		fmt.Fprintf(h, "%d:", len(f.Data))
-		h.Write(f.Data)
+		field([]byte(f.Name))
+		field(f.Data)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -168,10 +168,7 @@ func release(c *config.Cluster, r construct.HelmRelease, nameTwice bool, caps *c
 		if r.Chart.Name != "" && r.Chart.Name != ch.Name() {
 			return fatal("chart %s is named %s, the release asks for %s", r.Chart.Path, ch.Name(), r.Chart.Name)
 		}
-		var key string
-		if cache != nil {
-			key = cache.key(ch, r, caps.KubeVersion.String())
-		}
+		key := cache.key(ch, r, caps.KubeVersion.String())
 		tgz, ok := cache.get(key)
 		if !ok {
 			// Package before rendering: processing dependencies prunes the
