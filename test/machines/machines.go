@@ -34,6 +34,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/test/machines/cgroups"
 	"github.com/kube-aws/kube-aws/test/machines/cloud"
+	"github.com/kube-aws/kube-aws/test/machines/diskspace"
 	"github.com/kube-aws/kube-aws/test/machines/dns"
 	"github.com/kube-aws/kube-aws/test/machines/image"
 	"github.com/kube-aws/kube-aws/test/machines/imds"
@@ -66,6 +67,10 @@ const (
 	BridgeMAC = "02:6b:61:00:00:01"
 )
 
+// lowDiskWarning is the free space under which a run warns, once, that
+// writes are about to fail.
+const lowDiskWarning = 1 << 30
+
 // lbBase is the first address given to a load balancer.
 var lbBase = netip.MustParseAddr("169.254.170.1")
 
@@ -87,6 +92,11 @@ type Options struct {
 	Poll time.Duration
 	// Log receives progress lines (os.Stderr if nil).
 	Log io.Writer
+	// MinFree is the free space, in bytes, that WorkDir's filesystem must
+	// have for Start to go on (0: not checked). What a run writes peaks
+	// while an upgrade's replacements and the machines they replace are
+	// up at once.
+	MinFree uint64
 }
 
 // Harness is one run.
@@ -103,6 +113,7 @@ type Harness struct {
 	vols    *volumes.Store
 	cancel  context.CancelFunc
 	loop    chan struct{}
+	loops   sync.WaitGroup
 	account string
 
 	mu      sync.Mutex
@@ -112,6 +123,7 @@ type Harness struct {
 	lbPorts map[string]*lbPort    // "addr:port"
 	closers []func() error        // servers, in start order
 	snap    atomic.Pointer[cloud.Snapshot]
+	disk    *diskspace.Watch
 	closed  bool
 	Started time.Time
 }
@@ -166,6 +178,12 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	}
 	if swept, err := SweepStale(opts.WorkDir); len(swept) > 0 || err != nil {
 		fmt.Fprintf(opts.Log, "machines: cleaned up after killed runs %v (logs kept): %v\n", swept, err)
+	}
+	if err := os.MkdirAll(opts.WorkDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := diskspace.Check(opts.WorkDir, opts.MinFree); err != nil {
+		return nil, err
 	}
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -250,6 +268,23 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	lctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.loop = cancel, make(chan struct{})
 	go func() { defer close(h.loop); h.player.Run(lctx) }()
+	if h.disk, err = diskspace.NewWatch(opts.WorkDir, lowDiskWarning, h.logf); err != nil {
+		return nil, err
+	}
+	h.loops.Add(1)
+	go func() {
+		defer h.loops.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+				h.disk.Sample()
+			}
+		}
+	}()
 	ok = true
 	h.logf("run %s ready in %v: folder %s", h.ID, time.Since(start).Round(time.Millisecond), h.Dir)
 	return h, nil
@@ -655,6 +690,7 @@ func (h *Harness) Close(failed bool) error {
 	if h.cancel != nil {
 		h.cancel()
 		<-h.loop
+		h.loops.Wait()
 	}
 	if h.player != nil {
 		errs = append(errs, h.player.Close())
@@ -677,6 +713,11 @@ func (h *Harness) Close(failed bool) error {
 		errs = append(errs, h.NS.Close())
 	}
 	cgroups.RemoveEmptyParents(CgroupRoot + "/" + h.ID)
+	if h.disk != nil {
+		free, low := h.disk.Figures()
+		h.logf("disk: %.1f GB free under %s at the start, %.1f GB at the lowest (%.1f GB taken at the peak, by this run and anything else writing there)",
+			float64(free)/diskspace.GB, h.opts.WorkDir, float64(low)/diskspace.GB, float64(free-low)/diskspace.GB)
+	}
 	err := errors.Join(errs...)
 	if failed || err != nil || os.Getenv(KeepLogsEnv) != "" {
 		// Keep only the logs.

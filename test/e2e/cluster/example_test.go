@@ -148,7 +148,7 @@ func startExample(ctx context.Context, t *testing.T, log io.Writer) (_ *example,
 	if err != nil {
 		return nil, fmt.Errorf("creating the cluster's KMS key: %w", err)
 	}
-	e.h, err = machines.Start(ctx, machines.Options{AWS: e.cfg, Moto: strings.TrimPrefix(url, "http://"), Log: log})
+	e.h, err = machines.Start(ctx, machines.Options{AWS: e.cfg, Moto: strings.TrimPrefix(url, "http://"), Log: log, MinFree: exampleDiskNeed})
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +195,13 @@ const exampleAPIName = "k8s.demo.example.com"
 // hostedZoneId, which moto forces us to drop (its zone ids fail validation):
 // it names the API load balancer apiEndpoint.dnsName in a zone of moto, as
 // an operator who keeps the zone elsewhere does by hand.
+// exampleDiskNeed is the free space TestCluster asks for before it starts:
+// its machines took 7.2 GB of the host's disk at the most (during the
+// upgrade, with replacements and the machines they replace both up; the
+// harness logs the figure at teardown), and a quarter more for what else
+// writes there.
+const exampleDiskNeed = 9e9
+
 func (e *example) apiRecord(ctx context.Context) error {
 	lb, err := e.stackOutput(ctx, "LoadBalancerDNS")
 	if err != nil {

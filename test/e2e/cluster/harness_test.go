@@ -4,11 +4,15 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/sys/unix"
 
+	"github.com/kube-aws/kube-aws/test/machines"
 	"github.com/kube-aws/kube-aws/test/machines/nspawn"
 	"github.com/kube-aws/kube-aws/test/machines/player"
 )
@@ -84,6 +90,9 @@ func TestHarness(t *testing.T) {
 	if want := "written-by " + first; st2.Found != want {
 		t.Errorf("replacement %s found %q on the volume, want %q", second, st2.Found, want)
 	}
+	if m, ok := r.h.Player().Machine(second); ok {
+		checkDiskGivesBack(t, m)
+	}
 
 	// Scale out: an instance launched later boots too (its bootstrap
 	// stops at AttachVolume, the volume being in use: only the boot and
@@ -120,6 +129,65 @@ func TestHarness(t *testing.T) {
 	wcancel()
 	if err != nil {
 		t.Fatalf("after scaling in to 1, machines %d: %v", len(r.h.Player().Machines()), err)
+	}
+}
+
+// checkDiskGivesBack proves that what a machine deletes leaves the host's
+// disk: 64 MiB written on the machine's disk and deleted again must leave
+// its sparse file, or a run's disk use is the most its machines ever wrote.
+func checkDiskGivesBack(t *testing.T, m *player.Machine) {
+	t.Helper()
+	img := m.DiskImage()
+	if img == "" {
+		t.Fatalf("machine %s has no disk of its own", m.Instance.ID)
+	}
+	allocated := func() int64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(img, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	probe := filepath.Join(m.Upper(), "var", "tmp", "disk-probe")
+	if err := os.MkdirAll(filepath.Dir(probe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	if err := os.WriteFile(probe, bytes.Repeat([]byte{0xa5}, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syncFS(t, probe)
+	written := allocated()
+	if err := os.Remove(probe); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	deadline := deleted.Add(15 * time.Second)
+	for {
+		syncFS(t, m.Upper())
+		after := allocated()
+		if written-after >= size*3/4 {
+			t.Logf("%s: %d MiB deleted on the machine's disk left the host's in %v", m.Instance.ID, (written-after)>>20, time.Since(deleted).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: 64 MiB written then deleted on the machine's disk: its file %s holds %d MiB before the delete and %d MiB after; the host keeps what machines delete", m.Instance.ID, img, written>>20, after>>20)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// syncFS commits the filesystem that holds path (its journal included,
+// which is when ext4 sends the discards of what was deleted).
+func syncFS(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -267,4 +335,18 @@ func (r *run) askLB(ctx context.Context, addr netip.AddrPort) (string, error) {
 	c.SetDeadline(time.Now().Add(2 * time.Second))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line), err
+}
+
+// TestRunRefusesWithoutDiskSpace: a run that needs more free space than the
+// host has says so before it makes anything, and leaves no run folder.
+func TestRunRefusesWithoutDiskSpace(t *testing.T) {
+	work := t.TempDir()
+	_, err := machines.Start(context.Background(), machines.Options{AWS: aws.Config{Region: "us-east-1"}, Moto: "127.0.0.1:1", WorkDir: work, Log: io.Discard, MinFree: 1 << 62})
+	if err == nil || !strings.Contains(err.Error(), "a run needs about") || !strings.Contains(err.Error(), work) {
+		t.Fatalf("Start with too little space: %v; want a refusal naming %s", err, work)
+	}
+	t.Logf("refused: %v", err)
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("the refused run left %d entries in %s", len(entries), work)
+	}
 }

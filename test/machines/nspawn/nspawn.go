@@ -73,6 +73,15 @@ func (m *Machine) base() string {
 	return m.cfg.Dir
 }
 
+// DiskImage is the sparse file behind the machine's disk, or "" when it
+// has none.
+func (m *Machine) DiskImage() string {
+	if m.cfg.DiskGiB <= 0 {
+		return ""
+	}
+	return filepath.Join(m.cfg.Dir, "disk.img")
+}
+
 // Remove unmounts the machine's disk and removes its folder, as a
 // terminated instance's root volume goes with it. Call after Kill.
 func (m *Machine) Remove() error {
@@ -184,7 +193,11 @@ func makeDisk(dir, mnt string, gib int) error {
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil {
 		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+	// discard: what the machine deletes (an image archive once imported,
+	// containerd's ingest files) is punched out of the sparse file at once,
+	// so the host's disk holds what the machine holds now, not the most it
+	// ever wrote.
+	if out, err := exec.Command("mount", "-o", "loop,discard", img, mnt).CombinedOutput(); err != nil {
 		return fmt.Errorf("mounting %s: %v: %s", img, err, strings.TrimSpace(string(out)))
 	}
 	return nil
