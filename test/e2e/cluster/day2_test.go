@@ -182,6 +182,7 @@ func startWeb(ctx context.Context, cs *kubernetes.Clientset) error {
 // stops being a candidate: a failure then counts.
 type traffic struct {
 	e      *example
+	cs     *kubernetes.Clientset
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -193,7 +194,13 @@ type traffic struct {
 	checkFailures map[string]int
 	sent          int
 	failed        int
-	failures      []string
+	// captures counts the network captures started and capturesDone
+	// those finished; capturing waits for them once no request is sent
+	// any more (stop).
+	captures     int
+	capturesDone int
+	capturing    sync.WaitGroup
+	failures     []string
 	// byTarget sums the failures through each worker.
 	byTarget map[string]*targetFailures
 	// nodeReady is each node's readiness as last listed, and nodeChanges
@@ -215,11 +222,14 @@ type targetFailures struct {
 	n           int
 	first, last time.Time
 	sample      string
+	// capture is the worker's network just after its first failure
+	// (captureNetState), when one was taken.
+	capture string
 }
 
 func (e *example) startTraffic(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &traffic{e: e, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}, checkFailures: map[string]int{}, nodeReady: map[string]bool{}}
+	c := &traffic{e: e, cs: cs, cancel: cancel, done: make(chan struct{}), byTarget: map[string]*targetFailures{}, passes: map[string]int{}, checkFailures: map[string]int{}, nodeReady: map[string]bool{}}
 	go c.watchWorkers(ctx, cs)
 	go c.run(ctx)
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -396,6 +406,11 @@ func (c *traffic) run(ctx context.Context) {
 					if f == nil {
 						f = &targetFailures{first: now, sample: err.Error()}
 						c.byTarget[w] = f
+						if c.captures < maxCaptures {
+							c.captures++
+							c.capturing.Add(1)
+							go func() { defer c.capturing.Done(); c.captureNetState(context.WithoutCancel(ctx), w, f) }()
+						}
 					}
 					f.n++
 					f.last = now
@@ -438,6 +453,7 @@ func (c *traffic) firstFailures(n int) []string {
 // from when to when, and one error, then what the nodes did in the minute
 // before each first failure.
 func (c *traffic) failureSummary() string {
+	c.awaitCaptures(30 * time.Second)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var lines []string
@@ -452,7 +468,11 @@ func (c *traffic) failureSummary() string {
 		if len(changes) == 0 {
 			changes = []string{"none"}
 		}
-		lines = append(lines, line+"; node changes in the minute before: "+strings.Join(changes, ", "))
+		line += "; node changes in the minute before: " + strings.Join(changes, ", ")
+		if f.capture != "" {
+			line += "\n    " + strings.ReplaceAll(strings.TrimRight(f.capture, "\n"), "\n", "\n    ")
+		}
+		lines = append(lines, line)
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
@@ -477,6 +497,7 @@ func (c *traffic) checkSummary() string {
 func (c *traffic) stop() {
 	c.cancel()
 	<-c.done
+	c.capturing.Wait()
 }
 
 // setClusterYAML replaces one line of the cluster folder's cluster.yaml
