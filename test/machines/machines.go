@@ -112,8 +112,7 @@ type Harness struct {
 	player  *player.Player
 	vols    *volumes.Store
 	cancel  context.CancelFunc
-	loop    chan struct{}
-	loops   sync.WaitGroup
+	loops   sync.WaitGroup // the player's loop and the disk sampler
 	account string
 
 	mu      sync.Mutex
@@ -266,8 +265,9 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	h.cancel, h.loop = cancel, make(chan struct{})
-	go func() { defer close(h.loop); h.player.Run(lctx) }()
+	h.cancel = cancel
+	h.loops.Add(1)
+	go func() { defer h.loops.Done(); h.player.Run(lctx) }()
 	if h.disk, err = diskspace.NewWatch(opts.WorkDir, lowDiskWarning, h.logf); err != nil {
 		return nil, err
 	}
@@ -689,7 +689,6 @@ func (h *Harness) Close(failed bool) error {
 	var errs []error
 	if h.cancel != nil {
 		h.cancel()
-		<-h.loop
 		h.loops.Wait()
 	}
 	if h.player != nil {

@@ -195,11 +195,9 @@ type traffic struct {
 	sent          int
 	failed        int
 	// captures counts the network captures started and capturesDone
-	// those finished; capturing waits for them once no request is sent
-	// any more (stop).
+	// those finished (awaitCaptures).
 	captures     int
 	capturesDone int
-	capturing    sync.WaitGroup
 	failures     []string
 	// byTarget sums the failures through each worker.
 	byTarget map[string]*targetFailures
@@ -408,8 +406,7 @@ func (c *traffic) run(ctx context.Context) {
 						c.byTarget[w] = f
 						if c.captures < maxCaptures {
 							c.captures++
-							c.capturing.Add(1)
-							go func() { defer c.capturing.Done(); c.captureNetState(context.WithoutCancel(ctx), w, f) }()
+							go c.captureNetState(context.WithoutCancel(ctx), w, f)
 						}
 					}
 					f.n++
@@ -497,7 +494,7 @@ func (c *traffic) checkSummary() string {
 func (c *traffic) stop() {
 	c.cancel()
 	<-c.done
-	c.capturing.Wait()
+	c.awaitCaptures(30 * time.Second)
 }
 
 // setClusterYAML replaces one line of the cluster folder's cluster.yaml

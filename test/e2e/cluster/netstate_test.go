@@ -64,8 +64,8 @@ func (c *traffic) captureNetState(ctx context.Context, w string, f *targetFailur
 }
 
 // awaitCaptures waits, up to timeout, for the captures started so far to
-// finish. It polls rather than waiting on c.capturing, which requests still
-// being sent may add to.
+// finish. It polls counters rather than waiting on a sync.WaitGroup, which
+// requests still being sent could add to while it waits.
 func (c *traffic) awaitCaptures(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
