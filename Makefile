@@ -43,7 +43,7 @@ help:
 	@echo "make build  build bin/kube-aws, every built-in and contrib plugin and kube-aws-node (linux/amd64, arm64) under bin/kube-aws-plugins/"
 	@echo "make bench  the render (and, as root, the machines' boot) against BASELINE=$(BASELINE) paired in one run, Go benchmarks and whole-command timings (docs/benchmarks.md)"
 	@echo "make proto  regenerate plugins/proto/v1 from plugin.proto with pinned tools"
-	@echo "make lint   gofmt, go vet, and no tracked binary or file over 1 MiB"
+	@echo "make lint   gofmt, go vet, no tracked binary or file over 1 MiB, third_party/ as patched"
 
 # Static binaries (CGO_ENABLED=0): no dynamic linker at start-up, about 2 ms
 # less CPU per plugin launch. One go build per folder links its binaries in
@@ -74,6 +74,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	./scripts/check-tracked.sh
+	./scripts/check-third-party.sh
 
 # The OCI registry and cosign CLI that plugin distribution is tested against,
 # built from the Go module proxy at the versions test/registrytest pins
@@ -91,7 +92,7 @@ cis-tools:
 # The whole suite: what CI runs.
 test: venv build lint test-tools
 	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -timeout 20m ./...
-	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/... ./builtin/deploy/... ./builtin/helm/... ./node/... ./test/... ./release/...
+	KUBE_AWS_VENV=$(abspath $(VENV)) $(GO) test -count=1 -race -timeout 20m ./stages/... ./plugins/... ./core/merge/... ./core/config/values/... ./builtin/deploy/... ./builtin/helm/... ./node/... ./test/... ./release/...
 	$(MAKE) fuzz
 
 fuzz:

@@ -2,8 +2,10 @@ package values
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/config"
@@ -191,3 +193,42 @@ func TestUnknownPlugins(t *testing.T) {
 }
 
 func stageValues(s string) stage.PluginValues { return stage.PluginValues{Values: json.RawMessage(s)} }
+
+// The JSON Schema library compiles a draft's metaschema the first time a
+// schema of that draft is checked (third_party/README.md), so plugins'
+// schemas checked at once, of one draft or several, must each still be
+// checked against their metaschema: an invalid one refused, a valid one
+// compiled. make test runs this under -race.
+func TestSchemasOfEveryDraftAreCheckedAtOnce(t *testing.T) {
+	drafts := []string{
+		"http://json-schema.org/draft-04/schema#",
+		"http://json-schema.org/draft-06/schema#",
+		"http://json-schema.org/draft-07/schema#",
+		"https://json-schema.org/draft/2019-09/schema",
+		"https://json-schema.org/draft/2020-12/schema",
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4*len(drafts))
+	for round := 0; round < 2; round++ {
+		for _, d := range drafts {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				if _, err := Compile("ok", json.RawMessage(`{"$schema": "`+d+`", "type": "object"}`)); err != nil {
+					errs <- d + ": a valid schema was refused: " + err.Error()
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				if _, err := Compile("bad", json.RawMessage(`{"$schema": "`+d+`", "type": 12}`)); err == nil || !strings.Contains(err.Error(), "invalid values schema") {
+					errs <- fmt.Sprintf("%s: an invalid schema gave %v", d, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
