@@ -3,9 +3,11 @@ package stages
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,4 +206,143 @@ func modeString(t *testing.T, octal string) string {
 		t.Fatal(err)
 	}
 	return os.FileMode(m).String()
+}
+
+// An output that already holds exactly what a render writes is left as it
+// is: same folder, same files, nothing created or removed. Anything else
+// about it (a file or folder added or edited by hand, a mode, a file the new
+// render drops, a changed manifest) gets the whole new output, as before.
+func TestWriteOutputLeavesAnUnchangedOutputAlone(t *testing.T) {
+	files := []stage.File{
+		{Path: "stacks/a.json", Content: []byte(`{"a":1}`), Plugin: "p"},
+		{Path: "userdata/deep/b.yaml", Content: []byte("b: 2\n"), Plugin: "q", Mode: "0600"},
+	}
+	versions := map[string]string{"p": "1.0", "q": "1.0"}
+	for _, tc := range []struct {
+		name     string
+		change   func(t *testing.T, dir string)
+		files    []stage.File
+		versions map[string]string
+		kept     bool
+	}{
+		{name: "nothing changed", kept: true},
+		{name: "a file added by hand", change: func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "stacks", "extra.json"), "{}")
+		}},
+		{name: "an empty folder added", change: func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a file edited", change: func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "stacks", "a.json"), `{"a":2}`)
+		}},
+		{name: "the manifest edited", change: func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, ManifestName), "{}\n")
+		}},
+		{name: "a file's mode changed", change: func(t *testing.T, dir string) {
+			if err := os.Chmod(filepath.Join(dir, "userdata", "deep", "b.yaml"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "the folder's mode changed", change: func(t *testing.T, dir string) {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "the new render drops a file", files: files[:1]},
+		{name: "a plugin's version changed", versions: map[string]string{"p": "1.1", "q": "1.0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "out")
+			first, err := WriteOutput(dir, files, versions, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.change != nil {
+				tc.change(t, dir)
+			}
+			before := lstat(t, dir)
+			beforeA := lstat(t, filepath.Join(dir, "stacks", "a.json"))
+			second, want := files, versions
+			if tc.files != nil {
+				second = tc.files
+			}
+			if tc.versions != nil {
+				want = tc.versions
+			}
+			rd, err := WriteOutput(dir, second, want, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := os.SameFile(before, lstat(t, dir)); kept != tc.kept {
+				t.Errorf("output folder kept %v, want %v", kept, tc.kept)
+			}
+			if tc.kept && !os.SameFile(beforeA, lstat(t, filepath.Join(dir, "stacks", "a.json"))) {
+				t.Error("an unchanged output's file was replaced")
+			}
+			if tc.kept && !reflect.DeepEqual(rd, first) {
+				t.Errorf("kept output reported as %+v, want %+v", rd, first)
+			}
+			// Whatever happened, the folder now holds exactly a fresh render
+			// of the second set, and nothing is left beside it.
+			fresh := filepath.Join(t.TempDir(), "out")
+			if _, err := WriteOutput(fresh, second, want, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, exp := tree(t, dir), tree(t, fresh); !reflect.DeepEqual(got, exp) {
+				t.Errorf("output holds\n%v\nwant\n%v", got, exp)
+			}
+			if entries, err := os.ReadDir(parent); err != nil || len(entries) != 1 {
+				t.Errorf("beside the output: %v (%v)", entries, err)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lstat(t *testing.T, p string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// tree lists every entry under dir with its mode and, for a file, content.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		line := rel + " " + fi.Mode().String()
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			line += " " + string(b)
+		}
+		out = append(out, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -868,3 +868,33 @@ func TestPluginHashesAreCachedButNoticeAChange(t *testing.T) {
 		t.Fatalf("hash after a rebuild = %s (before %s)", again["iam"], first["iam"])
 	}
 }
+
+// A stage whose state comes out byte for byte as its file holds it leaves
+// the file alone; any difference, its mode included, writes it again.
+func TestStateFilesUnchangedAreLeftAlone(t *testing.T) {
+	h := newHarness(t)
+	h.add("dex", source.Builtin)
+	s := h.session()
+	p := filepath.Join(h.dir, ".kube-aws", "state", string(stage.Initialise)+".json")
+	run := func() os.FileInfo {
+		t.Helper()
+		if out, err := s.RunStage(context.Background(), stage.Initialise); err != nil {
+			t.Fatalf("%v %v", err, out.Diagnostics)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	first := run()
+	if again := run(); !os.SameFile(first, again) {
+		t.Error("an unchanged state file was written again")
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fixed := run(); os.SameFile(first, fixed) || fixed.Mode() != 0o600 {
+		t.Errorf("a state file made 0644 was left as %v", fixed.Mode())
+	}
+}

@@ -65,8 +65,10 @@ func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (st
 		b = []byte(s.Plan.Deps.Redact(string(b), cfg.Secrets))
 	}
 	p := s.statePath(name)
-	if err := fileutil.WriteAtomic(p, b, 0o600); err != nil {
-		return "", fmt.Errorf("writing state of stage %s: %w", name, err)
+	if !holdsFile(p, b, 0o600) {
+		if err := fileutil.WriteAtomic(p, b, 0o600); err != nil {
+			return "", fmt.Errorf("writing state of stage %s: %w", name, err)
+		}
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
@@ -205,4 +207,17 @@ func verifyRendered(r *stage.Rendered) error {
 		}
 	}
 	return nil
+}
+
+// holdsFile reports whether p is already a regular file with exactly data
+// and mode perm, compared byte for byte (a file may have been edited). A
+// re-render with nothing changed then leaves its state files and output as
+// they are instead of writing, syncing and renaming each again.
+func holdsFile(p string, data []byte, perm os.FileMode) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode() != perm || fi.Size() != int64(len(data)) { // a regular file's Mode is its permissions alone
+		return false
+	}
+	b, err := os.ReadFile(p)
+	return err == nil && bytes.Equal(b, data)
 }
