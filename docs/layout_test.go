@@ -24,7 +24,7 @@ func TestReadmeLayoutNamesEveryFolder(t *testing.T) {
 		t.Fatal("README.md's layout has no code block")
 	}
 	named := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s*([a-z][a-z0-9./-]*/)\s+\S`).FindAllStringSubmatch(block[1], -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s*([a-z][a-z0-9._/-]*/)\s+\S`).FindAllStringSubmatch(block[1], -1) {
 		named[m[1]] = true
 	}
 	check := func(dir, want string) {
