@@ -54,10 +54,14 @@ func IsPermanent(err error) bool {
 // used up or ctx ends. Before each retry it calls onRetry (if not nil) with
 // the failed attempt's number, its error and the delay, so the caller can
 // say what it is waiting for. The error it returns is fn's last, saying how
-// many attempts were made when there was more than one.
+// many attempts were made when there was more than one; when ctx ended in
+// the middle of that attempt, it is the attempt's before, which says what
+// was being waited for ("no volume is free: ...") where the cut one only says
+// that a request was cancelled.
 func Do(ctx context.Context, p Policy, fn func(context.Context) error, onRetry func(attempt int, err error, delay time.Duration)) error {
 	b := wait.Backoff{Duration: p.Initial, Factor: p.Factor, Jitter: p.Jitter, Steps: 1 << 30, Cap: p.Max}
 	start := time.Now()
+	var prev error // the last attempt's error that ctx's end did not cause
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
@@ -66,6 +70,10 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error, onRetry f
 		if IsPermanent(err) {
 			return err
 		}
+		if ctx.Err() != nil && prev != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			err = prev
+		}
+		prev = err
 		giveUp := func(why string) error {
 			if attempt == 1 {
 				return err

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +91,39 @@ func repeat(err error, n int) []error {
 		out[i] = err
 	}
 	return out
+}
+
+// An attempt that the timeout cuts short (a request cancelled mid-flight)
+// says nothing of what was awaited: the error is the attempt's before it.
+// A first attempt cut short has nothing before it and is returned as is.
+func TestDoReportsWhatWasAwaitedWhenTheTimeoutCutsAnAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name, want, not string
+		first           bool
+	}{
+		{name: "after attempts that said why", want: "no volume is free: vol-1 (", not: "deadline"},
+		{name: "a first attempt cut short", first: true, want: "describing volumes: context deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Millisecond)
+			defer cancel()
+			calls := 0
+			err := Do(ctx, fast, func(ctx context.Context) error {
+				calls++
+				if tc.first || time.Until(deadline(ctx)) < 15*time.Millisecond {
+					<-ctx.Done() // a request in flight when the timeout ends
+					return fmt.Errorf("describing volumes: %w", ctx.Err())
+				}
+				return errors.New("no volume is free: vol-1")
+			}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.not != "" && strings.Contains(err.Error(), tc.not)) {
+				t.Fatalf("err = %v after %d calls, want %q", err, calls, tc.want)
+			}
+		})
+	}
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
