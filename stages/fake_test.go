@@ -281,7 +281,9 @@ func fileResult(path, content string) *stage.Result {
 	return &stage.Result{Files: []stage.File{{Path: path, Content: []byte(content)}}}
 }
 
-// readTree returns every file under dir, by relative path.
+// readTree returns every file under dir, by relative path, with its content
+// and mode, and every folder under it (its path with a trailing slash) with
+// its mode.
 func readTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -289,14 +291,17 @@ func readTree(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(dir, p)
 		if fi.IsDir() {
+			if rel != "." {
+				out[rel+"/"] = fi.Mode().String()
+			}
 			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
 		out[rel] = fmt.Sprintf("%s|%v", b, fi.Mode())
 		return nil
 	})

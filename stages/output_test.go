@@ -3,7 +3,6 @@ package stages
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -291,8 +290,11 @@ func TestWriteOutputLeavesAnUnchangedOutputAlone(t *testing.T) {
 			if _, err := WriteOutput(fresh, second, want, nil); err != nil {
 				t.Fatal(err)
 			}
-			if got, exp := tree(t, dir), tree(t, fresh); !reflect.DeepEqual(got, exp) {
+			if got, exp := readTree(t, dir), readTree(t, fresh); !reflect.DeepEqual(got, exp) {
 				t.Errorf("output holds\n%v\nwant\n%v", got, exp)
+			}
+			if mode := lstat(t, dir).Mode(); mode != lstat(t, fresh).Mode() {
+				t.Errorf("output folder's mode %v, want %v", mode, lstat(t, fresh).Mode())
 			}
 			if entries, err := os.ReadDir(parent); err != nil || len(entries) != 1 {
 				t.Errorf("beside the output: %v (%v)", entries, err)
@@ -315,34 +317,4 @@ func lstat(t *testing.T, p string) os.FileInfo {
 		t.Fatal(err)
 	}
 	return fi
-}
-
-// tree lists every entry under dir with its mode and, for a file, content.
-func tree(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		line := rel + " " + fi.Mode().String()
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			line += " " + string(b)
-		}
-		out = append(out, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -574,7 +574,7 @@ func TestRenderOutputIsAtomicAndDeterministic(t *testing.T) {
 		t.Fatalf("render: %v %v", err, out.Diagnostics)
 	}
 	first := readTree(t, h.opts.OutDir)
-	if len(first) != 4 {
+	if len(first) != 6 { // 4 files, and the folders stacks/ and userdata/
 		t.Fatalf("rendered %v", first)
 	}
 	var man Manifest
