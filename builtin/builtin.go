@@ -16,7 +16,6 @@ import (
 	"github.com/kube-aws/kube-aws/builtin/pki"
 	"github.com/kube-aws/kube-aws/builtin/userdata"
 	"github.com/kube-aws/kube-aws/plugins/sdk"
-	"github.com/kube-aws/kube-aws/plugins/sdk/shortlived"
 )
 
 // Plugins returns every built-in plugin.
@@ -35,9 +34,7 @@ func Plugins() []sdk.Plugin {
 	}
 }
 
-// Serve tunes the runtime for the process's short life and serves every
-// built-in until kube-aws ends the process.
+// Serve serves every built-in until kube-aws ends the process.
 func Serve() {
-	shortlived.Tune()
 	sdk.ServeAll(Plugins()...)
 }

@@ -10,6 +10,11 @@
 // contributes as it merges any plugin's.
 package main
 
-import "github.com/kube-aws/kube-aws/builtin"
+import (
+	"github.com/kube-aws/kube-aws/builtin"
+	// The runtime's settings for a process that lives a fraction of a
+	// second, from the start of package initialisation.
+	_ "github.com/kube-aws/kube-aws/plugins/sdk/shortlived"
+)
 
 func main() { builtin.Serve() }

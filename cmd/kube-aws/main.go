@@ -8,7 +8,9 @@ import (
 	"os"
 
 	"github.com/kube-aws/kube-aws/plugins/sdk/cpuprofile"
-	"github.com/kube-aws/kube-aws/plugins/sdk/shortlived"
+	// The runtime's settings for a process that lives a fraction of a
+	// second, from the start of package initialisation.
+	_ "github.com/kube-aws/kube-aws/plugins/sdk/shortlived"
 	"github.com/kube-aws/kube-aws/stages"
 )
 
@@ -18,7 +20,6 @@ import (
 // tenth of a render's CPU in kube-aws: it takes the settings of the
 // built-ins' process (plugins/sdk/shortlived).
 func main() {
-	shortlived.Tune()
 	// The run's temporary files (go-plugin's sockets) go to a folder of its
 	// own, which the next kube-aws removes if this one is killed.
 	release := stages.UseRunDir()
