@@ -440,7 +440,7 @@ func TestRunStageRefusesStaleState(t *testing.T) {
 	// initialise's state changed after render ran: render's state is from the old one.
 	st := filepath.Join(h.dir, ".kube-aws", "state", "initialise.json")
 	b, _ := os.ReadFile(st)
-	b = bytes.Replace(b, []byte(`"plugins": [`), []byte(`"plugins": [ `), 1) // same content, different bytes
+	b = bytes.Replace(b, []byte(`"plugins":[`), []byte(`"plugins": [`), 1) // same content, different bytes
 	if err := os.WriteFile(st, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -713,7 +713,7 @@ func TestCapabilityWithTwoProvidersAndNoPreference(t *testing.T) {
 		t.Fatal(err, out.Diagnostics)
 	}
 	b2, _ := os.ReadFile(filepath.Join(h.dir, ".kube-aws", "state", "initialise.json"))
-	if !bytes.Contains(b2, []byte(`"cni": "cilium"`)) {
+	if !bytes.Contains(b2, []byte(`"cni":"cilium"`)) {
 		t.Fatalf("the choice is not recorded in the stage result:\n%s", b2)
 	}
 }

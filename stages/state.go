@@ -54,7 +54,7 @@ func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (st
 	if s.Plan.Config != nil {
 		st.Inputs.Config = s.Plan.Config.Hash
 	}
-	b, err := json.MarshalIndent(st, "", "  ")
+	b, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encoding state of stage %s: %w", name, err)
 	}
