@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"maps"
 	"time"
 
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -26,7 +27,10 @@ func raw(b []byte) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
-	return json.RawMessage(b)
+	// Without room beyond its length, an append to the message copies it:
+	// the requests to the plugins of one process share one decoded
+	// construct set (requestCodec).
+	return json.RawMessage(b[:len(b):len(b)])
 }
 
 func bytesOf(r json.RawMessage) []byte {
@@ -53,7 +57,7 @@ func rawMapToPB(m map[string]json.RawMessage) map[string][]byte {
 }
 
 func rawMapFromPB(m map[string][]byte) map[string]json.RawMessage {
-	return convMap(m, func(v []byte) json.RawMessage { return v })
+	return convMap(m, func(v []byte) json.RawMessage { return v[:len(v):len(v)] })
 }
 
 func strMap(m map[string]string) map[string]string {
@@ -686,12 +690,14 @@ func artifactFromPB(a *pb.Artifact) construct.Artifact {
 	return out
 }
 
-// nilIfEmpty keeps an empty map nil, as JSON and protobuf both leave it.
+// nilIfEmpty keeps an empty map nil, as JSON and protobuf both leave it, and
+// copies any other: the requests to the plugins of one process share one
+// decoded construct set (requestCodec).
 func nilIfEmpty(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
-	return m
+	return maps.Clone(m)
 }
 
 func iamToPB(st construct.IAMStatement) *pb.IAMStatement {

@@ -99,7 +99,7 @@ type Plugin interface {
 
 // ServerOptions are the gRPC server options both sides use.
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize), serverCodec()}
 }
 
 // DialOptions are the gRPC dial options both sides use.

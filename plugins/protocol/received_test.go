@@ -1,0 +1,184 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kube-aws/kube-aws/core/stage"
+	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
+)
+
+func receive(t *testing.T, wire []byte) (*pb.StageRequest, error) {
+	t.Helper()
+	codec := requestCodec{encoding.GetCodecV2("proto")}
+	var req pb.StageRequest
+	err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append([]byte(nil), wire...))}, &req)
+	return &req, err
+}
+
+// Whatever a request holds, the plugin side decodes what gRPC's own codec
+// decodes, and plugins that receive the same set share its decoding.
+func TestRequestCodecDecodesWhatProtoDecodes(t *testing.T) {
+	sent := func(in *stage.Input) []byte {
+		req, err := requestToPB(in, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	full := sent(fullInput())
+	noSet := fullInput()
+	noSet.Constructs = nil
+	changed := fullInput()
+	changed.Constructs.Stacks[0].Name = "changed"
+	set := protowire.AppendTag(nil, constructsField, protowire.BytesType)
+	twice := append(append([]byte(nil), full...), protowire.AppendBytes(set, mustMarshal(t, &pb.ConstructSet{Stacks: []*pb.Stack{{Name: "merged"}}}))...)
+
+	for _, tc := range []struct {
+		name     string
+		wire     []byte
+		sharedBy []byte // a request whose set this one's decoding is shared with
+	}{
+		{name: "every field", wire: full},
+		{name: "the same bytes again", wire: full, sharedBy: full},
+		{name: "no construct set", wire: sent(noSet)},
+		{name: "a changed set", wire: sent(changed)},
+		{name: "the set first on the wire", wire: append(append([]byte(nil), full[len(full)-len(mustField(t, full)):]...), full[:len(full)-len(mustField(t, full))]...), sharedBy: full},
+		{name: "the set there twice, which protobuf merges", wire: twice},
+		{name: "nothing", wire: nil},
+		{name: "the set field as a number, an unknown field to protobuf", wire: protowire.AppendVarint(protowire.AppendTag(nil, constructsField, protowire.VarintType), 3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want pb.StageRequest
+			if err := proto.Unmarshal(tc.wire, &want); err != nil {
+				t.Fatal(err)
+			}
+			if tc.sharedBy != nil {
+				if _, err := receive(t, tc.sharedBy); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := receive(t, tc.wire)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, &want) {
+				t.Fatalf("decoded\n%v\nwant\n%v", got, &want)
+			}
+			gotIn, _ := InputFromPB(got)
+			wantIn, _ := InputFromPB(&want)
+			if !reflect.DeepEqual(gotIn, wantIn) {
+				gj, _ := json.Marshal(gotIn)
+				wj, _ := json.Marshal(wantIn)
+				t.Errorf("input %s\nwant %s", gj, wj)
+			}
+			if tc.sharedBy != nil {
+				first, _ := receive(t, tc.sharedBy)
+				if first.Constructs != got.Constructs {
+					t.Error("the same set was decoded again")
+				}
+			}
+		})
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// mustField returns the constructs field as requestToPB puts it, last.
+func mustField(t *testing.T, wire []byte) []byte {
+	t.Helper()
+	set, _, ok := splitConstructs(wire)
+	if !ok {
+		t.Fatal("no constructs field")
+	}
+	field := protowire.AppendTag(nil, constructsField, protowire.BytesType)
+	return protowire.AppendBytes(field, set)
+}
+
+// Bad bytes are refused as gRPC's codec refuses them, and never panic.
+func TestRequestCodecRefusesWhatProtoRefuses(t *testing.T) {
+	full := mustMarshal(t, InputToPB(fullInput(), 7))
+	field := mustField(t, full)
+	for _, tc := range []struct {
+		name string
+		wire []byte
+	}{
+		{"cut in the set", full[:len(full)-len(field)/2]},
+		{"garbage in the set", protowire.AppendBytes(append(append([]byte(nil), full[:len(full)-len(field)]...), field[:len(protowire.AppendTag(nil, constructsField, protowire.BytesType))]...), []byte{0xff, 0xff, 0xff})},
+		{"a bad tag", []byte{0x80}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := proto.Unmarshal(tc.wire, &pb.StageRequest{})
+			if want == nil {
+				t.Fatal("proto.Unmarshal takes the case")
+			}
+			_, got := receive(t, tc.wire)
+			if (got == nil) != (want == nil) {
+				t.Errorf("err = %v, proto.Unmarshal's %v", got, want)
+			}
+		})
+	}
+}
+
+// The plugins of a process receive their requests at once; each gets an
+// Input of its own that appending to does not share.
+func TestRequestsSharingASetGetInputsOfTheirOwn(t *testing.T) {
+	in := fullInput()
+	in.Constructs.Stacks[0].Name = "concurrent"
+	req, err := requestToPB(in, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := mustMarshal(t, req)
+	inputs := make([]*stage.Input, 10)
+	var wg sync.WaitGroup
+	for i := range inputs {
+		wg.Go(func() {
+			got, err := receive(t, wire)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			inputs[i], _ = InputFromPB(got)
+			st := &inputs[i].Constructs.Stacks[0]
+			for k, v := range st.Resources {
+				st.Resources[k] = append(v, fmt.Sprint(i)...)
+			}
+			for _, a := range inputs[i].Constructs.Artifacts {
+				for _, s := range a.Sources {
+					if s.Members != nil {
+						s.Members[fmt.Sprint(i)] = "x"
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want, _ := InputFromPB(InputToPB(in, 7))
+	for i, got := range inputs {
+		for k, v := range got.Constructs.Stacks[0].Resources {
+			if w := string(want.Constructs.Stacks[0].Resources[k]) + fmt.Sprint(i); string(v) != w {
+				t.Errorf("plugin %d's resource %s = %s, want %s", i, k, v, w)
+			}
+		}
+	}
+}
