@@ -81,3 +81,24 @@ func TestNoPluginImportsAnother(t *testing.T) {
 		t.Errorf("checked only %d packages of %v", checked, pkgs)
 	}
 }
+
+// The built-ins render charts offline, so their executable links neither
+// client-go's scheme nor any k8s.io/api group: their package init was the
+// largest part of the process's start, paid on every command. The patched
+// Helm under third_party/ keeps them out (third_party/README.md); a new
+// import that brings them back fails here.
+func TestBuiltinsLinkNoKubernetesAPIGroups(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/kube-aws/kube-aws/cmd/kube-aws-builtins").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "helm.sh/helm/v3/pkg/engine") {
+		t.Fatalf("the built-ins no longer link Helm's engine; this test has nothing to check:\n%s", out)
+	}
+	for _, d := range deps {
+		if d == "k8s.io/client-go/kubernetes/scheme" || d == "k8s.io/client-go/discovery" || strings.HasPrefix(d, "k8s.io/api/") {
+			t.Errorf("cmd/kube-aws-builtins links %s", d)
+		}
+	}
+}
