@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/awslabs/goformation/v4/cloudformation"
+	"github.com/awslabs/goformation/v4/cloudformation/autoscaling"
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
+	"github.com/awslabs/goformation/v4/cloudformation/iam"
 )
 
 func TestRawExpandsIntrinsics(t *testing.T) {
@@ -177,5 +179,36 @@ func TestExpandIntrinsicsMatchesMap(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, want)
 			}
 		})
+	}
+}
+
+// A goformation resource skips the Encoder; what it gives is what the
+// Encoder gives, whatever the resource holds.
+func TestRawOfAResourceIsRawThroughAnEncoder(t *testing.T) {
+	lt := &ec2.LaunchTemplate{LaunchTemplateData: &ec2.LaunchTemplate_LaunchTemplateData{
+		UserData:         Base64(Sub("#!/bin/bash\necho \a <&> ${AWS::Region}\n")),
+		SecurityGroupIds: []string{Ref("SG"), GetAtt("Other", "GroupId")},
+		ImageId:          Join("", "ami-", Ref("Suffix")),
+	}}
+	lt.AWSCloudFormationDependsOn = []string{"A", "B"}
+	lt.AWSCloudFormationMetadata = map[string]interface{}{"z": "<&>", "a": []int{1, 2}}
+	role := &iam.Role{
+		AssumeRolePolicyDocument: map[string]any{"Statement": []any{map[string]any{"Effect": "Allow", "Condition": map[string]any{"StringEquals": map[string]string{"k<": "v&"}}}}},
+		Path:                     "/",
+		RoleName:                 Sub("${AWS::StackName}-role"),
+	}
+	asg := &autoscaling.AutoScalingGroup{MinSize: "1", MaxSize: "3", VPCZoneIdentifier: []string{Ref("Subnet"), Sub("${Net}-subnet")}}
+	for _, r := range []cloudformation.Resource{lt, role, asg, &ec2.Volume{}} {
+		got, err := Raw(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := encodeJSON(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\n%s\nthrough an Encoder:\n%s", r.AWSCloudFormationType(), got, want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/awslabs/goformation/v4/cloudformation"
 )
 
 // intrinsicNames are the keys goformation's helpers (cloudformation.Ref,
@@ -46,6 +48,23 @@ func Decode(b []byte) (any, error) {
 // objects (a {"Ref": "AWS::Region"} becomes "us-east-1"), which would corrupt
 // any JSON that has already been expanded once or that a plugin wrote by hand.
 func Raw(v any) (json.RawMessage, error) {
+	// A goformation resource encodes itself with json.Marshal, so its output
+	// is already compact and valid; an Encoder would check and copy it again,
+	// a fifth of a machine stack's cost.
+	if r, ok := v.(cloudformation.Resource); ok {
+		if m, ok := r.(json.Marshaler); ok {
+			b, err := m.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			return expandIntrinsics(b)
+		}
+	}
+	return encodeJSON(v)
+}
+
+// encodeJSON is Raw through an Encoder, for any value.
+func encodeJSON(v any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
