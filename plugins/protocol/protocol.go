@@ -107,6 +107,7 @@ func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithDefaultCallOptions(
 		grpc.MaxCallRecvMsgSize(MaxMessageSize),
 		grpc.MaxCallSendMsgSize(MaxMessageSize),
+		clientCodec(),
 	)}
 }
 

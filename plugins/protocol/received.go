@@ -45,17 +45,20 @@ func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	wire := buf.ReadOnlyData()
-	set, rest, ok := splitConstructs(wire)
+	// The request is read where gRPC received it, in its frames' buffers:
+	// copying a MB into one buffer for each plugin, to find the set equal to
+	// the last, cost more than comparing it.
+	msg := newMessage(data)
+	start, value, end, ok := msg.constructsField()
 	if !ok {
-		return proto.Unmarshal(wire, req)
+		return c.CodecV2.Unmarshal(data, v)
 	}
+	rest := msg.appendRange(make([]byte, 0, msg.size-(end-start)), 0, start)
+	rest = msg.appendRange(rest, end, msg.size-end)
 	if err := proto.Unmarshal(rest, req); err != nil {
 		return err
 	}
-	decoded, err := decodeSet(set)
+	decoded, err := decodeSet(msg, value, end-value)
 	if err != nil {
 		return err
 	}
@@ -63,52 +66,130 @@ func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
-// splitConstructs returns the value of a request's constructs field and the
-// request's other fields, when the field is there once. Protobuf merges a
-// field that is there more than once; such a request is left to the
-// ordinary decoding.
-func splitConstructs(wire []byte) (set, rest []byte, ok bool) {
-	start, end := -1, -1
-	for b, off := wire, 0; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, nil, false
+// message is a message as gRPC received it: the bytes of its frames, in
+// order, in the buffers they arrived in.
+type message struct {
+	bufs [][]byte
+	size int
+}
+
+func newMessage(data mem.BufferSlice) message {
+	m := message{bufs: make([][]byte, 0, len(data))}
+	for _, b := range data {
+		if d := b.ReadOnlyData(); len(d) > 0 {
+			m.bufs = append(m.bufs, d)
+			m.size += len(d)
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return nil, nil, false
+	}
+	return m
+}
+
+// appendRange appends the message's bytes [off, off+n) to dst.
+func (m message) appendRange(dst []byte, off, n int) []byte {
+	for _, b := range m.bufs {
+		if n == 0 {
+			break
+		}
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		k := min(n, len(b)-off)
+		dst = append(dst, b[off:off+k]...)
+		n -= k
+		off = 0
+	}
+	return dst
+}
+
+// equal reports whether the message's bytes from off on begin with want.
+func (m message) equal(off int, want []byte) bool {
+	if off+len(want) > m.size {
+		return false
+	}
+	for _, b := range m.bufs {
+		if len(want) == 0 {
+			break
+		}
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		k := min(len(want), len(b)-off)
+		if !bytes.Equal(b[off:off+k], want[:k]) {
+			return false
+		}
+		want = want[k:]
+		off = 0
+	}
+	return len(want) == 0
+}
+
+// constructsField finds a request's constructs field: where it starts, where
+// its value starts and where it ends. It answers only when the field is
+// there once, as a length-delimited field, and every other field can be
+// stepped over by its length: protobuf merges a field that is there more
+// than once, and anything else is left to the ordinary decoding, which
+// also says what is wrong with a broken request.
+func (m message) constructsField() (start, value, end int, ok bool) {
+	start = -1
+	// A tag and a varint, of 10 bytes each at most.
+	var head [20]byte
+	for off := 0; off < m.size; {
+		h := m.appendRange(head[:0], off, min(len(head), m.size-off))
+		num, typ, n := protowire.ConsumeTag(h)
+		if n < 0 {
+			return 0, 0, 0, false
+		}
+		at, size := off+n, 0
+		switch typ {
+		case protowire.VarintType:
+			if size = protowire.ConsumeFieldValue(num, typ, h[n:]); size < 0 {
+				return 0, 0, 0, false
+			}
+		case protowire.Fixed32Type:
+			size = 4
+		case protowire.Fixed64Type:
+			size = 8
+		case protowire.BytesType:
+			l, k := protowire.ConsumeVarint(h[n:])
+			if k < 0 || l > uint64(m.size) {
+				return 0, 0, 0, false
+			}
+			at, size = at+k, int(l)
+		default:
+			return 0, 0, 0, false
+		}
+		next := at + size
+		if next > m.size {
+			return 0, 0, 0, false
 		}
 		if num == constructsField {
 			if start >= 0 || typ != protowire.BytesType {
-				return nil, nil, false
+				return 0, 0, 0, false
 			}
-			v, _ := protowire.ConsumeBytes(b[n:])
-			set = v
-			start, end = off, off+n+m
+			start, value, end = off, at, next
 		}
-		b, off = b[n+m:], off+n+m
+		off = next
 	}
-	if start < 0 {
-		return nil, nil, false
-	}
-	rest = make([]byte, 0, len(wire)-(end-start))
-	rest = append(append(rest, wire[:start]...), wire[end:]...)
-	return set, rest, true
+	return start, value, end, start >= 0
 }
 
-// decodeSet decodes a construct set, or returns the one decoded from the
-// same bytes last. The bytes are copied: gRPC reuses the buffer they are in.
-func decodeSet(field []byte) (*pb.ConstructSet, error) {
+// decodeSet decodes the construct set in the message's bytes [off, off+n),
+// or returns the one decoded from the same bytes last. The bytes are
+// copied: gRPC reuses the buffers they are in.
+func decodeSet(msg message, off, n int) (*pb.ConstructSet, error) {
 	received.mu.Lock()
 	defer received.mu.Unlock()
-	if received.set != nil && bytes.Equal(field, received.field) {
+	if received.set != nil && len(received.field) == n && msg.equal(off, received.field) {
 		return received.set, nil
 	}
+	field := msg.appendRange(make([]byte, 0, n), off, n)
 	set := &pb.ConstructSet{}
 	if err := proto.Unmarshal(field, set); err != nil {
 		return nil, err
 	}
-	received.field = bytes.Clone(field)
+	received.field = field
 	received.set = set
 	return set, nil
 }

@@ -18,11 +18,28 @@ import (
 
 func receive(t *testing.T, wire []byte) (*pb.StageRequest, error) {
 	t.Helper()
+	return receiveIn(t, wire, len(wire))
+}
+
+// receiveIn decodes wire as it arrives in buffers of chunk bytes (the last
+// shorter), as gRPC hands over a request in its frames.
+func receiveIn(t *testing.T, wire []byte, chunk int) (*pb.StageRequest, error) {
+	t.Helper()
 	codec := requestCodec{encoding.GetCodecV2("proto")}
+	var data mem.BufferSlice
+	for b := wire; len(b) > 0; {
+		k := min(max(chunk, 1), len(b))
+		data = append(data, mem.SliceBuffer(append([]byte(nil), b[:k]...)))
+		b = b[k:]
+	}
 	var req pb.StageRequest
-	err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append([]byte(nil), wire...))}, &req)
+	err := codec.Unmarshal(data, &req)
 	return &req, err
 }
+
+// chunkings are the buffer sizes a request is received in by the tests: one
+// buffer, gRPC's frames, and sizes that split every tag and length.
+var chunkings = []int{1 << 30, 16 << 10, 7, 3, 1}
 
 // Whatever a request holds, the plugin side decodes what gRPC's own codec
 // decodes, and plugins that receive the same set share its decoding.
@@ -60,37 +77,40 @@ func TestRequestCodecDecodesWhatProtoDecodes(t *testing.T) {
 		{name: "nothing", wire: nil},
 		{name: "the set field as a number, an unknown field to protobuf", wire: protowire.AppendVarint(protowire.AppendTag(nil, constructsField, protowire.VarintType), 3)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var want pb.StageRequest
-			if err := proto.Unmarshal(tc.wire, &want); err != nil {
-				t.Fatal(err)
-			}
-			if tc.sharedBy != nil {
-				if _, err := receive(t, tc.sharedBy); err != nil {
+		for _, chunk := range chunkings {
+			t.Run(fmt.Sprintf("%s/in %d-byte buffers", tc.name, min(chunk, len(tc.wire))), func(t *testing.T) {
+				var want pb.StageRequest
+				if err := proto.Unmarshal(tc.wire, &want); err != nil {
 					t.Fatal(err)
 				}
-			}
-			got, err := receive(t, tc.wire)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !proto.Equal(got, &want) {
-				t.Fatalf("decoded\n%v\nwant\n%v", got, &want)
-			}
-			gotIn, _ := InputFromPB(got)
-			wantIn, _ := InputFromPB(&want)
-			if !reflect.DeepEqual(gotIn, wantIn) {
-				gj, _ := json.Marshal(gotIn)
-				wj, _ := json.Marshal(wantIn)
-				t.Errorf("input %s\nwant %s", gj, wj)
-			}
-			if tc.sharedBy != nil {
-				first, _ := receive(t, tc.sharedBy)
-				if first.Constructs != got.Constructs {
-					t.Error("the same set was decoded again")
+				var first *pb.StageRequest
+				if tc.sharedBy != nil {
+					var err error
+					if first, err = receive(t, tc.sharedBy); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-		})
+				got, err := receiveIn(t, tc.wire, chunk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(got, &want) {
+					t.Fatalf("decoded\n%v\nwant\n%v", got, &want)
+				}
+				gotIn, _ := InputFromPB(got)
+				wantIn, _ := InputFromPB(&want)
+				if !reflect.DeepEqual(gotIn, wantIn) {
+					gj, _ := json.Marshal(gotIn)
+					wj, _ := json.Marshal(wantIn)
+					t.Errorf("input %s\nwant %s", gj, wj)
+				}
+				if tc.sharedBy != nil {
+					if first.Constructs != got.Constructs {
+						t.Error("the same set was decoded again")
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -106,17 +126,20 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 // mustField returns the constructs field as requestToPB puts it, last.
 func mustField(t *testing.T, wire []byte) []byte {
 	t.Helper()
-	set, _, ok := splitConstructs(wire)
-	if !ok {
-		t.Fatal("no constructs field")
+	start, _, end, ok := newMessage(mem.BufferSlice{mem.SliceBuffer(wire)}).constructsField()
+	if !ok || end != len(wire) {
+		t.Fatal("no constructs field last")
 	}
-	field := protowire.AppendTag(nil, constructsField, protowire.BytesType)
-	return protowire.AppendBytes(field, set)
+	return wire[start:end]
 }
 
 // Bad bytes are refused as gRPC's codec refuses them, and never panic.
 func TestRequestCodecRefusesWhatProtoRefuses(t *testing.T) {
-	full := mustMarshal(t, InputToPB(fullInput(), 7))
+	req, err := requestToPB(fullInput(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := mustMarshal(t, req)
 	field := mustField(t, full)
 	for _, tc := range []struct {
 		name string
@@ -126,16 +149,18 @@ func TestRequestCodecRefusesWhatProtoRefuses(t *testing.T) {
 		{"garbage in the set", protowire.AppendBytes(append(append([]byte(nil), full[:len(full)-len(field)]...), field[:len(protowire.AppendTag(nil, constructsField, protowire.BytesType))]...), []byte{0xff, 0xff, 0xff})},
 		{"a bad tag", []byte{0x80}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			want := proto.Unmarshal(tc.wire, &pb.StageRequest{})
-			if want == nil {
-				t.Fatal("proto.Unmarshal takes the case")
-			}
-			_, got := receive(t, tc.wire)
-			if (got == nil) != (want == nil) {
-				t.Errorf("err = %v, proto.Unmarshal's %v", got, want)
-			}
-		})
+		for _, chunk := range chunkings {
+			t.Run(fmt.Sprintf("%s/in %d-byte buffers", tc.name, min(chunk, len(tc.wire))), func(t *testing.T) {
+				want := proto.Unmarshal(tc.wire, &pb.StageRequest{})
+				if want == nil {
+					t.Fatal("proto.Unmarshal takes the case")
+				}
+				_, got := receiveIn(t, tc.wire, chunk)
+				if (got == nil) != (want == nil) {
+					t.Errorf("err = %v, proto.Unmarshal's %v", got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -1,11 +1,13 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
 
+	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kube-aws/kube-aws/core/construct"
@@ -129,4 +131,49 @@ func BenchmarkStageRequests(b *testing.B) {
 			}
 		}
 	})
+}
+
+// What the client codec hands gRPC is what proto.Marshal writes, and a
+// request's construct set goes out from the shared encoding, not a copy.
+func TestSendCodecWritesWhatProtoWrites(t *testing.T) {
+	codec := sendCodec{encoding.GetCodecV2("proto")}
+	withSet, err := requestToPB(fullInput(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSet := fullInput()
+	noSet.Constructs = nil
+	withoutSet, err := requestToPB(noSet, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		msg    proto.Message
+		shared []byte // the bytes the last buffer must be, not a copy of
+	}{
+		{"a request with a set", withSet, withSet.ProtoReflect().GetUnknown()},
+		{"a request without one", withoutSet, nil},
+		{"another message", &pb.Event{Kind: "log", Message: "hello"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := mustMarshal(t, tc.msg)
+			data, err := codec.Marshal(tc.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := data.Materialize(); !bytes.Equal(got, want) {
+				t.Fatalf("wrote %d bytes, proto.Marshal %d, not the same", len(got), len(want))
+			}
+			if again := mustMarshal(t, tc.msg); !bytes.Equal(again, want) {
+				t.Error("the message is not as it was before it was sent")
+			}
+			if tc.shared != nil {
+				last := data[len(data)-1].ReadOnlyData()
+				if len(last) != len(tc.shared) || &last[0] != &tc.shared[0] {
+					t.Error("the set was copied, not sent from its shared encoding")
+				}
+			}
+		})
+	}
 }
