@@ -62,7 +62,10 @@ func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (st
 	if cfg := s.Plan.Config; cfg != nil && len(cfg.Secrets) > 0 && s.Plan.Deps.Redact != nil {
 		// Belt and braces: Input.Secrets is never serialised and plugins only
 		// see markers, but a plain secret must never reach the disk.
-		b = []byte(s.Plan.Deps.Redact(string(b), cfg.Secrets))
+		plain := string(b)
+		if red := s.Plan.Deps.Redact(plain, cfg.Secrets); red != plain {
+			b = []byte(red)
+		}
 	}
 	p := s.statePath(name)
 	if !holdsFile(p, b, 0o600) {

@@ -177,6 +177,18 @@ func TestRedact(t *testing.T) {
 	if Redact("nothing", nil) != "nothing" {
 		t.Fatal("Redact without secrets changed the text")
 	}
+	// Text is first searched for each secret: the one form found, whichever
+	// it is, is enough for the whole text to be redacted.
+	for text, want := range map[string]string{
+		`{"v":"line1\n\"quoted\""}`: `{"v":"((secret:a/values/z))"}`,
+		"a line1\n\"quoted\" b":     "a ((secret:a/values/z)) b",
+		"only hunter2":              "only ((secret:a/values/x))",
+		"no secret, hunter":         "no secret, hunter",
+	} {
+		if got := Redact(text, secrets); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", text, got, want)
+		}
+	}
 	for _, ptr := range []string{"/values/a~1b", "/values/my key (old)", "/nodePools/gpu/ünï/0", "/values/((secret:x))"} {
 		m := Marker("dex", ptr)
 		if got := MarkerPattern.FindAllString("x"+m+"y", -1); len(got) != 1 || got[0] != m {
