@@ -19,6 +19,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
+	"github.com/kube-aws/kube-aws/node/awsenv"
 	"github.com/kube-aws/kube-aws/node/retry"
 	"github.com/kube-aws/kube-aws/node/step"
 )
@@ -192,7 +193,7 @@ func (u *upsert) apply(ctx context.Context, e *agent.Env, client *route53.Client
 	if ok {
 		wait = time.Until(deadline)
 	}
-	w := route53.NewResourceRecordSetsChangedWaiter(client, func(o *route53.ResourceRecordSetsChangedWaiterOptions) {
+	w := route53.NewResourceRecordSetsChangedWaiter(awsenv.Route53GetChange(client.GetChange), func(o *route53.ResourceRecordSetsChangedWaiterOptions) {
 		o.MinDelay, o.MaxDelay = time.Second, 10*time.Second
 	})
 	if err := w.Wait(ctx, &route53.GetChangeInput{Id: out.ChangeInfo.Id}, wait); err != nil {

@@ -15,13 +15,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
+	"github.com/kube-aws/kube-aws/node/awsenv"
 	"github.com/kube-aws/kube-aws/node/drain"
 	"github.com/kube-aws/kube-aws/node/kube"
 	"github.com/kube-aws/kube-aws/node/step"
@@ -84,7 +84,7 @@ func (s *Step) Check(ctx context.Context, e *agent.Env) (step.Changes, error) {
 	timeout := nodeplan.DurationOr(plan.Timeout, DefaultTimeout)
 	d := drain.New(drain.Options{
 		Cluster: e.Settings.Cluster, Hook: plan.Hook, Kube: cs,
-		ASG: autoscaling.NewFromConfig(e.AWS), EC2: ec2.NewFromConfig(e.AWS),
+		ASG: awsenv.NewAutoScaling(e.AWS), EC2: awsenv.EC2DescribeInstances(ec2.NewFromConfig(e.AWS).DescribeInstances),
 		Put: func(ctx context.Context, rel string, body []byte) error {
 			return e.Store.Put(ctx, e.Settings.Key(rel), body, "application/json")
 		},

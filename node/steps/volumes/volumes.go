@@ -32,6 +32,7 @@ import (
 
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/node/agent"
+	"github.com/kube-aws/kube-aws/node/awsenv"
 	"github.com/kube-aws/kube-aws/node/command"
 	"github.com/kube-aws/kube-aws/node/retry"
 	"github.com/kube-aws/kube-aws/node/step"
@@ -288,7 +289,7 @@ func (a *attacher) find(ctx context.Context, v nodeplan.Volume) (found, error) {
 		}
 	}
 	var vols []types.Volume
-	p := ec2.NewDescribeVolumesPaginator(a.ec2, in)
+	p := ec2.NewDescribeVolumesPaginator(awsenv.EC2DescribeVolumes(a.ec2.DescribeVolumes), in)
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
