@@ -225,13 +225,14 @@ func InputToPB(in *stage.Input, hostServiceID uint32) *pb.StageRequest {
 		HostServiceId: hostServiceID,
 		Aws:           awsToPB(in.AWS),
 	}
-	if len(in.Values) > 0 {
-		req.Values = make(map[string]*pb.PluginValues, len(in.Values))
-		for k, v := range in.Values {
-			req.Values[k] = &pb.PluginValues{ValuesJson: bytesOf(v.Values), NodePoolsJson: rawMapToPB(v.NodePools)}
-		}
-	}
+	req.Values = valuesToPB(in.Values)
 	return req
+}
+
+func valuesToPB(values map[string]stage.PluginValues) map[string]*pb.PluginValues {
+	return convMap(values, func(v stage.PluginValues) *pb.PluginValues {
+		return &pb.PluginValues{ValuesJson: bytesOf(v.Values), NodePoolsJson: rawMapToPB(v.NodePools)}
+	})
 }
 
 // InputFromPB converts a stage input from the wire and returns the broker id

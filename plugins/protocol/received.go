@@ -16,13 +16,15 @@ import (
 
 // requestCodec is the plugin side's counterpart of sharedSet: a process that
 // serves several plugins (the built-ins' process serves ten) receives the
-// same construct set, byte for byte, in the request to each of them, and
-// decodes it once. Decoding it was most of what receiving a request cost: at
-// 100 node pools its stacks come to 900 kB, and the built-ins' process spent
-// more CPU decoding them ten times over than any built-in spent rendering.
+// same construct set and the same values, byte for byte, in the request to
+// each of them, and decodes them once. Decoding the set was most of what
+// receiving a request cost: at 100 node pools its stacks come to 900 kB, and
+// the built-ins' process spent more CPU decoding them ten times over than any
+// built-in spent rendering; the values' 600 map entries came next.
 //
-// Every other message, and a request whose constructs field is not there
-// exactly once, is decoded by gRPC's own codec as before.
+// Every other message, and what of a request is not as sharedSet sends it
+// (the constructs field there more than once, the values' entries apart),
+// is decoded by gRPC's own codec as before.
 type requestCodec struct{ encoding.CodecV2 }
 
 // serverCodec is the codec of every gRPC server of the protocol.
@@ -30,14 +32,16 @@ func serverCodec() grpc.ServerOption {
 	return grpc.ForceServerCodecV2(requestCodec{encoding.GetCodecV2("proto")})
 }
 
-// received is the construct set last decoded, with the bytes it was decoded
-// from. Requests that carry the same bytes share the decoded set: every
-// reader of a request only reads it (InputFromPB converts it into a
-// stage.Input of the plugin's own).
+// received is the construct set and the values last decoded, each with the
+// bytes it was decoded from. Requests that carry the same bytes share the
+// decoded set or values: every reader of a request only reads it
+// (InputFromPB converts it into a stage.Input of the plugin's own).
 var received struct {
-	mu    sync.Mutex
-	field []byte
-	set   *pb.ConstructSet
+	mu          sync.Mutex
+	field       []byte
+	set         *pb.ConstructSet
+	valuesField []byte
+	values      map[string]*pb.PluginValues
 }
 
 func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -49,20 +53,35 @@ func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	// copying a MB into one buffer for each plugin, to find the set equal to
 	// the last, cost more than comparing it.
 	msg := newMessage(data)
-	start, value, end, ok := msg.constructsField()
-	if !ok {
+	f, ok := msg.sharedFields()
+	if !ok || !f.set.found() && !f.values.found() {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	rest := msg.appendRange(make([]byte, 0, msg.size-(end-start)), 0, start)
-	rest = msg.appendRange(rest, end, msg.size-end)
+	// The rest: the bytes around the shared fields, in their order.
+	rest := make([]byte, 0, msg.size-f.set.len()-f.values.len())
+	off := 0
+	for _, r := range f.inOrder() {
+		rest = msg.appendRange(rest, off, r.start-off)
+		off = r.end
+	}
+	rest = msg.appendRange(rest, off, msg.size-off)
 	if err := proto.Unmarshal(rest, req); err != nil {
 		return err
 	}
-	decoded, err := decodeSet(msg, value, end-value)
-	if err != nil {
-		return err
+	if f.set.found() {
+		decoded, err := decodeSet(msg, f.set.value, f.set.end-f.set.value)
+		if err != nil {
+			return err
+		}
+		req.Constructs = decoded
 	}
-	req.Constructs = decoded
+	if f.values.found() {
+		values, err := decodeValues(msg, f.values.start, f.values.len())
+		if err != nil {
+			return err
+		}
+		req.Values = values
+	}
 	return nil
 }
 
@@ -125,27 +144,59 @@ func (m message) equal(off int, want []byte) bool {
 	return len(want) == 0
 }
 
-// constructsField finds a request's constructs field: where it starts, where
-// its value starts and where it ends. It answers only when the field is
-// there once, as a length-delimited field, and every other field can be
-// stepped over by its length: protobuf merges a field that is there more
-// than once, and anything else is left to the ordinary decoding, which
-// also says what is wrong with a broken request.
-func (m message) constructsField() (start, value, end int, ok bool) {
-	start = -1
+// span is where a field is in a message: from its tag (start) and its
+// value (value) to its end; start < 0 when it is not there.
+type span struct{ start, value, end int }
+
+func (s span) found() bool { return s.start >= 0 }
+
+func (s span) len() int {
+	if !s.found() {
+		return 0
+	}
+	return s.end - s.start
+}
+
+// shared are the places of a request's shared fields: the constructs field,
+// and the run of the values' map entries (value is not used).
+type shared struct{ set, values span }
+
+// inOrder are the fields found, in the order they are in the message.
+func (f shared) inOrder() []span {
+	var out []span
+	for _, s := range []span{f.set, f.values} {
+		if s.found() {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 2 && out[1].start < out[0].start {
+		out[0], out[1] = out[1], out[0]
+	}
+	return out
+}
+
+// sharedFields finds a request's constructs field and its values' entries.
+// It answers only when every field can be stepped over by its length:
+// anything else is left to the ordinary decoding, which also says what is
+// wrong with a broken request. The set is taken only when it is there once
+// (protobuf merges a field that is there more than once), the values only
+// when their entries are next to each other, as one run.
+func (m message) sharedFields() (f shared, ok bool) {
+	f = shared{set: span{start: -1}, values: span{start: -1}}
+	setTwice, valuesApart := false, false
 	// A tag and a varint, of 10 bytes each at most.
 	var head [20]byte
 	for off := 0; off < m.size; {
 		h := m.appendRange(head[:0], off, min(len(head), m.size-off))
 		num, typ, n := protowire.ConsumeTag(h)
 		if n < 0 {
-			return 0, 0, 0, false
+			return f, false
 		}
 		at, size := off+n, 0
 		switch typ {
 		case protowire.VarintType:
 			if size = protowire.ConsumeFieldValue(num, typ, h[n:]); size < 0 {
-				return 0, 0, 0, false
+				return f, false
 			}
 		case protowire.Fixed32Type:
 			size = 4
@@ -154,25 +205,44 @@ func (m message) constructsField() (start, value, end int, ok bool) {
 		case protowire.BytesType:
 			l, k := protowire.ConsumeVarint(h[n:])
 			if k < 0 || l > uint64(m.size) {
-				return 0, 0, 0, false
+				return f, false
 			}
 			at, size = at+k, int(l)
 		default:
-			return 0, 0, 0, false
+			return f, false
 		}
 		next := at + size
 		if next > m.size {
-			return 0, 0, 0, false
+			return f, false
 		}
-		if num == constructsField {
-			if start >= 0 || typ != protowire.BytesType {
-				return 0, 0, 0, false
+		switch {
+		case num == constructsField && typ == protowire.BytesType:
+			setTwice = setTwice || f.set.found()
+			f.set = span{off, at, next}
+		case num == constructsField:
+			// The field as a number: unknown to protobuf, kept as such.
+			setTwice = true
+		case num == valuesField && typ == protowire.BytesType:
+			switch {
+			case !f.values.found():
+				f.values = span{off, at, next}
+			case f.values.end == off:
+				f.values.end = next
+			default:
+				valuesApart = true
 			}
-			start, value, end = off, at, next
+		case num == valuesField:
+			valuesApart = true
 		}
 		off = next
 	}
-	return start, value, end, start >= 0
+	if setTwice {
+		f.set = span{start: -1}
+	}
+	if valuesApart {
+		f.values = span{start: -1}
+	}
+	return f, true
 }
 
 // decodeSet decodes the construct set in the message's bytes [off, off+n),
@@ -192,4 +262,22 @@ func decodeSet(msg message, off, n int) (*pb.ConstructSet, error) {
 	received.field = field
 	received.set = set
 	return set, nil
+}
+
+// decodeValues decodes the values' map entries in the message's bytes
+// [off, off+n), or returns the map decoded from the same bytes last.
+func decodeValues(msg message, off, n int) (map[string]*pb.PluginValues, error) {
+	received.mu.Lock()
+	defer received.mu.Unlock()
+	if received.values != nil && len(received.valuesField) == n && msg.equal(off, received.valuesField) {
+		return received.values, nil
+	}
+	field := msg.appendRange(make([]byte, 0, n), off, n)
+	var req pb.StageRequest
+	if err := proto.Unmarshal(field, &req); err != nil {
+		return nil, err
+	}
+	received.valuesField = field
+	received.values = req.Values
+	return req.Values, nil
 }

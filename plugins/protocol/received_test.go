@@ -60,6 +60,14 @@ func TestRequestCodecDecodesWhatProtoDecodes(t *testing.T) {
 	noSet.Constructs = nil
 	changed := fullInput()
 	changed.Constructs.Stacks[0].Name = "changed"
+	changedValues := fullInput()
+	changedValues.Constructs = nil
+	changedValues.Values["dex"].NodePools["pool-a"] = json.RawMessage(`{"x":2}`)
+	// Values' entries apart, another field between them: protobuf merges
+	// the entries into one map.
+	apart := append(append(mustMarshal(t, &pb.StageRequest{Values: map[string]*pb.PluginValues{"a": {ValuesJson: []byte(`{"a":1}`)}}}),
+		mustMarshal(t, &pb.StageRequest{ConfigJson: []byte(`{}`)})...),
+		mustMarshal(t, &pb.StageRequest{Values: map[string]*pb.PluginValues{"b": {ValuesJson: []byte(`{"b":1}`)}}})...)
 	set := protowire.AppendTag(nil, constructsField, protowire.BytesType)
 	twice := append(append([]byte(nil), full...), protowire.AppendBytes(set, mustMarshal(t, &pb.ConstructSet{Stacks: []*pb.Stack{{Name: "merged"}}}))...)
 
@@ -71,6 +79,10 @@ func TestRequestCodecDecodesWhatProtoDecodes(t *testing.T) {
 		{name: "every field", wire: full},
 		{name: "the same bytes again", wire: full, sharedBy: full},
 		{name: "no construct set", wire: sent(noSet)},
+		{name: "the same values again, no construct set", wire: sent(noSet), sharedBy: sent(noSet)},
+		{name: "the values of a request with a set, without one", wire: sent(noSet), sharedBy: full},
+		{name: "changed values", wire: sent(changedValues)},
+		{name: "the values' entries apart", wire: apart},
 		{name: "a changed set", wire: sent(changed)},
 		{name: "the set first on the wire", wire: append(append([]byte(nil), full[len(full)-len(mustField(t, full)):]...), full[:len(full)-len(mustField(t, full))]...), sharedBy: full},
 		{name: "the set there twice, which protobuf merges", wire: twice},
@@ -105,8 +117,11 @@ func TestRequestCodecDecodesWhatProtoDecodes(t *testing.T) {
 					t.Errorf("input %s\nwant %s", gj, wj)
 				}
 				if tc.sharedBy != nil {
-					if first.Constructs != got.Constructs {
+					if got.Constructs != nil && first.Constructs != got.Constructs {
 						t.Error("the same set was decoded again")
+					}
+					if !sameMap(first.Values, got.Values) {
+						t.Error("the same values were decoded again")
 					}
 				}
 			})
@@ -126,11 +141,11 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 // mustField returns the constructs field as requestToPB puts it, last.
 func mustField(t *testing.T, wire []byte) []byte {
 	t.Helper()
-	start, _, end, ok := newMessage(mem.BufferSlice{mem.SliceBuffer(wire)}).constructsField()
-	if !ok || end != len(wire) {
+	f, ok := newMessage(mem.BufferSlice{mem.SliceBuffer(wire)}).sharedFields()
+	if !ok || !f.set.found() || f.set.end != len(wire) {
 		t.Fatal("no constructs field last")
 	}
-	return wire[start:end]
+	return wire[f.set.start:f.set.end]
 }
 
 // Bad bytes are refused as gRPC's codec refuses them, and never panic.
@@ -165,7 +180,7 @@ func TestRequestCodecRefusesWhatProtoRefuses(t *testing.T) {
 }
 
 // The plugins of a process receive their requests at once; each gets an
-// Input of its own that appending to does not share.
+// Input of its own, set and values, that appending to does not share.
 func TestRequestsSharingASetGetInputsOfTheirOwn(t *testing.T) {
 	in := fullInput()
 	in.Constructs.Stacks[0].Name = "concurrent"
@@ -188,6 +203,10 @@ func TestRequestsSharingASetGetInputsOfTheirOwn(t *testing.T) {
 			for k, v := range st.Resources {
 				st.Resources[k] = append(v, fmt.Sprint(i)...)
 			}
+			pv := inputs[i].Values["dex"]
+			pv.NodePools[fmt.Sprint(i)] = json.RawMessage(`{}`)
+			pv.NodePools["pool-a"] = append(pv.NodePools["pool-a"], fmt.Sprint(i)...)
+			inputs[i].Values["dex"] = stage.PluginValues{Values: append(pv.Values, fmt.Sprint(i)...), NodePools: pv.NodePools}
 			for _, a := range inputs[i].Constructs.Artifacts {
 				for _, s := range a.Sources {
 					if s.Members != nil {
@@ -200,6 +219,13 @@ func TestRequestsSharingASetGetInputsOfTheirOwn(t *testing.T) {
 	wg.Wait()
 	want, _ := InputFromPB(InputToPB(in, 7))
 	for i, got := range inputs {
+		pv, wv := got.Values["dex"], want.Values["dex"]
+		if w := string(wv.Values) + fmt.Sprint(i); string(pv.Values) != w {
+			t.Errorf("plugin %d's values = %s, want %s", i, pv.Values, w)
+		}
+		if w := string(wv.NodePools["pool-a"]) + fmt.Sprint(i); string(pv.NodePools["pool-a"]) != w || len(pv.NodePools) != len(wv.NodePools)+1 {
+			t.Errorf("plugin %d's pools = %s, want pool-a %s and one pool more than %d", i, pv.NodePools, w, len(wv.NodePools))
+		}
 		for k, v := range got.Constructs.Stacks[0].Resources {
 			if w := string(want.Constructs.Stacks[0].Resources[k]) + fmt.Sprint(i); string(v) != w {
 				t.Errorf("plugin %d's resource %s = %s, want %s", i, k, v, w)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"reflect"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -14,74 +15,96 @@ import (
 	pb "github.com/kube-aws/kube-aws/plugins/proto/v1"
 )
 
-// sharedSet is the construct set of the stage input last sent, encoded
-// once for every plugin the stage calls. Every plugin of a stage receives
-// the same Input (the stages build one per stage call and hand it to all of
-// them, concurrently), and its set is by far the largest part of it:
-// converting and encoding it once per plugin, ten times over for the
-// built-ins, cost kube-aws more than all the rest of sending the input.
+// sharedSet is what every plugin of a stage receives alike, encoded once for
+// all of them: the stage input's construct set and every plugin's values.
+// Every plugin of a stage receives the same Input (the stages build one per
+// stage call and hand it to all of them, concurrently). Its set is by far
+// the largest part of it: converting and encoding it once per plugin, ten
+// times over for the built-ins, cost kube-aws more than all the rest of
+// sending the input. The values are next: every plugin receives every
+// plugin's, with an entry per node pool each, 600 map entries at 100 pools.
 //
 // The encoding is kept for one Input, not for a set: a stage's Input cannot
 // change while its plugins run (they read it concurrently), but a set may
 // be carried to the next stage, and nothing but this rule would keep a later
-// change to it from travelling stale. Input and set are kept (not only
-// their addresses) so that no other can take their address while here.
+// change to it from travelling stale. Input, set and values are kept (not
+// only their addresses) so that no other can take their address while here.
 var sharedSet struct {
-	mu  sync.Mutex
-	in  *stage.Input
-	set *construct.Set
-	// field is the set as the StageRequest's constructs field: its tag,
-	// length and encoding.
-	field []byte
+	mu     sync.Mutex
+	in     *stage.Input
+	set    *construct.Set
+	values map[string]stage.PluginValues
+	// fields are the values and the set as the StageRequest's fields: the
+	// values' map entries (field values, in key order), then the
+	// constructs field, each with its tag, length and encoding.
+	fields []byte
 }
 
-// requestToPB is InputToPB for sending: the construct set is not converted
-// into the request but carried in its unknown fields, already encoded as
-// field constructs (5). Protobuf writes unknown fields as they are after
-// the known ones, and the order of fields on the wire is free, so the
-// plugin decodes exactly the request InputToPB would have made.
+// requestToPB is InputToPB for sending: the construct set and the values are
+// not converted into the request but carried in its unknown fields, already
+// encoded as fields values (3) and constructs (5). Protobuf writes unknown
+// fields as they are after the known ones, and the order of fields on the
+// wire is free, so the plugin decodes exactly the request InputToPB would
+// have made.
 func requestToPB(in *stage.Input, hostServiceID uint32) (*pb.StageRequest, error) {
-	if in == nil || in.Constructs == nil {
+	if in == nil || in.Constructs == nil && len(in.Values) == 0 {
 		return InputToPB(in, hostServiceID), nil
 	}
-	field, err := setField(in)
+	fields, err := sharedFields(in)
 	if err != nil {
 		return nil, err
 	}
 	bare := *in
-	bare.Constructs = nil
+	bare.Constructs, bare.Values = nil, nil
 	req := InputToPB(&bare, hostServiceID)
-	req.ProtoReflect().SetUnknown(field)
+	req.ProtoReflect().SetUnknown(fields)
 	return req, nil
 }
 
-// setField returns in's construct set encoded as the constructs field of a
-// StageRequest, encoding it only for the first plugin in is sent to.
-func setField(in *stage.Input) ([]byte, error) {
+// sharedFields returns in's values and construct set encoded as the fields
+// of a StageRequest, encoding them only for the first plugin in is sent to.
+func sharedFields(in *stage.Input) ([]byte, error) {
 	sharedSet.mu.Lock()
 	defer sharedSet.mu.Unlock()
-	if sharedSet.in == in && sharedSet.set == in.Constructs {
-		return sharedSet.field, nil
+	if sharedSet.in == in && sharedSet.set == in.Constructs && sameMap(sharedSet.values, in.Values) {
+		return sharedSet.fields, nil
 	}
-	b, err := proto.Marshal(SetToPB(in.Constructs))
+	// In key order, so that the same values are the same bytes in every
+	// stage: the plugin side compares bytes to reuse what it decoded.
+	fields, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.StageRequest{Values: valuesToPB(in.Values)})
 	if err != nil {
 		return nil, err
 	}
-	field := protowire.AppendTag(nil, constructsField, protowire.BytesType)
-	field = protowire.AppendBytes(field, b)
-	sharedSet.in, sharedSet.set, sharedSet.field = in, in.Constructs, field
-	return field, nil
+	if in.Constructs != nil {
+		b, err := proto.Marshal(SetToPB(in.Constructs))
+		if err != nil {
+			return nil, err
+		}
+		fields = protowire.AppendTag(fields, constructsField, protowire.BytesType)
+		fields = protowire.AppendBytes(fields, b)
+	}
+	sharedSet.in, sharedSet.set, sharedSet.values, sharedSet.fields = in, in.Constructs, in.Values, fields
+	return fields, nil
 }
 
-// constructsField is the number of StageRequest's constructs field.
-var constructsField = (&pb.StageRequest{}).ProtoReflect().Descriptor().Fields().ByName("constructs").Number()
+// sameMap reports whether a and b are the same map, not merely equal ones.
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// constructsField and valuesField are the numbers of StageRequest's
+// constructs and values fields.
+var (
+	constructsField = (&pb.StageRequest{}).ProtoReflect().Descriptor().Fields().ByName("constructs").Number()
+	valuesField     = (&pb.StageRequest{}).ProtoReflect().Descriptor().Fields().ByName("values").Number()
+)
 
 // sendCodec is gRPC's proto codec on the sending side of sharedSet. A
-// StageRequest carries the set in its unknown fields, which protobuf writes
-// last and as they are; the codec hands gRPC the request's other fields and
-// the set's own bytes as two buffers, instead of copying the set into a
-// buffer of the request's size for each plugin: ten copies of about a MB,
-// and as many of the buffers cleared for reuse, at 100 node pools.
+// StageRequest carries the values and the set in its unknown fields, which
+// protobuf writes last and as they are; the codec hands gRPC the request's
+// other fields and the shared bytes as two buffers, instead of copying them
+// into a buffer of the request's size for each plugin: ten copies of about a
+// MB, and as many of the buffers cleared for reuse, at 100 node pools.
 type sendCodec struct{ encoding.CodecV2 }
 
 // clientCodec is the codec of every gRPC client of the protocol.

@@ -23,6 +23,10 @@ func TestRequestToPBIsInputToPB(t *testing.T) {
 	noSet.Constructs = nil
 	emptySet := fullInput()
 	emptySet.Constructs = &construct.Set{}
+	noValues := fullInput()
+	noValues.Values = nil
+	neither := fullInput()
+	neither.Constructs, neither.Values = nil, nil
 	for _, tc := range []struct {
 		name string
 		in   *stage.Input
@@ -30,6 +34,8 @@ func TestRequestToPBIsInputToPB(t *testing.T) {
 		{"every field", full},
 		{"no construct set", noSet},
 		{"an empty construct set", emptySet},
+		{"no values", noValues},
+		{"neither values nor a set", neither},
 		{"nil input", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,13 +71,13 @@ func TestRequestToPBIsInputToPB(t *testing.T) {
 // The encoding kept is the Input's: another Input is encoded afresh, even
 // with the same set changed in between (a set carried to the next stage),
 // and the same Input again is not encoded again.
-func TestSetFieldIsKeptPerInput(t *testing.T) {
+func TestSharedFieldsAreKeptPerInput(t *testing.T) {
 	a := &stage.Input{Stage: stage.Render, Constructs: fullSet()}
-	fa, err := setField(a)
+	fa, err := sharedFields(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := setField(a)
+	again, err := sharedFields(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +86,7 @@ func TestSetFieldIsKeptPerInput(t *testing.T) {
 	}
 	a.Constructs.Stacks[0].Name = "other"
 	b := &stage.Input{Stage: stage.Deploy, Constructs: a.Constructs}
-	fb, err := setField(b)
+	fb, err := sharedFields(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +96,52 @@ func TestSetFieldIsKeptPerInput(t *testing.T) {
 	var req pb.StageRequest
 	if err := proto.Unmarshal(fb, &req); err != nil || req.GetConstructs().GetStacks()[0].GetName() != "other" {
 		t.Errorf("field decodes to %v (%v)", req.GetConstructs(), err)
+	}
+}
+
+// The values are encoded once per Input too, in key order: equal values are
+// equal bytes, whatever order a map gives its keys in, so the plugin side
+// can tell them the same.
+func TestSharedValuesAreKeptPerInputInKeyOrder(t *testing.T) {
+	values := func() map[string]stage.PluginValues {
+		m := map[string]stage.PluginValues{}
+		for _, p := range []string{"iam", "apiserver", "cloudformation", "userdata", "deploy", "helm"} {
+			pools := map[string]json.RawMessage{}
+			for i := range 20 {
+				pools[fmt.Sprintf("pool-%d", i)] = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
+			}
+			m[p] = stage.PluginValues{Values: json.RawMessage(`{"plugin":"` + p + `"}`), NodePools: pools}
+		}
+		return m
+	}
+	a := &stage.Input{Stage: stage.Initialise, Values: values()}
+	fa, err := sharedFields(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := sharedFields(a); &again[0] != &fa[0] {
+		t.Error("the same input was encoded again")
+	}
+	for range 5 {
+		b := &stage.Input{Stage: stage.Initialise, Values: values()}
+		fb, err := sharedFields(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(fa, fb) {
+			t.Fatal("equal values were encoded as different bytes")
+		}
+	}
+	// Values changed under the same Input are not sent stale.
+	a.Values = values()
+	a.Values["iam"].NodePools["pool-3"] = json.RawMessage(`{"n":"changed"}`)
+	fc, err := sharedFields(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req pb.StageRequest
+	if err := proto.Unmarshal(fc, &req); err != nil || string(req.GetValues()["iam"].GetNodePoolsJson()["pool-3"]) != `{"n":"changed"}` {
+		t.Errorf("values decode to %v (%v)", req.GetValues()["iam"], err)
 	}
 }
 
@@ -147,13 +199,20 @@ func TestSendCodecWritesWhatProtoWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	neither := fullInput()
+	neither.Constructs, neither.Values = nil, nil
+	bare, err := requestToPB(neither, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		msg    proto.Message
 		shared []byte // the bytes the last buffer must be, not a copy of
 	}{
-		{"a request with a set", withSet, withSet.ProtoReflect().GetUnknown()},
-		{"a request without one", withoutSet, nil},
+		{"a request with values and a set", withSet, withSet.ProtoReflect().GetUnknown()},
+		{"a request with values, without a set", withoutSet, withoutSet.ProtoReflect().GetUnknown()},
+		{"a request with neither", bare, nil},
 		{"another message", &pb.Event{Kind: "log", Message: "hello"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +230,7 @@ func TestSendCodecWritesWhatProtoWrites(t *testing.T) {
 			if tc.shared != nil {
 				last := data[len(data)-1].ReadOnlyData()
 				if len(last) != len(tc.shared) || &last[0] != &tc.shared[0] {
-					t.Error("the set was copied, not sent from its shared encoding")
+					t.Error("the shared fields were copied, not sent from their shared encoding")
 				}
 			}
 		})
