@@ -100,9 +100,32 @@ func (s *Session) run(ctx context.Context, names []stage.Name, op stage.Name) (*
 		err.Diagnostics = out.Diagnostics
 		return out, err
 	}
-	for _, n := range names {
+	// The initialise stage's state is written while the render stage's
+	// plugins run: they only compute, and at 100 node pools encoding the
+	// state (a MB of constructs) takes kube-aws as long as a fifth of the
+	// render. Nothing the render writes is written before it is done.
+	var initState *stateWrite
+	joinInitState := func() *Error {
+		if initState == nil {
+			return nil
+		}
+		w := initState
+		initState = nil
+		<-w.done
+		if w.err != nil {
+			out.Stages = append(out.Stages, w.rep)
+			return &Error{Code: ExitFatal, Msg: w.err.Error()}
+		}
+		c.prevHash = w.hash
+		out.Stages = append(out.Stages, w.rep)
+		return nil
+	}
+	for i, n := range names {
 		start := time.Now()
 		res, err := s.runStage(ctx, n, c)
+		if jerr := joinInitState(); jerr != nil {
+			return fail(jerr)
+		}
 		if err != nil {
 			return out, err
 		}
@@ -143,6 +166,16 @@ func (s *Session) run(ctx context.Context, names []stage.Name, op stage.Name) (*
 		case stage.Deploy:
 			c.deploy = res.Deploy
 			out.Deploy = res.Deploy
+		}
+		if n == stage.Initialise && i+1 < len(names) && names[i+1] == stage.Render {
+			initState = s.startWriteState(n, c.prevHash, res, rep, start)
+			if err := interrupted(ctx); err != nil {
+				if jerr := joinInitState(); jerr != nil {
+					return fail(jerr)
+				}
+				return out, err
+			}
+			continue
 		}
 		h, err := s.writeState(n, c.prevHash, res)
 		if err != nil {

@@ -898,3 +898,63 @@ func TestStateFilesUnchangedAreLeftAlone(t *testing.T) {
 		t.Errorf("a state file made 0644 was left as %v", fixed.Mode())
 	}
 }
+
+// The initialise stage's state is written while the render stage's plugins
+// run; a render still writes nothing when that state cannot be written, the
+// outcome names the stage, and a render that works reports both states in
+// stage order.
+func TestRenderWritesNoOutputWhenTheInitialiseStateFails(t *testing.T) {
+	h := newHarness(t)
+	p := h.add("cloudformation", source.Builtin)
+	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
+		if in.Stage != stage.Render {
+			return &stage.Result{Values: json.RawMessage(`{"k":"v"}`)}, nil
+		}
+		return fileResult("stacks/network.json", `{"Resources":{}}`), nil
+	}
+	s := h.session()
+	out, err := s.Render(context.Background())
+	if err != nil {
+		t.Fatalf("render: %v %v", err, out.Diagnostics)
+	}
+	if len(out.Stages) != 2 || out.Stages[0].Stage != stage.Initialise || out.Stages[1].Stage != stage.Render ||
+		out.Stages[0].State != s.statePath(stage.Initialise) || out.Stages[1].State != s.statePath(stage.Render) {
+		t.Fatalf("stages reported %+v", out.Stages)
+	}
+	if _, err := s.loadCarry(stage.Deploy); err != nil {
+		t.Fatalf("the states written do not chain: %v", err)
+	}
+
+	// A folder where the state file goes: it cannot be replaced.
+	h = newHarness(t)
+	p = h.add("cloudformation", source.Builtin)
+	rendered := false
+	p.run = func(ctx context.Context, in *stage.Input, emit func(stage.Event)) (*stage.Result, error) {
+		if in.Stage == stage.Render {
+			rendered = true
+			return fileResult("stacks/network.json", `{"Resources":{}}`), nil
+		}
+		return &stage.Result{}, nil
+	}
+	s = h.session()
+	if err := os.MkdirAll(filepath.Join(s.statePath(stage.Initialise), "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err = s.Render(context.Background())
+	var e *Error
+	if !errors.As(err, &e) || e.Code != ExitFatal || !strings.Contains(e.Msg, "writing state of stage initialise") {
+		t.Fatalf("err = %v, want the initialise state's failure", err)
+	}
+	if !rendered {
+		t.Error("the render stage's plugins did not run beside the state's writing")
+	}
+	if _, err := os.Stat(h.opts.OutDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("render output written after the initialise state failed: %v", err)
+	}
+	if _, err := os.Stat(s.statePath(stage.Render)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("render state written after the initialise state failed: %v", err)
+	}
+	if len(out.Stages) != 1 || out.Stages[0].Stage != stage.Initialise || out.Stages[0].State != "" {
+		t.Errorf("stages reported %+v, want initialise without a state", out.Stages)
+	}
+}

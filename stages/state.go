@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kube-aws/kube-aws/core/stage"
 	"github.com/kube-aws/kube-aws/plugins/sdk/fileutil"
@@ -46,6 +47,17 @@ func (s *Session) statePath(name stage.Name) string {
 // writeState persists a stage's result atomically (temp file and rename),
 // scrubbed of every plain secret, and returns the sha256 of what it wrote.
 func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (string, error) {
+	var secrets map[string]string
+	if s.Plan.Config != nil {
+		secrets = s.Plan.Config.Secrets
+	}
+	return s.writeStateRedacting(name, prev, res, secrets)
+}
+
+// writeStateRedacting is writeState with the secrets to scrub given: the
+// session's grow after each stage (foldGeneratedSecrets), and a state
+// written while the next stage runs is scrubbed of those of its own stage.
+func (s *Session) writeStateRedacting(name stage.Name, prev string, res *StageResult, secrets map[string]string) (string, error) {
 	hashes, err := s.pluginHashes()
 	if err != nil {
 		return "", err
@@ -59,11 +71,11 @@ func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (st
 		return "", fmt.Errorf("encoding state of stage %s: %w", name, err)
 	}
 	b = append(b, '\n')
-	if cfg := s.Plan.Config; cfg != nil && len(cfg.Secrets) > 0 && s.Plan.Deps.Redact != nil {
+	if len(secrets) > 0 && s.Plan.Deps.Redact != nil {
 		// Belt and braces: Input.Secrets is never serialised and plugins only
 		// see markers, but a plain secret must never reach the disk.
 		plain := string(b)
-		if red := s.Plan.Deps.Redact(plain, cfg.Secrets); red != plain {
+		if red := s.Plan.Deps.Redact(plain, secrets); red != plain {
 			b = []byte(red)
 		}
 	}
@@ -75,6 +87,35 @@ func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (st
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// stateWrite is a stage's state being written by startWriteState.
+type stateWrite struct {
+	done chan struct{}
+	// Once done is closed: the sha256 of what was written or the error,
+	// and the stage's report with its state and duration.
+	hash string
+	err  error
+	rep  StageReport
+}
+
+// startWriteState is writeState in a goroutine of its own. The stage's
+// result must not change until it is done; the next stage only reads it.
+func (s *Session) startWriteState(name stage.Name, prev string, res *StageResult, rep StageReport, start time.Time) *stateWrite {
+	w := &stateWrite{done: make(chan struct{}), rep: rep}
+	var secrets map[string]string
+	if s.Plan.Config != nil {
+		secrets = s.Plan.Config.Secrets
+	}
+	go func() {
+		defer close(w.done)
+		w.hash, w.err = s.writeStateRedacting(name, prev, res, secrets)
+		if w.err == nil {
+			w.rep.State = s.statePath(name)
+		}
+		w.rep.Duration = time.Since(start)
+	}()
+	return w
 }
 
 // loadCarry reads the state of every stage before name and checks that it
