@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -216,4 +217,69 @@ func TestShortSecretWarnedAndNotScrubbed(t *testing.T) {
 	if string(r.Values["dex"].Values) == `{"s":"y"}` {
 		t.Errorf("the value itself must still become a marker: %s", r.Values["dex"].Values)
 	}
+}
+
+// Pools holding the same values resolve alike: a document with no secret is
+// resolved once and each pool gets bytes of its own to append to; one with
+// a secret source is resolved for each pool, which reuses the cluster-level
+// marker; a pool's override is its own.
+func TestPoolsSharingValuesResolveAlike(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KUBE_AWS_TEST_SECRET", "env-"+sentinel)
+	for _, tc := range []struct {
+		name      string
+		values    string
+		wantRed   string // what pools a and c resolve to
+		wantPlain string
+	}{
+		{"no secret", `{b: 1, a: {y: 2, x: 1}}`, `{"a":{"x":1,"y":2},"b":1}`, `{"a":{"x":1,"y":2},"b":1}`},
+		{"a secret source", `{b: 1, s: {valueFrom: {env: KUBE_AWS_TEST_SECRET}}}`,
+			`{"b":1,"s":"((secret:p/values/s))"}`, `{"b":1,"s":"env-` + sentinel + `"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := `kmsKeyArn: arn:aws:kms:us-east-1:123456789012:key/abc
+nodePools:
+  - name: a
+  - name: b
+    plugins:
+      p:
+        values: {b: 2}
+  - name: c
+plugins:
+  p:
+    values: ` + tc.values + "\n"
+			c, diags := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
+			if len(diags) != 0 {
+				t.Fatal(diags.Error())
+			}
+			vals, diags := EffectiveValues(c, dir)
+			if len(diags) != 0 {
+				t.Fatal(diags.Error())
+			}
+			r, diags := ResolveSecrets(c, vals, nil, dir)
+			if len(diags) != 0 {
+				t.Fatal(diags.Error())
+			}
+			red, plain := r.Values["p"].NodePools, r.Plain["p"].NodePools
+			for _, pool := range []string{"a", "c"} {
+				if string(red[pool]) != tc.wantRed || string(plain[pool]) != tc.wantPlain {
+					t.Errorf("pool %s: %s and %s, want %s and %s", pool, red[pool], plain[pool], tc.wantRed, tc.wantPlain)
+				}
+			}
+			if jsonEqual(red["b"], red["a"]) {
+				t.Errorf("pool b's override resolved to the shared values: %s", red["b"])
+			}
+			for _, m := range []map[string]json.RawMessage{red, plain} {
+				ea, ec := append(m["a"], '!'), append(m["c"], '?')
+				if ea[len(ea)-1] != '!' || ec[len(ec)-1] != '?' {
+					t.Errorf("pools a and c append into the same bytes: %s and %s", ea, ec)
+				}
+			}
+		})
+	}
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
