@@ -33,14 +33,7 @@ plugins:
       password: plain-` + sentinel + `
       db: {user: u, pass: {x: 1}}
 `
-	c, diags := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
-	if len(diags) != 0 {
-		t.Fatal(diags.Error())
-	}
-	vals, diags := EffectiveValues(c, dir)
-	if len(diags) != 0 {
-		t.Fatal(diags.Error())
-	}
+	c, vals := effectiveValuesOf(t, dir, src)
 	schema := json.RawMessage(`{
 	  "type": "object",
 	  "properties": {
@@ -248,14 +241,7 @@ nodePools:
 plugins:
   p:
     values: ` + tc.values + "\n"
-			c, diags := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
-			if len(diags) != 0 {
-				t.Fatal(diags.Error())
-			}
-			vals, diags := EffectiveValues(c, dir)
-			if len(diags) != 0 {
-				t.Fatal(diags.Error())
-			}
+			c, vals := effectiveValuesOf(t, dir, src)
 			r, diags := ResolveSecrets(c, vals, nil, dir)
 			if len(diags) != 0 {
 				t.Fatal(diags.Error())

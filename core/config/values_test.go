@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kube-aws/kube-aws/core/stage"
 )
 
 func jsonEq(t *testing.T, got json.RawMessage, want string) {
@@ -55,14 +57,7 @@ plugins:
     values:
       issuer: https://dex.example.com
 `
-	c, diags := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
-	if len(diags) != 0 {
-		t.Fatal(diags.Error())
-	}
-	vals, diags := EffectiveValues(c, dir)
-	if len(diags) != 0 {
-		t.Fatal(diags.Error())
-	}
+	_, vals := effectiveValuesOf(t, dir, src)
 	dex := vals["dex"]
 	jsonEq(t, dex.Values, `{"issuer":"https://dex.example.com","replicas":3,"connectors":[{"id":"github"}],"secret":{"valueFrom":{"env":"A"}},"extra":{"a":1,"b":2}}`)
 	jsonEq(t, dex.NodePools["general"], string(dex.Values))
@@ -125,4 +120,19 @@ plugins:
 			t.Errorf("ValuesPath(%q, %q) = %q, want %q", tc.pool, tc.ptr, got, tc.want)
 		}
 	}
+}
+
+// effectiveValuesOf parses src as dir's cluster.yaml and returns the cluster
+// and its plugins' effective values, failing the test on any diagnostic.
+func effectiveValuesOf(t *testing.T, dir, src string) (*Cluster, map[string]stage.PluginValues) {
+	t.Helper()
+	c, diags := Parse(filepath.Join(dir, "cluster.yaml"), []byte(src))
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	vals, diags := EffectiveValues(c, dir)
+	if len(diags) != 0 {
+		t.Fatal(diags.Error())
+	}
+	return c, vals
 }
