@@ -112,12 +112,11 @@ func (s *Session) run(ctx context.Context, names []stage.Name, op stage.Name) (*
 		w := initState
 		initState = nil
 		<-w.done
+		out.Stages = append(out.Stages, w.rep)
 		if w.err != nil {
-			out.Stages = append(out.Stages, w.rep)
 			return &Error{Code: ExitFatal, Msg: w.err.Error()}
 		}
 		c.prevHash = w.hash
-		out.Stages = append(out.Stages, w.rep)
 		return nil
 	}
 	for i, n := range names {

@@ -47,11 +47,16 @@ func (s *Session) statePath(name stage.Name) string {
 // writeState persists a stage's result atomically (temp file and rename),
 // scrubbed of every plain secret, and returns the sha256 of what it wrote.
 func (s *Session) writeState(name stage.Name, prev string, res *StageResult) (string, error) {
-	var secrets map[string]string
-	if s.Plan.Config != nil {
-		secrets = s.Plan.Config.Secrets
+	return s.writeStateRedacting(name, prev, res, s.knownSecrets())
+}
+
+// knownSecrets are the plain secrets known so far: cluster.yaml's and those
+// the plugins generated in the stages run.
+func (s *Session) knownSecrets() map[string]string {
+	if s.Plan.Config == nil {
+		return nil
 	}
-	return s.writeStateRedacting(name, prev, res, secrets)
+	return s.Plan.Config.Secrets
 }
 
 // writeStateRedacting is writeState with the secrets to scrub given: the
@@ -103,10 +108,7 @@ type stateWrite struct {
 // result must not change until it is done; the next stage only reads it.
 func (s *Session) startWriteState(name stage.Name, prev string, res *StageResult, rep StageReport, start time.Time) *stateWrite {
 	w := &stateWrite{done: make(chan struct{}), rep: rep}
-	var secrets map[string]string
-	if s.Plan.Config != nil {
-		secrets = s.Plan.Config.Secrets
-	}
+	secrets := s.knownSecrets()
 	go func() {
 		defer close(w.done)
 		w.hash, w.err = s.writeStateRedacting(name, prev, res, secrets)
