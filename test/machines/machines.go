@@ -353,6 +353,22 @@ func MakeBridge(ns *netns.NS) error {
 	return nil
 }
 
+// DropUnrouted makes the run's network drop what machines send it for
+// prefix, silently, as EC2's VPC router drops a packet its route table has
+// no route for. Without it the run's network, which routes between the
+// subnets, answers "network unreachable", and a client's connect fails at
+// once where on EC2 its SYN is sent again a second later. The example's pod
+// network is such a prefix: a node sends a pod's packet to its gateway when
+// its own route to the pod's node is not in place yet (flannel programs it
+// as the node appears).
+func (h *Harness) DropUnrouted(prefix netip.Prefix) error { return DropUnrouted(h.NS, prefix) }
+
+// DropUnrouted is Harness.DropUnrouted for the network namespace ns that
+// holds the bridge (MakeBridge).
+func DropUnrouted(ns *netns.NS, prefix netip.Prefix) error {
+	return ns.Run("ip", "route", "replace", "blackhole", prefix.Masked().String())
+}
+
 // Player returns the EC2 player (machines, snapshots, waiting).
 func (h *Harness) Player() *player.Player { return h.player }
 

@@ -4,9 +4,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +115,67 @@ func bridgeMAC(t *testing.T, host *netns.NS) string {
 		t.Fatal(fmt.Errorf("the bridge's address: %w", err))
 	}
 	return mac
+}
+
+// TestUnroutedPacketsAreDroppedAsTheVPCDrops: a machine's packet for an
+// address the run's network has no route to (a pod network, sent to the
+// gateway while the node's own route is missing) is answered "network is
+// unreachable" by the forwarding namespace, which fails a client's connect
+// at once; after DropUnrouted it is dropped without an answer, as EC2's VPC
+// router drops it, so a client's SYN is sent again instead.
+func TestUnroutedPacketsAreDroppedAsTheVPCDrops(t *testing.T) {
+	dir := t.TempDir()
+	host, err := netns.New(filepath.Join(dir, "bridge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	a, err := netns.New(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := machines.MakeBridge(host); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{
+		{"ip", "addr", "add", "10.77.1.1/24", "dev", machines.Bridge},
+		{"ip", "link", "add", "vb-a", "type", "veth", "peer", "name", "eth0", "netns", a.Path},
+		{"ip", "link", "set", "vb-a", "master", machines.Bridge, "up"},
+	} {
+		if err := host.Run(c[0], c[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range [][]string{
+		{"ip", "link", "set", "eth0", "up"},
+		{"ip", "addr", "add", "10.77.1.10/24", "dev", "eth0"},
+		{"ip", "route", "add", "default", "via", "10.77.1.1"},
+	} {
+		if err := a.Run(c[0], c[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dial := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		c, err := a.DialContext(ctx, "tcp", "10.88.3.2:8080")
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial(); err == nil || !strings.Contains(err.Error(), "network is unreachable") {
+		t.Fatalf("before: dialling an unrouted pod address: %v, want network is unreachable", err)
+	}
+	if err := machines.DropUnrouted(host, netip.MustParsePrefix("10.88.0.0/16")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = dial()
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("after DropUnrouted: dialling an unrouted pod address: %v, want no answer until the deadline", err)
+	}
+	t.Logf("after DropUnrouted: no answer in %v, as on a VPC", time.Since(start).Round(time.Millisecond))
 }

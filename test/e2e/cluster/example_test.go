@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/nodeplan"
 	"github.com/kube-aws/kube-aws/release/artifacts"
 	"github.com/kube-aws/kube-aws/test/awstest"
@@ -170,6 +172,9 @@ func startExample(ctx context.Context, t *testing.T, log io.Writer) (_ *example,
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(e.dir, "cluster.yaml"), []byte(y), 0o644); err != nil {
+		return nil, err
+	}
+	if err := dropPodNetwork(e.h, e.dir); err != nil {
 		return nil, err
 	}
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(e.dir, "plugins", "secret-probe", "secret-probe"), "./test/e2e/cluster/testdata/secret-probe")
@@ -826,4 +831,24 @@ func expectTaints(t *testing.T, n corev1.Node, want []corev1.Taint) {
 			t.Errorf("node %s: no taint %s=%s:%s (has %v)", n.Name, w.Key, w.Value, w.Effect, n.Spec.Taints)
 		}
 	}
+}
+
+// dropPodNetwork has the run's network drop packets for the cluster's pod
+// network silently, as the VPC's router does (machines.DropUnrouted): a
+// node whose flannel route to a new node is not in place yet sends them to
+// its gateway.
+func dropPodNetwork(h *machines.Harness, dir string) error {
+	c, diags, err := config.Load(filepath.Join(dir, "cluster.yaml"))
+	if err != nil {
+		return err
+	}
+	if diags.HasFatal() {
+		return fmt.Errorf("the example's cluster.yaml: %s", diags.Error())
+	}
+	config.ApplyDefaults(c)
+	p, err := netip.ParsePrefix(c.Kubernetes.PodCIDR)
+	if err != nil {
+		return fmt.Errorf("the example's kubernetes.podCIDR: %w", err)
+	}
+	return h.DropUnrouted(p)
 }
