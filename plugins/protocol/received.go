@@ -32,16 +32,39 @@ func serverCodec() grpc.ServerOption {
 	return grpc.ForceServerCodecV2(requestCodec{encoding.GetCodecV2("proto")})
 }
 
-// received is the construct set and the values last decoded, each with the
-// bytes it was decoded from. Requests that carry the same bytes share the
-// decoded set or values: every reader of a request only reads it
-// (InputFromPB converts it into a stage.Input of the plugin's own).
+// received are the construct set and the values last decoded. Requests that
+// carry the same bytes share the decoded set or values: every reader of a
+// request only reads it (InputFromPB converts it into a stage.Input of the
+// plugin's own).
 var received struct {
-	mu          sync.Mutex
-	field       []byte
-	set         *pb.ConstructSet
-	valuesField []byte
-	values      map[string]*pb.PluginValues
+	set    lastDecoded[*pb.ConstructSet]
+	values lastDecoded[map[string]*pb.PluginValues]
+}
+
+// lastDecoded is a value decoded from a field's bytes, kept with them.
+type lastDecoded[T any] struct {
+	mu    sync.Mutex
+	field []byte
+	v     T
+	ok    bool
+}
+
+// get decodes the message's bytes [off, off+n) with decode, or returns what
+// it decoded from the same bytes last. The bytes are copied: gRPC reuses the
+// buffers they are in.
+func (d *lastDecoded[T]) get(msg message, off, n int, decode func([]byte) (T, error)) (T, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ok && len(d.field) == n && msg.equal(off, d.field) {
+		return d.v, nil
+	}
+	field := msg.appendRange(make([]byte, 0, n), off, n)
+	v, err := decode(field)
+	if err != nil {
+		return v, err
+	}
+	d.field, d.v, d.ok = field, v, true
+	return v, nil
 }
 
 func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -246,38 +269,20 @@ func (m message) sharedFields() (f shared, ok bool) {
 }
 
 // decodeSet decodes the construct set in the message's bytes [off, off+n),
-// or returns the one decoded from the same bytes last. The bytes are
-// copied: gRPC reuses the buffers they are in.
+// or returns the one decoded from the same bytes last.
 func decodeSet(msg message, off, n int) (*pb.ConstructSet, error) {
-	received.mu.Lock()
-	defer received.mu.Unlock()
-	if received.set != nil && len(received.field) == n && msg.equal(off, received.field) {
-		return received.set, nil
-	}
-	field := msg.appendRange(make([]byte, 0, n), off, n)
-	set := &pb.ConstructSet{}
-	if err := proto.Unmarshal(field, set); err != nil {
-		return nil, err
-	}
-	received.field = field
-	received.set = set
-	return set, nil
+	return received.set.get(msg, off, n, func(b []byte) (*pb.ConstructSet, error) {
+		set := &pb.ConstructSet{}
+		return set, proto.Unmarshal(b, set)
+	})
 }
 
 // decodeValues decodes the values' map entries in the message's bytes
 // [off, off+n), or returns the map decoded from the same bytes last.
 func decodeValues(msg message, off, n int) (map[string]*pb.PluginValues, error) {
-	received.mu.Lock()
-	defer received.mu.Unlock()
-	if received.values != nil && len(received.valuesField) == n && msg.equal(off, received.valuesField) {
-		return received.values, nil
-	}
-	field := msg.appendRange(make([]byte, 0, n), off, n)
-	var req pb.StageRequest
-	if err := proto.Unmarshal(field, &req); err != nil {
-		return nil, err
-	}
-	received.valuesField = field
-	received.values = req.Values
-	return req.Values, nil
+	return received.values.get(msg, off, n, func(b []byte) (map[string]*pb.PluginValues, error) {
+		var req pb.StageRequest
+		err := proto.Unmarshal(b, &req)
+		return req.Values, err
+	})
 }
