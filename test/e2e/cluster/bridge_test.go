@@ -27,40 +27,9 @@ import (
 // leave failed until the first machine's ARP entry for its gateway was
 // resolved again.
 func TestBridgeRoutesWhileMachinesComeAndGo(t *testing.T) {
-	dir := t.TempDir()
-	mk := func(name string) *netns.NS {
-		ns, err := netns.New(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ns.Close() })
-		return ns
-	}
-	run := func(ns *netns.NS, args ...string) {
-		t.Helper()
-		if err := ns.Run(args[0], args[1:]...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	host := mk("bridge")
-	if err := machines.MakeBridge(host); err != nil {
-		t.Fatal(err)
-	}
-	run(host, "ip", "addr", "add", "10.77.1.1/24", "dev", machines.Bridge)
-	run(host, "ip", "addr", "add", "10.77.2.1/24", "dev", machines.Bridge)
-
-	// join gives a stand-in machine a veth on the bridge whose bridge end
-	// has the hardware address mac.
-	join := func(ns *netns.NS, port, mac, addr, gw string) {
-		t.Helper()
-		run(host, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns.Path)
-		run(host, "ip", "link", "set", port, "address", mac, "master", machines.Bridge, "up")
-		if ns != host {
-			run(ns, "ip", "link", "set", "eth0", "up")
-			run(ns, "ip", "addr", "add", addr, "dev", "eth0")
-			run(ns, "ip", "route", "add", "default", "via", gw)
-		}
-	}
+	host, mk, join := standInNetwork(t)
+	runIn(t, host, "ip", "addr", "add", "10.77.1.1/24", "dev", machines.Bridge)
+	runIn(t, host, "ip", "addr", "add", "10.77.2.1/24", "dev", machines.Bridge)
 	a, b := mk("a"), mk("b")
 	join(a, "vb-a", "02:00:00:00:00:50", "10.77.1.10/24", "10.77.1.1")
 	join(b, "vb-b", "02:00:00:00:00:60", "10.77.2.10/24", "10.77.2.1")
@@ -94,7 +63,7 @@ func TestBridgeRoutesWhileMachinesComeAndGo(t *testing.T) {
 	c := mk("c")
 	join(c, "vb-c", "02:00:00:00:00:01", "10.77.1.11/24", "10.77.1.1")
 	connect("a machine with the lowest address joined")
-	run(host, "ip", "link", "del", "vb-c")
+	runIn(t, host, "ip", "link", "del", "vb-c")
 	connect("it left")
 	if got := bridgeMAC(t, host); got != machines.BridgeMAC {
 		t.Errorf("the bridge's address is %s after machines came and went, want %s", got, machines.BridgeMAC)
@@ -124,38 +93,10 @@ func bridgeMAC(t *testing.T, host *netns.NS) string {
 // at once; after DropUnrouted it is dropped without an answer, as EC2's VPC
 // router drops it, so a client's SYN is sent again instead.
 func TestUnroutedPacketsAreDroppedAsTheVPCDrops(t *testing.T) {
-	dir := t.TempDir()
-	host, err := netns.New(filepath.Join(dir, "bridge"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	a, err := netns.New(filepath.Join(dir, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := machines.MakeBridge(host); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range [][]string{
-		{"ip", "addr", "add", "10.77.1.1/24", "dev", machines.Bridge},
-		{"ip", "link", "add", "vb-a", "type", "veth", "peer", "name", "eth0", "netns", a.Path},
-		{"ip", "link", "set", "vb-a", "master", machines.Bridge, "up"},
-	} {
-		if err := host.Run(c[0], c[1:]...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range [][]string{
-		{"ip", "link", "set", "eth0", "up"},
-		{"ip", "addr", "add", "10.77.1.10/24", "dev", "eth0"},
-		{"ip", "route", "add", "default", "via", "10.77.1.1"},
-	} {
-		if err := a.Run(c[0], c[1:]...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	host, mk, join := standInNetwork(t)
+	runIn(t, host, "ip", "addr", "add", "10.77.1.1/24", "dev", machines.Bridge)
+	a := mk("a")
+	join(a, "vb-a", "02:00:00:00:00:50", "10.77.1.10/24", "10.77.1.1")
 	dial := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 		defer cancel()
@@ -172,10 +113,51 @@ func TestUnroutedPacketsAreDroppedAsTheVPCDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = dial()
+	err := dial()
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("after DropUnrouted: dialling an unrouted pod address: %v, want no answer until the deadline", err)
 	}
 	t.Logf("after DropUnrouted: no answer in %v, as on a VPC", time.Since(start).Round(time.Millisecond))
+}
+
+// standInNetwork makes the run's network in a namespace of its own (the
+// bridge, forwarding, as machines.MakeBridge makes it) and returns it with
+// mk, which makes a stand-in machine's namespace, and join, which gives one
+// a veth on the bridge whose bridge end has the hardware address mac, its
+// address and a default route through gw, as nspawn and the image give a
+// machine.
+func standInNetwork(t *testing.T) (host *netns.NS, mk func(name string) *netns.NS, join func(ns *netns.NS, port, mac, addr, gw string)) {
+	t.Helper()
+	dir := t.TempDir()
+	mk = func(name string) *netns.NS {
+		t.Helper()
+		ns, err := netns.New(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Close() })
+		return ns
+	}
+	host = mk("bridge")
+	if err := machines.MakeBridge(host); err != nil {
+		t.Fatal(err)
+	}
+	join = func(ns *netns.NS, port, mac, addr, gw string) {
+		t.Helper()
+		runIn(t, host, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns.Path)
+		runIn(t, host, "ip", "link", "set", port, "address", mac, "master", machines.Bridge, "up")
+		runIn(t, ns, "ip", "link", "set", "eth0", "up")
+		runIn(t, ns, "ip", "addr", "add", addr, "dev", "eth0")
+		runIn(t, ns, "ip", "route", "add", "default", "via", gw)
+	}
+	return host, mk, join
+}
+
+// runIn runs a command in ns, failing the test if it fails.
+func runIn(t *testing.T, ns *netns.NS, args ...string) {
+	t.Helper()
+	if err := ns.Run(args[0], args[1:]...); err != nil {
+		t.Fatal(err)
+	}
 }
