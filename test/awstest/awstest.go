@@ -127,13 +127,19 @@ func RepoRoot() (string, error) {
 // port and waits until it answers. stop kills its whole process group (moto
 // may fork) and is safe to call more than once.
 func StartServer() (url string, stop func(), err error) {
+	return StartServerEnv(nil)
+}
+
+// StartServerEnv is StartServer with env (KEY=value) added to moto's
+// environment: a test runs moto under a faked wall clock this way.
+func StartServerEnv(env []string) (url string, stop func(), err error) {
 	py, err := PythonPath()
 	if err != nil {
 		return "", nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		url, stop, err := startOnce(py)
+		url, stop, err := startOnce(py, env)
 		if err == nil {
 			return url, stop, nil
 		}
@@ -142,12 +148,15 @@ func StartServer() (url string, stop func(), err error) {
 	return "", nil, lastErr
 }
 
-func startOnce(py string) (string, func(), error) {
+func startOnce(py string, env []string) (string, func(), error) {
 	port, err := localport.Free()
 	if err != nil {
 		return "", nil, fmt.Errorf("finding a free port for moto: %w", err)
 	}
 	cmd := motoCommand(py, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Its own process group, so that stop reaches every child, and so that a
 	// Ctrl-C meant for the test is not what kills moto half way.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

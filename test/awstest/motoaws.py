@@ -59,6 +59,10 @@ GROUP_TYPE = "AWS::AutoScaling::AutoScalingGroup"
 # AWS ends a lifecycle action after 48 hours or 100 heartbeat timeouts,
 # whichever comes first, heartbeats or not.
 GLOBAL_TIMEOUT = 48 * 3600
+# Heartbeat timeouts count on the monotonic clock: a host whose wall clock
+# is stepped forward (a fresh machine's first time sync) would otherwise
+# end every waiting action at once, with its default result.
+_clock = time.monotonic
 
 # What the patches replace (or add, or wrap), by module and class. Each
 # module is patched when moto first imports it: the Auto Scaling models pull
@@ -456,7 +460,7 @@ def _begin_termination(backend, group, state, hooks=True):
         state.lifecycle_state = "Terminating"
         _terminate(backend, group, state)
         return
-    now = time.time()
+    now = _clock()
     state.lifecycle_state = "Terminating:Wait"
     state.actions = {}
     for h in waits:
@@ -496,7 +500,7 @@ def _expire():
     if not _waiting_backends:
         return
     with _lock:
-        now = time.time()
+        now = _clock()
         for backend in list(_waiting_backends):
             for group in list(getattr(backend, "autoscaling_groups", {}).values()):
                 for state in list(group.instance_states):
@@ -663,7 +667,7 @@ def record_lifecycle_action_heartbeat(self):
             self._get_param("InstanceId"),
             self._get_param("LifecycleActionToken"),
         )
-        action["deadline"] = time.time() + action["timeout"]
+        action["deadline"] = _clock() + action["timeout"]
     return EmptyResult()
 
 
