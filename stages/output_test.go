@@ -318,3 +318,76 @@ func lstat(t *testing.T, p string) os.FileInfo {
 	}
 	return fi
 }
+
+// Files are checked on every CPU, but a refused output names the file one
+// by one in path order would have: the first by path, whatever its fault,
+// and nothing is written.
+func TestWriteOutputRefusesTheFirstFaultyFileByPath(t *testing.T) {
+	secret := pemKey(7)
+	secrets := map[string]string{"((secret:dex/key))": secret}
+	ok := func(p string) stage.File {
+		return stage.File{Path: p, Content: []byte("fine " + p + "\n"), Plugin: "p"}
+	}
+	for _, tc := range []struct {
+		name  string
+		files []stage.File
+		want  string
+	}{
+		{"a secret before a bad mode", []stage.File{
+			{Path: "b/mode", Content: []byte("x"), Mode: "999", Plugin: "p"},
+			{Path: "a/secret", Content: []byte("key: " + secret), Plugin: "dex"},
+		}, "rendered file a/secret of plugin dex holds the plain text of secret ((secret:dex/key))"},
+		{"a bad mode before a secret", []stage.File{
+			{Path: "z/secret", Content: []byte("key: " + secret), Plugin: "dex"},
+			{Path: "m/mode", Content: []byte("x"), Mode: "999", Plugin: "p"},
+		}, `rendered file m/mode of plugin p: mode "999" is not an octal permission like 0644`},
+		{"a path out of the folder first", []stage.File{
+			{Path: "y/secret", Content: []byte("key: " + secret), Plugin: "dex"},
+			{Path: "../escape", Content: []byte("x"), Plugin: "q"},
+		}, `rendered file "../escape" of plugin q`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := tc.files
+			for i := range 200 { // enough files for every worker to take some
+				files = append(files, ok(fmt.Sprintf("pool%03d/stack.json", i)))
+			}
+			for range 20 {
+				dir := filepath.Join(t.TempDir(), "rendered")
+				_, err := WriteOutput(dir, files, map[string]string{"p": "1"}, secrets)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v; want it to say %q", err, tc.want)
+				}
+				if _, err := os.Stat(dir); !os.IsNotExist(err) {
+					t.Fatalf("a refused output left %s behind (%v)", dir, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWriteOutputUnchanged is a re-render of 100 node pools' files
+// (214 files, 2.5 MB) with nothing changed and ten secrets to look for:
+// every file is searched, hashed and compared with the output's.
+func BenchmarkWriteOutputUnchanged(b *testing.B) {
+	secrets := map[string]string{}
+	for i := range 10 {
+		secrets[fmt.Sprintf("((secret:pki/key%d))", i)] = pemKey(uint64(1000 + i))
+	}
+	var files []stage.File
+	for i := range 214 {
+		var content strings.Builder
+		for content.Len() < 12_000 {
+			content.WriteString(pemKey(uint64(i)))
+		}
+		files = append(files, stage.File{Path: fmt.Sprintf("stacks/pool%03d.json", i), Content: []byte(content.String()), Plugin: "cloudformation"})
+	}
+	dir := filepath.Join(b.TempDir(), "rendered")
+	if _, err := WriteOutput(dir, files, map[string]string{"cloudformation": "1"}, secrets); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := WriteOutput(dir, files, map[string]string{"cloudformation": "1"}, secrets); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
