@@ -1,7 +1,6 @@
 package stages
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +16,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/kube-aws/kube-aws/core/config"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -243,35 +244,10 @@ func holds(abs string, f outputFile) bool {
 	return holdsFile(filepath.Join(abs, filepath.FromSlash(f.path)), f.content, f.mode)
 }
 
-// anchorLen is the length of the part of a long secret holdsSecret looks
-// for first: short enough for bytes.Index's vector search (at most 63 bytes
-// on amd64), long enough that text rarely holds it by chance.
-const anchorLen = 32
-
-// holdsSecret reports whether content holds the text plain, as bytes.Contains
-// does. A key in PEM starts with "-----BEGIN", which rendered YAML and JSON
-// are full of, and is too long for bytes.Index's vector search: every file
-// then went through its byte-at-a-time fallback once per secret. So a long
-// secret is found by a piece from its middle (random key material), and
-// each place that piece occurs is checked for the whole secret.
+// holdsSecret reports whether content holds the text plain, as
+// bytes.Contains does (config.ContainsSecret, without copying the file).
 func holdsSecret(content []byte, plain string) bool {
-	if len(plain) < 2*anchorLen {
-		return bytes.Contains(content, []byte(plain))
-	}
-	off := (len(plain) - anchorLen) / 2
-	anchor := []byte(plain[off : off+anchorLen])
-	for i := off; i+len(plain)-off <= len(content); {
-		j := bytes.Index(content[i:len(content)-(len(plain)-off-anchorLen)], anchor)
-		if j < 0 {
-			return false
-		}
-		start := i + j - off
-		if string(content[start:start+len(plain)]) == plain {
-			return true
-		}
-		i += j + 1
-	}
-	return false
+	return config.ContainsSecret(unsafe.String(unsafe.SliceData(content), len(content)), plain)
 }
 
 // swapDir puts the complete folder tmp in place of dir. A folder cannot be

@@ -29,7 +29,10 @@ func pemKey(seed uint64) string {
 	return b.String()
 }
 
+// TestHoldsSecret tries config.ContainsSecret's search on the bytes of
+// files, where the middle of a long secret is found first.
 func TestHoldsSecret(t *testing.T) {
+	const anchorLen = 32 // the length of the middle piece config looks for
 	key := pemKey(1)
 	off := (len(key) - anchorLen) / 2
 	anchor := key[off : off+anchorLen]

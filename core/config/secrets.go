@@ -322,7 +322,7 @@ func Redact(s string, secrets Secrets) string {
 	// rewrites, and s is then returned without a copy.
 	found := false
 	for _, p := range pairs {
-		if strings.Contains(s, p.plain) {
+		if ContainsSecret(s, p.plain) {
 			found = true
 			break
 		}
@@ -335,6 +335,38 @@ func Redact(s string, secrets Secrets) string {
 		args = append(args, p.plain, p.marker)
 	}
 	return strings.NewReplacer(args...).Replace(s)
+}
+
+// anchorLen is the length of the part of a long secret ContainsSecret looks
+// for first: short enough for strings.Index's vector search (at most 63
+// bytes on amd64), long enough that text rarely holds it by chance.
+const anchorLen = 32
+
+// ContainsSecret reports whether text holds plain, as strings.Contains
+// does. A key in PEM starts with "-----BEGIN", which state files and
+// rendered YAML and JSON are full of, and is too long for strings.Index's
+// vector search: the text then went through its byte-at-a-time fallback
+// once per secret. So a long secret is found by a piece from its middle
+// (random key material), and each place that piece occurs is checked for
+// the whole secret.
+func ContainsSecret(text, plain string) bool {
+	if len(plain) < 2*anchorLen {
+		return strings.Contains(text, plain)
+	}
+	off := (len(plain) - anchorLen) / 2
+	anchor := plain[off : off+anchorLen]
+	for i := off; i+len(plain)-off <= len(text); {
+		j := strings.Index(text[i:len(text)-(len(plain)-off-anchorLen)], anchor)
+		if j < 0 {
+			return false
+		}
+		start := i + j - off
+		if text[start:start+len(plain)] == plain {
+			return true
+		}
+		i += j + 1
+	}
+	return false
 }
 
 // MinScrubLength is the shortest secret Redact searches text for. Values

@@ -2,6 +2,8 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -268,4 +270,77 @@ plugins:
 func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// testKey is a PEM private key made of seeded random base64.
+func testKey(seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 1))
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	var b strings.Builder
+	b.WriteString("-----BEGIN EC PRIVATE KEY-----\n")
+	for i := range 160 {
+		if i > 0 && i%64 == 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteByte(b64[r.IntN(len(b64))])
+	}
+	b.WriteString("\n-----END EC PRIVATE KEY-----\n")
+	return b.String()
+}
+
+// stateLike is JSON like a state file: certificates and their keys' markers,
+// many a "-----BEGIN" but no secret.
+func stateLike(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, `{"path":"/etc/kubernetes/pki/node-%d.crt","content":"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIRAK-%d\n-----END CERTIFICATE-----\n","key":"((secret:pki/node-%d))"},`, i, i, i)
+	}
+	return b.String()
+}
+
+// Redact finds a PEM key as it is and inside a JSON string wherever it is
+// in text full of other PEM blocks, and leaves text holding only pieces of
+// it alone.
+func TestRedactFindsKeysAmongCertificates(t *testing.T) {
+	key := testKey(1)
+	quoted, _ := json.Marshal(key)
+	secrets := Secrets{"((secret:pki/key))": key}
+	filler := stateLike(4096)
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"no key", filler, filler},
+		{"the key as it is, last", filler + key, filler + "((secret:pki/key))"},
+		{"the key in JSON, first", `{"k":` + string(quoted) + `}` + filler, `{"k":"((secret:pki/key))"}` + filler},
+		{"the key less its last byte", filler + key[:len(key)-1], filler + key[:len(key)-1]},
+		{"the key with another last byte", filler + key[:len(key)-1] + "X" + filler, filler + key[:len(key)-1] + "X" + filler},
+		{"the key with another first byte", filler + "X" + key[1:], filler + "X" + key[1:]},
+		{"its middle alone", filler + key[40:len(key)-40] + filler, filler + key[40:len(key)-40] + filler},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Redact(tc.text, secrets); got != tc.want {
+				t.Errorf("Redact changed %d bytes into %d; want %d", len(tc.text), len(got), len(tc.want))
+			}
+			if got, want := ContainsSecret(tc.text, key), strings.Contains(tc.text, key); got != want {
+				t.Errorf("ContainsSecret = %v, strings.Contains = %v", got, want)
+			}
+		})
+	}
+}
+
+// BenchmarkRedactState is a state file of 100 node pools (a MB) holding
+// none of ten keys, each looked for as it is and inside a JSON string: what
+// kube-aws does to every state it writes.
+func BenchmarkRedactState(b *testing.B) {
+	text := stateLike(1 << 20)
+	secrets := Secrets{}
+	for i := range 10 {
+		secrets[fmt.Sprintf("((secret:pki/key%d))", i)] = testKey(uint64(i))
+	}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if Redact(text, secrets) != text {
+			b.Fatal("redacted a text holding no secret")
+		}
+	}
 }
