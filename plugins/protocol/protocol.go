@@ -171,7 +171,7 @@ func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error
 
 // GRPCClient returns the kube-aws side of the Plugin service, a Plugin.
 func (p *GRPCPlugin) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (interface{}, error) {
-	return &pluginClient{client: pb.NewPluginClient(conn), broker: broker, done: ctx.Done()}, nil
+	return &pluginClient{client: pb.NewPluginClient(conn), conn: conn, broker: broker, done: ctx.Done()}, nil
 }
 
 // Dispense returns the plugin named name of a started go-plugin client.
@@ -199,6 +199,9 @@ func Dispense(c *plugin.Client, name string) (Plugin, error) {
 
 type pluginClient struct {
 	client pb.PluginClient
+	// conn is the plugin process's connection, which every plugin
+	// dispensed from it shares (requestFor sends it a stage's set once).
+	conn   *grpc.ClientConn
 	broker *plugin.GRPCBroker
 	// name is sent with every call (PluginNameHeader).
 	name string
@@ -209,6 +212,8 @@ type pluginClient struct {
 	host    Host
 	hostID  uint32
 	serving sync.WaitGroup // background Accepts of the Host service
+	// takesSetID: the process said it takes StageRequest.constructs_id.
+	takesSetID bool
 }
 
 // named adds the plugin's name to a call's context.
@@ -224,7 +229,22 @@ func (c *pluginClient) GetInfo(ctx context.Context, protocolVersion int, hostVer
 	if err != nil {
 		return stage.PluginInfo{}, err
 	}
+	c.mu.Lock()
+	c.takesSetID = info.GetAcceptsConstructsId()
+	c.mu.Unlock()
 	return InfoFromPB(info), nil
+}
+
+// setConn is what requestFor knows the plugin's process by: its connection
+// when the process takes constructs_id, else nil (every request carries
+// the whole set).
+func (c *pluginClient) setConn() any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.takesSetID || c.conn == nil {
+		return nil
+	}
+	return c.conn
 }
 
 func (c *pluginClient) NotifyRegistration(ctx context.Context, reg stage.Registration) error {
@@ -311,7 +331,7 @@ func (c *pluginClient) RunStage(ctx context.Context, in *stage.Input, host Host,
 	if in == nil {
 		return nil, errors.New("RunStage called with a nil input")
 	}
-	req, err := requestToPB(in, c.serveHost(host))
+	req, err := requestFor(in, c.serveHost(host), c.setConn())
 	if err != nil {
 		return nil, fmt.Errorf("encoding the input of stage %s: %w", in.Stage, err)
 	}
@@ -521,7 +541,9 @@ func (s *pluginServer) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
-	return InfoToPB(info), nil
+	pi := InfoToPB(info)
+	pi.AcceptsConstructsId = true // pluginServer.run resolves it
+	return pi, nil
 }
 
 // Cancel cancels every stage call in flight; each still returns its result
@@ -556,6 +578,9 @@ func (s *pluginServer) hostFor(id uint32) Host {
 }
 
 func (s *pluginServer) run(name stage.Name, req *pb.StageRequest, stream grpc.ServerStreamingServer[pb.StageEvent]) error {
+	if err := resolveSet(stream.Context(), req); err != nil {
+		return err
+	}
 	in, id := InputFromPB(req)
 	// The RPC decides the stage, whatever the request says.
 	in.Stage = name

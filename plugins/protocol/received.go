@@ -2,12 +2,16 @@ package protocol
 
 import (
 	"bytes"
+	"context"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the codec requestCodec wraps
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -285,4 +289,95 @@ func decodeValues(msg message, off, n int) (map[string]*pb.PluginValues, error) 
 		err := proto.Unmarshal(b, &req)
 		return req.Values, err
 	})
+}
+
+// setsByID are the construct sets requests carried with an id
+// (StageRequest.constructs_id), for the requests that name them: kube-aws
+// sends a stage's set once to a process that serves several plugins, and
+// names it in the requests to the others. They are sent at once, so a
+// request naming a set may be read before the one carrying it. A process
+// runs one stage at a time: the set of the stage before is kept too, and
+// no older one (at 100 node pools a decoded set is several MB).
+var setsByID = setStore{keep: 2}
+
+// setStore holds the last sets carried with an id, the newest last.
+type setStore struct {
+	mu   sync.Mutex
+	keep int
+	sets []*carriedSet
+}
+
+// carriedSet is a set by its id; ready is closed once it is in.
+type carriedSet struct {
+	id    string
+	set   *pb.ConstructSet
+	ready chan struct{}
+}
+
+// entry returns the set of id, making its place if it has none.
+func (s *setStore) entry(id string) *carriedSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.sets {
+		if c.id == id {
+			return c
+		}
+	}
+	c := &carriedSet{id: id, ready: make(chan struct{})}
+	s.sets = append(s.sets, c)
+	if len(s.sets) > s.keep {
+		s.sets = s.sets[1:]
+	}
+	return c
+}
+
+// put keeps set under id, for the requests that name it.
+func (s *setStore) put(id string, set *pb.ConstructSet) {
+	c := s.entry(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.set == nil {
+		c.set = set
+		close(c.ready)
+	}
+}
+
+// setWait bounds how long a request naming a set waits for the request
+// that carries it: both are sent together, so only a broken host makes
+// it wait at all long.
+var setWait = time.Minute
+
+// await returns the set of id once the request carrying it is read.
+func (s *setStore) await(ctx context.Context, id string) (*pb.ConstructSet, error) {
+	c := s.entry(id)
+	t := time.NewTimer(setWait)
+	defer t.Stop()
+	select {
+	case <-c.ready:
+		return c.set, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case <-t.C:
+		return nil, status.Errorf(codes.FailedPrecondition, "the request names construct set %x, which no request to this process carried within %s: kube-aws sends it with one of the stage's requests", id, setWait)
+	}
+}
+
+// resolveSet gives a request that names its set by id (and carries none)
+// the set of the request that carries it, and keeps a carried set for the
+// requests that name it.
+func resolveSet(ctx context.Context, req *pb.StageRequest) error {
+	id := string(req.GetConstructsId())
+	if id == "" {
+		return nil
+	}
+	if req.Constructs != nil {
+		setsByID.put(id, req.Constructs)
+		return nil
+	}
+	set, err := setsByID.await(ctx, id)
+	if err != nil {
+		return err
+	}
+	req.Constructs = set
+	return nil
 }

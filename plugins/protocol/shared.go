@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"crypto/rand"
 	"reflect"
 	"sync"
 
@@ -36,8 +37,19 @@ var sharedSet struct {
 	values map[string]stage.PluginValues
 	// fields are the values and the set as the StageRequest's fields: the
 	// values' map entries (field values, in key order), then the
-	// constructs field, each with its tag, length and encoding.
+	// constructs field (from setAt on), each with its tag, length and
+	// encoding.
 	fields []byte
+	setAt  int
+	// id names the set of this encoding (StageRequest.constructs_id), and
+	// carried are the plugin processes (their connections) that a request
+	// carrying the whole set was made for. A process that serves several
+	// plugins gets the set once: the requests to its other plugins name it.
+	// Sending it to each was most of a 100-pool render's stage call: ten
+	// copies of about a MB through one connection, every plugin waiting
+	// until its copy was through.
+	id      []byte
+	carried map[any]bool
 }
 
 // requestToPB is InputToPB for sending: the construct set and the values are
@@ -47,44 +59,76 @@ var sharedSet struct {
 // wire is free, so the plugin decodes exactly the request InputToPB would
 // have made.
 func requestToPB(in *stage.Input, hostServiceID uint32) (*pb.StageRequest, error) {
+	return requestFor(in, hostServiceID, nil)
+}
+
+// requestFor is requestToPB for a plugin of the process behind conn (nil:
+// a process that does not take constructs_id). The first request of an
+// Input for that process carries the set and its id; every other names it
+// by its id alone.
+func requestFor(in *stage.Input, hostServiceID uint32, conn any) (*pb.StageRequest, error) {
 	if in == nil || in.Constructs == nil && len(in.Values) == 0 {
 		return InputToPB(in, hostServiceID), nil
 	}
-	fields, err := sharedFields(in)
+	fields, id, err := sharedFields(in, conn)
 	if err != nil {
 		return nil, err
 	}
 	bare := *in
 	bare.Constructs, bare.Values = nil, nil
 	req := InputToPB(&bare, hostServiceID)
+	req.ConstructsId = id
 	req.ProtoReflect().SetUnknown(fields)
 	return req, nil
 }
 
 // sharedFields returns in's values and construct set encoded as the fields
 // of a StageRequest, encoding them only for the first plugin in is sent to.
-func sharedFields(in *stage.Input) ([]byte, error) {
+// For a request to the process behind conn, the set is left out when a
+// request for that process already carries it, and id names it.
+func sharedFields(in *stage.Input, conn any) (fields, id []byte, err error) {
 	sharedSet.mu.Lock()
 	defer sharedSet.mu.Unlock()
-	if sharedSet.in == in && sharedSet.set == in.Constructs && sameMap(sharedSet.values, in.Values) {
-		return sharedSet.fields, nil
+	if sharedSet.in != in || sharedSet.set != in.Constructs || !sameMap(sharedSet.values, in.Values) {
+		if err := encodeShared(in); err != nil {
+			return nil, nil, err
+		}
 	}
+	if conn == nil || sharedSet.id == nil {
+		return sharedSet.fields, nil, nil
+	}
+	if sharedSet.carried[conn] {
+		return sharedSet.fields[:sharedSet.setAt], sharedSet.id, nil
+	}
+	sharedSet.carried[conn] = true
+	return sharedSet.fields, sharedSet.id, nil
+}
+
+// encodeShared encodes in's values and set into sharedSet, with a new id.
+func encodeShared(in *stage.Input) error {
 	// In key order, so that the same values are the same bytes in every
 	// stage: the plugin side compares bytes to reuse what it decoded.
 	fields, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.StageRequest{Values: valuesToPB(in.Values)})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	setAt := len(fields)
+	var id []byte
 	if in.Constructs != nil {
 		b, err := proto.Marshal(SetToPB(in.Constructs))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fields = protowire.AppendTag(fields, constructsField, protowire.BytesType)
 		fields = protowire.AppendBytes(fields, b)
+		id = make([]byte, 16)
+		if _, err := rand.Read(id); err != nil {
+			return err
+		}
 	}
-	sharedSet.in, sharedSet.set, sharedSet.values, sharedSet.fields = in, in.Constructs, in.Values, fields
-	return fields, nil
+	sharedSet.in, sharedSet.set, sharedSet.values = in, in.Constructs, in.Values
+	sharedSet.fields, sharedSet.setAt, sharedSet.id, sharedSet.carried = fields, setAt, id, map[any]bool{}
+	return nil
 }
 
 // sameMap reports whether a and b are the same map, not merely equal ones.

@@ -73,11 +73,11 @@ func TestRequestToPBIsInputToPB(t *testing.T) {
 // and the same Input again is not encoded again.
 func TestSharedFieldsAreKeptPerInput(t *testing.T) {
 	a := &stage.Input{Stage: stage.Render, Constructs: fullSet()}
-	fa, err := sharedFields(a)
+	fa, _, err := sharedFields(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := sharedFields(a)
+	again, _, err := sharedFields(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSharedFieldsAreKeptPerInput(t *testing.T) {
 	}
 	a.Constructs.Stacks[0].Name = "other"
 	b := &stage.Input{Stage: stage.Deploy, Constructs: a.Constructs}
-	fb, err := sharedFields(b)
+	fb, _, err := sharedFields(b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,16 +115,16 @@ func TestSharedValuesAreKeptPerInputInKeyOrder(t *testing.T) {
 		return m
 	}
 	a := &stage.Input{Stage: stage.Initialise, Values: values()}
-	fa, err := sharedFields(a)
+	fa, _, err := sharedFields(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := sharedFields(a); &again[0] != &fa[0] {
+	if again, _, _ := sharedFields(a, nil); &again[0] != &fa[0] {
 		t.Error("the same input was encoded again")
 	}
 	for range 5 {
 		b := &stage.Input{Stage: stage.Initialise, Values: values()}
-		fb, err := sharedFields(b)
+		fb, _, err := sharedFields(b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestSharedValuesAreKeptPerInputInKeyOrder(t *testing.T) {
 	// Values changed under the same Input are not sent stale.
 	a.Values = values()
 	a.Values["iam"].NodePools["pool-3"] = json.RawMessage(`{"n":"changed"}`)
-	fc, err := sharedFields(a)
+	fc, _, err := sharedFields(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,9 +184,12 @@ type PluginInfo struct {
 	// initialise.
 	LateStacks []string `protobuf:"bytes,8,rep,name=late_stacks,json=lateStacks,proto3" json:"late_stacks,omitempty"`
 	// The plugin calls AWS: only such plugins receive StageRequest.aws.
-	ReachesAws    bool `protobuf:"varint,9,opt,name=reaches_aws,json=reachesAws,proto3" json:"reaches_aws,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReachesAws bool `protobuf:"varint,9,opt,name=reaches_aws,json=reachesAws,proto3" json:"reaches_aws,omitempty"`
+	// The process takes StageRequest.constructs_id: a request may name the
+	// construct set another request of the same call carries (see there).
+	AcceptsConstructsId bool `protobuf:"varint,10,opt,name=accepts_constructs_id,json=acceptsConstructsId,proto3" json:"accepts_constructs_id,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PluginInfo) Reset() {
@@ -282,6 +285,13 @@ func (x *PluginInfo) GetReachesAws() bool {
 	return false
 }
 
+func (x *PluginInfo) GetAcceptsConstructsId() bool {
+	if x != nil {
+		return x.AcceptsConstructsId
+	}
+	return false
+}
+
 type RegistrationStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
@@ -350,7 +360,14 @@ type StageRequest struct {
 	// Broker id on which the Host service is served for this call.
 	HostServiceId uint32 `protobuf:"varint,10,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
 	// The operator's AWS settings; only to plugins that reach AWS.
-	Aws           *AWSSettings `protobuf:"bytes,11,opt,name=aws,proto3" json:"aws,omitempty"`
+	Aws *AWSSettings `protobuf:"bytes,11,opt,name=aws,proto3" json:"aws,omitempty"`
+	// Names the construct set of the stage call, for a process that serves
+	// several plugins and said it takes this (accepts_constructs_id). A
+	// request with constructs and this id carries the set; a request with the
+	// id alone has the set of the request that carries it, which kube-aws
+	// sends to the same process in the same stage. Without the id, constructs
+	// is the whole set, as ever.
+	ConstructsId  []byte `protobuf:"bytes,12,opt,name=constructs_id,json=constructsId,proto3" json:"constructs_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,6 +475,13 @@ func (x *StageRequest) GetHostServiceId() uint32 {
 func (x *StageRequest) GetAws() *AWSSettings {
 	if x != nil {
 		return x.Aws
+	}
+	return nil
+}
+
+func (x *StageRequest) GetConstructsId() []byte {
+	if x != nil {
+		return x.ConstructsId
 	}
 	return nil
 }
@@ -3968,7 +3992,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\rCancelRequest\"^\n" +
 	"\x0eGetInfoRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\x12!\n" +
-	"\fhost_version\x18\x02 \x01(\tR\vhostVersion\"\xb5\x02\n" +
+	"\fhost_version\x18\x02 \x01(\tR\vhostVersion\"\xe9\x02\n" +
 	"\n" +
 	"PluginInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -3981,10 +4005,12 @@ const file_plugin_proto_rawDesc = "" +
 	"\vlate_stacks\x18\b \x03(\tR\n" +
 	"lateStacks\x12\x1f\n" +
 	"\vreaches_aws\x18\t \x01(\bR\n" +
-	"reachesAws\"H\n" +
+	"reachesAws\x122\n" +
+	"\x15accepts_constructs_id\x18\n" +
+	" \x01(\bR\x13acceptsConstructsId\"H\n" +
 	"\x12RegistrationStatus\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xaa\x06\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xcf\x06\n" +
 	"\fStageRequest\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x1f\n" +
 	"\vconfig_json\x18\x02 \x01(\fR\n" +
@@ -4000,7 +4026,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\bwork_dir\x18\t \x01(\tR\aworkDir\x12&\n" +
 	"\x0fhost_service_id\x18\n" +
 	" \x01(\rR\rhostServiceId\x120\n" +
-	"\x03aws\x18\v \x01(\v2\x1e.kubeaws.plugin.v1.AWSSettingsR\x03aws\x1aZ\n" +
+	"\x03aws\x18\v \x01(\v2\x1e.kubeaws.plugin.v1.AWSSettingsR\x03aws\x12#\n" +
+	"\rconstructs_id\x18\f \x01(\fR\fconstructsId\x1aZ\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
 	"\x05value\x18\x02 \x01(\v2\x1f.kubeaws.plugin.v1.PluginValuesR\x05value:\x028\x01\x1a?\n" +
