@@ -45,9 +45,9 @@ var sharedSet struct {
 	// carried are the plugin processes (their connections) that a request
 	// carrying the whole set was made for. A process that serves several
 	// plugins gets the set once: the requests to its other plugins name it.
-	// Sending it to each was most of a 100-pool render's stage call: ten
-	// copies of about a MB through one connection, every plugin waiting
-	// until its copy was through.
+	// Sending it to each put ten copies of about a MB through one
+	// connection at 100 node pools, and no plugin could start before its
+	// copy was through.
 	id      []byte
 	carried map[any]bool
 }
