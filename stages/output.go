@@ -10,15 +10,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/kube-aws/kube-aws/core/config"
+	"github.com/kube-aws/kube-aws/core/parallel"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -131,7 +129,7 @@ func outputFiles(files []stage.File, versions map[string]string, secrets map[str
 	out := make([]outputFile, len(sorted))
 	sums := make([][sha256.Size]byte, len(sorted))
 	errs := make([]error, len(sorted))
-	inParallel(len(sorted), func(i int) {
+	parallel.For(len(sorted), func(i int) {
 		out[i], errs[i] = checkFile(sorted[i], secrets)
 		if errs[i] == nil {
 			sums[i] = sha256.Sum256(sorted[i].Content)
@@ -171,28 +169,6 @@ func checkFile(f stage.File, secrets map[string]string) (outputFile, error) {
 	return outputFile{path: clean, content: f.Content, mode: mode, plugin: f.Plugin}, nil
 }
 
-// inParallel calls fn(0) to fn(n-1), on as many goroutines as there are
-// CPUs, and returns when every call has.
-func inParallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // compareOutput reports which files the output folder abs already holds
 // exactly (a regular file with the same bytes and mode: compared byte for
 // byte, never trusted from the manifest, which may have been edited), and
@@ -207,7 +183,7 @@ func compareOutput(abs string, files []outputFile, manifest outputFile) (same []
 		return same, false
 	}
 	whole = fi.Mode().Perm() == 0o755 && holds(abs, manifest)
-	inParallel(len(files), func(i int) { same[i] = holds(abs, files[i]) })
+	parallel.For(len(files), func(i int) { same[i] = holds(abs, files[i]) })
 	want := map[string]bool{ManifestName: true}
 	for i, f := range files {
 		whole = whole && same[i]

@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/core/parallel"
 )
 
 type pendingPatch struct {
@@ -201,31 +199,12 @@ func (m *merger) applyPatches() {
 			}
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if workers > len(groups) {
-		workers = len(groups)
-	}
-	if len(m.patches) < parallelPatches || workers < 2 {
+	if len(m.patches) < parallelPatches {
 		for _, g := range groups {
 			run(g)
 		}
 	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= len(groups) {
-						return
-					}
-					run(groups[i])
-				}
-			}()
-		}
-		wg.Wait()
+		parallel.For(len(groups), func(i int) { run(groups[i]) })
 	}
 	for _, g := range groups {
 		if g.exists {
