@@ -14,6 +14,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/parallel"
 )
 
 // Load balancer kinds for the API endpoint (Values.APILoadBalancer).
@@ -57,22 +58,43 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 	set.Protected = append(set.Protected, prot...)
 	set.Stacks = append(set.Stacks, cp.done())
 
+	// The node pools' stacks are built on every CPU: at 100 pools they
+	// were most of the built-ins' initialise, on one CPU while the other
+	// had nothing left to do. Names are checked first, in order; each
+	// pool's stack, diagnostics and protected paths are then its own, and
+	// are added in the pools' order.
+	type poolStack struct {
+		index int
+		st    *stack
+		prot  []construct.Protected
+		diags diag.List
+	}
+	var pools []poolStack
 	seen := map[string]string{}
 	for i, p := range c.NodePools {
 		path := fmt.Sprintf("nodePools[%d]", i)
 		camel := names.LogicalName(p.Name)
 		if camel == "" {
-			diags = append(diags, diag.Fatalf("node pool name %q has no letters or digits", p.Name).At(path+".name"))
+			pools = append(pools, poolStack{index: -1, diags: diag.List{diag.Fatalf("node pool name %q has no letters or digits", p.Name).At(path + ".name")}})
 			continue
 		}
 		if other, dup := seen[camel]; dup {
-			diags = append(diags, diag.Fatalf("node pools %q and %q give the same CloudFormation name %s", other, p.Name, camel).
-				At(path+".name").WithHint("rename one of them"))
+			pools = append(pools, poolStack{index: -1, diags: diag.List{diag.Fatalf("node pools %q and %q give the same CloudFormation name %s", other, p.Name, camel).
+				At(path + ".name").WithHint("rename one of them")}})
 			continue
 		}
 		seen[camel] = p.Name
+		pools = append(pools, poolStack{index: i})
+	}
+	parallel.For(len(pools), func(j int) {
+		ps := &pools[j]
+		if ps.index < 0 {
+			return
+		}
+		p := c.NodePools[ps.index]
+		path := fmt.Sprintf("nodePools[%d]", ps.index)
 		sn, d := pickSubnets(subnets, p.Subnets, path+".subnets")
-		diags = append(diags, d...)
+		ps.diags = d
 		st := newStack(names.NodePoolStack(p.Name), fmt.Sprintf("kube-aws %s: node pool %s", c.ClusterName, p.Name))
 		prot, err := machineStack(st, c, machines{
 			role: construct.Worker, pool: p.Name, name: names.NodePoolStack(p.Name),
@@ -80,11 +102,17 @@ func Initialise(c *config.Cluster, v Values) (*construct.Set, diag.List) {
 			subnets: sn, spot: p.Spot, sgOutput: names.OutputWorkerSecurityGroup, asgTags: poolTags(c, p),
 		})
 		if err != nil {
-			diags = append(diags, diag.Fatalf("node pool %s stack: %v", p.Name, err).At(path+".name"))
-			continue
+			ps.diags = append(ps.diags, diag.Fatalf("node pool %s stack: %v", p.Name, err).At(path+".name"))
+			return
 		}
-		set.Protected = append(set.Protected, prot...)
-		set.Stacks = append(set.Stacks, st.done())
+		ps.st, ps.prot = st, prot
+	})
+	for _, ps := range pools {
+		diags = append(diags, ps.diags...)
+		if ps.st != nil {
+			set.Protected = append(set.Protected, ps.prot...)
+			set.Stacks = append(set.Stacks, ps.st.done())
+		}
 	}
 
 	// Private subnets without NAT gateways are core/config's warning, with
