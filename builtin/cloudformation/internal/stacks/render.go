@@ -8,6 +8,7 @@ import (
 	"github.com/kube-aws/kube-aws/core/construct"
 	"github.com/kube-aws/kube-aws/core/diag"
 	"github.com/kube-aws/kube-aws/core/names"
+	"github.com/kube-aws/kube-aws/core/parallel"
 	"github.com/kube-aws/kube-aws/core/stage"
 )
 
@@ -76,17 +77,27 @@ func Render(c *config.Cluster, v Values, pools map[string]Values, set *construct
 		}
 	}
 	diags = append(diags, openMetadata(c, stacks, set.PodMetadata)...)
+	poolTags := map[string]map[string]string{}
+	for _, p := range c.NodePools {
+		if pv, ok := pools[p.Name]; ok {
+			poolTags[names.NodePoolStack(p.Name)] = pv.Tags
+		}
+	}
+	// Each stack's template is its own: they are written on every CPU (a
+	// hundred machine stacks at 100 node pools), and taken in name order.
+	rendered := make([]*cfn.Rendered, len(order))
+	stackDiags := make([]diag.List, len(order))
+	parallel.For(len(order), func(i int) {
+		tags, ok := poolTags[order[i]]
+		if !ok {
+			tags = v.Tags
+		}
+		rendered[i], stackDiags[i] = cfn.RenderStack(stacks[order[i]], c.Tags, tags)
+	})
 	var files []stage.File
 	var specs []stage.StackSpec
-	for _, n := range order {
-		tags := v.Tags
-		for _, p := range c.NodePools {
-			if pv, ok := pools[p.Name]; ok && n == names.NodePoolStack(p.Name) {
-				tags = pv.Tags
-			}
-		}
-		r, d := cfn.RenderStack(stacks[n], c.Tags, tags)
-		diags = append(diags, d...)
+	for i, r := range rendered {
+		diags = append(diags, stackDiags[i]...)
 		if r == nil {
 			continue
 		}
