@@ -3,7 +3,6 @@ package stages
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,28 +11,14 @@ import (
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/stage"
+	"github.com/kube-aws/kube-aws/test/pemtest"
 )
-
-func pemKey(seed uint64) string {
-	r := rand.New(rand.NewPCG(seed, 1))
-	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-	var b strings.Builder
-	b.WriteString("-----BEGIN EC PRIVATE KEY-----\n")
-	for i := range 160 {
-		if i > 0 && i%64 == 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteByte(b64[r.IntN(len(b64))])
-	}
-	b.WriteString("\n-----END EC PRIVATE KEY-----\n")
-	return b.String()
-}
 
 // TestHoldsSecret tries config.ContainsSecret's search on the bytes of
 // files, where the middle of a long secret is found first.
 func TestHoldsSecret(t *testing.T) {
 	const anchorLen = 32 // the length of the middle piece config looks for
-	key := pemKey(1)
+	key := pemtest.Key(1)
 	off := (len(key) - anchorLen) / 2
 	anchor := key[off : off+anchorLen]
 	repeated := strings.Repeat("ab", 60)
@@ -83,7 +68,7 @@ func BenchmarkHoldsSecret(b *testing.B) {
 	content := renderedLike(1 << 20)
 	keys := make([]string, 10)
 	for i := range keys {
-		keys[i] = pemKey(uint64(i))
+		keys[i] = pemtest.Key(uint64(i))
 	}
 	b.Run("anchor", func(b *testing.B) {
 		b.SetBytes(int64(len(content) * len(keys)))
@@ -326,7 +311,7 @@ func lstat(t *testing.T, p string) os.FileInfo {
 // by one in path order would have: the first by path, whatever its fault,
 // and nothing is written.
 func TestWriteOutputRefusesTheFirstFaultyFileByPath(t *testing.T) {
-	secret := pemKey(7)
+	secret := pemtest.Key(7)
 	secrets := map[string]string{"((secret:dex/key))": secret}
 	ok := func(p string) stage.File {
 		return stage.File{Path: p, Content: []byte("fine " + p + "\n"), Plugin: "p"}
@@ -374,13 +359,13 @@ func TestWriteOutputRefusesTheFirstFaultyFileByPath(t *testing.T) {
 func BenchmarkWriteOutputUnchanged(b *testing.B) {
 	secrets := map[string]string{}
 	for i := range 10 {
-		secrets[fmt.Sprintf("((secret:pki/key%d))", i)] = pemKey(uint64(1000 + i))
+		secrets[fmt.Sprintf("((secret:pki/key%d))", i)] = pemtest.Key(uint64(1000 + i))
 	}
 	var files []stage.File
 	for i := range 214 {
 		var content strings.Builder
 		for content.Len() < 12_000 {
-			content.WriteString(pemKey(uint64(i)))
+			content.WriteString(pemtest.Key(uint64(i)))
 		}
 		files = append(files, stage.File{Path: fmt.Sprintf("stacks/pool%03d.json", i), Content: []byte(content.String()), Plugin: "cloudformation"})
 	}

@@ -3,13 +3,13 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/kube-aws/kube-aws/core/diag"
+	"github.com/kube-aws/kube-aws/test/pemtest"
 )
 
 const sentinel = "s3cr3t-SENTINEL-9f8e"
@@ -272,22 +272,6 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// testKey is a PEM private key made of seeded random base64.
-func testKey(seed uint64) string {
-	r := rand.New(rand.NewPCG(seed, 1))
-	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-	var b strings.Builder
-	b.WriteString("-----BEGIN EC PRIVATE KEY-----\n")
-	for i := range 160 {
-		if i > 0 && i%64 == 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteByte(b64[r.IntN(len(b64))])
-	}
-	b.WriteString("\n-----END EC PRIVATE KEY-----\n")
-	return b.String()
-}
-
 // stateLike is JSON like a state file: certificates and their keys' markers,
 // many a "-----BEGIN" but no secret.
 func stateLike(n int) string {
@@ -302,7 +286,7 @@ func stateLike(n int) string {
 // in text full of other PEM blocks, and leaves text holding only pieces of
 // it alone.
 func TestRedactFindsKeysAmongCertificates(t *testing.T) {
-	key := testKey(1)
+	key := pemtest.Key(1)
 	quoted, _ := json.Marshal(key)
 	secrets := Secrets{"((secret:pki/key))": key}
 	filler := stateLike(4096)
@@ -335,7 +319,7 @@ func BenchmarkRedactState(b *testing.B) {
 	text := stateLike(1 << 20)
 	secrets := Secrets{}
 	for i := range 10 {
-		secrets[fmt.Sprintf("((secret:pki/key%d))", i)] = testKey(uint64(i))
+		secrets[fmt.Sprintf("((secret:pki/key%d))", i)] = pemtest.Key(uint64(i))
 	}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
