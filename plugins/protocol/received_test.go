@@ -45,7 +45,7 @@ var chunkings = []int{1 << 30, 16 << 10, 7, 3, 1}
 // decodes, and plugins that receive the same set share its decoding.
 func TestRequestCodecDecodesWhatProtoDecodes(t *testing.T) {
 	sent := func(in *stage.Input) []byte {
-		req, err := requestToPB(in, 7)
+		req, err := requestFor(in, 7, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 	return b
 }
 
-// mustField returns the constructs field as requestToPB puts it, last.
+// mustField returns the constructs field as requestFor puts it, last.
 func mustField(t *testing.T, wire []byte) []byte {
 	t.Helper()
 	f, ok := newMessage(mem.BufferSlice{mem.SliceBuffer(wire)}).sharedFields()
@@ -150,7 +150,7 @@ func mustField(t *testing.T, wire []byte) []byte {
 
 // Bad bytes are refused as gRPC's codec refuses them, and never panic.
 func TestRequestCodecRefusesWhatProtoRefuses(t *testing.T) {
-	req, err := requestToPB(fullInput(), 7)
+	req, err := requestFor(fullInput(), 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestRequestCodecRefusesWhatProtoRefuses(t *testing.T) {
 func TestRequestsSharingASetGetInputsOfTheirOwn(t *testing.T) {
 	in := fullInput()
 	in.Constructs.Stacks[0].Name = "concurrent"
-	req, err := requestToPB(in, 7)
+	req, err := requestFor(in, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

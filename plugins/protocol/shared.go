@@ -52,20 +52,15 @@ var sharedSet struct {
 	carried map[any]bool
 }
 
-// requestToPB is InputToPB for sending: the construct set and the values are
-// not converted into the request but carried in its unknown fields, already
-// encoded as fields values (3) and constructs (5). Protobuf writes unknown
-// fields as they are after the known ones, and the order of fields on the
-// wire is free, so the plugin decodes exactly the request InputToPB would
-// have made.
-func requestToPB(in *stage.Input, hostServiceID uint32) (*pb.StageRequest, error) {
-	return requestFor(in, hostServiceID, nil)
-}
-
-// requestFor is requestToPB for a plugin of the process behind conn (nil:
-// a process that does not take constructs_id). The first request of an
-// Input for that process carries the set and its id; every other names it
-// by its id alone.
+// requestFor is InputToPB for sending to a plugin of the process behind
+// conn (nil: a process that does not take constructs_id): the construct set
+// and the values are not converted into the request but carried in its
+// unknown fields, already encoded as fields values (3) and constructs (5).
+// Protobuf writes unknown fields as they are after the known ones, and the
+// order of fields on the wire is free, so the plugin decodes exactly the
+// request InputToPB would have made. The first request of an Input for a
+// process that takes constructs_id carries the set and its id; every
+// other names it by its id alone.
 func requestFor(in *stage.Input, hostServiceID uint32, conn any) (*pb.StageRequest, error) {
 	if in == nil || in.Constructs == nil && len(in.Values) == 0 {
 		return InputToPB(in, hostServiceID), nil
@@ -166,7 +161,7 @@ func (c sendCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if len(field) == 0 {
 		return c.CodecV2.Marshal(v)
 	}
-	// The request is the caller's own, made for this one call (requestToPB),
+	// The request is the caller's own, made for this one call (requestFor),
 	// so taking its unknown fields off while it is encoded races nothing.
 	m.SetUnknown(nil)
 	data, err := c.CodecV2.Marshal(req)

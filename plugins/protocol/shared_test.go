@@ -17,7 +17,7 @@ import (
 
 // A request whose construct set travels pre-encoded reaches the plugin as
 // the request InputToPB makes, whatever the input holds.
-func TestRequestToPBIsInputToPB(t *testing.T) {
+func TestRequestForIsInputToPB(t *testing.T) {
 	full := fullInput()
 	noSet := fullInput()
 	noSet.Constructs = nil
@@ -39,7 +39,7 @@ func TestRequestToPBIsInputToPB(t *testing.T) {
 		{"nil input", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := requestToPB(tc.in, 7)
+			req, err := requestFor(tc.in, 7, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestRequestToPBIsInputToPB(t *testing.T) {
 					wj, _ := json.Marshal(wantIn)
 					t.Errorf("input %s (host service %d)\nwant %s", gj, id, wj)
 				}
-				if req, err = requestToPB(tc.in, 7); err != nil {
+				if req, err = requestFor(tc.in, 7, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -167,7 +167,7 @@ func BenchmarkStageRequests(b *testing.B) {
 		for b.Loop() {
 			stageIn := *in // a new stage's input
 			for range 10 {
-				req, err := requestToPB(&stageIn, 7)
+				req, err := requestFor(&stageIn, 7, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -189,19 +189,19 @@ func BenchmarkStageRequests(b *testing.B) {
 // request's construct set goes out from the shared encoding, not a copy.
 func TestSendCodecWritesWhatProtoWrites(t *testing.T) {
 	codec := sendCodec{encoding.GetCodecV2("proto")}
-	withSet, err := requestToPB(fullInput(), 7)
+	withSet, err := requestFor(fullInput(), 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	noSet := fullInput()
 	noSet.Constructs = nil
-	withoutSet, err := requestToPB(noSet, 7)
+	withoutSet, err := requestFor(noSet, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	neither := fullInput()
 	neither.Constructs, neither.Values = nil, nil
-	bare, err := requestToPB(neither, 7)
+	bare, err := requestFor(neither, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
