@@ -71,7 +71,7 @@ func (s *Session) writeStateRedacting(name stage.Name, prev string, res *StageRe
 	if s.Plan.Config != nil {
 		st.Inputs.Config = s.Plan.Config.Hash
 	}
-	b, err := json.Marshal(st)
+	b, err := encodeState(st)
 	if err != nil {
 		return "", fmt.Errorf("encoding state of stage %s: %w", name, err)
 	}

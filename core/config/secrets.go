@@ -387,9 +387,10 @@ func scrubPairs(secrets Secrets) []scrubPair {
 			continue
 		}
 		pairs = append(pairs, scrubPair{plain, marker})
-		b, _ := json.Marshal(plain)
-		if esc := string(b[1 : len(b)-1]); esc != plain {
-			pairs = append(pairs, scrubPair{esc, marker})
+		for _, esc := range jsonForms(plain) {
+			if esc != plain {
+				pairs = append(pairs, scrubPair{esc, marker})
+			}
 		}
 	}
 	sort.Slice(pairs, func(i, j int) bool {
@@ -399,6 +400,26 @@ func scrubPairs(secrets Secrets) []scrubPair {
 		return pairs[i].marker < pairs[j].marker
 	})
 	return pairs
+}
+
+// jsonForms are the texts plain is written as inside a JSON string by
+// encoding/json: with <, > and & escaped (json.Marshal), and without
+// (an Encoder with SetEscapeHTML(false), as the built-ins write
+// CloudFormation bodies and the state copies them). The two are the same
+// unless plain holds one of those characters.
+func jsonForms(plain string) []string {
+	b, _ := json.Marshal(plain)
+	html := string(b[1 : len(b)-1])
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(plain)
+	noHTML := strings.TrimSuffix(buf.String(), "\n")
+	noHTML = noHTML[1 : len(noHTML)-1]
+	if noHTML == html {
+		return []string{html}
+	}
+	return []string{html, noHTML}
 }
 
 // RedactJSON redacts every secret in a JSON document (the cluster as

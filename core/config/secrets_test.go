@@ -185,6 +185,18 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", text, got, want)
 		}
 	}
+	// A secret with an HTML character in JSON, escaped as json.Marshal
+	// escapes it or as an Encoder without HTML escaping writes it.
+	html := Secrets{"((secret:a/values/h))": "p<w>&d\n2"}
+	for text, want := range map[string]string{
+		`{"v":"p\u003cw\u003e\u0026d\n2"}`: `{"v":"((secret:a/values/h))"}`,
+		`{"v":"p<w>&d\n2"}`:                `{"v":"((secret:a/values/h))"}`,
+		"p<w>&d\n2":                        "((secret:a/values/h))",
+	} {
+		if got := Redact(text, html); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", text, got, want)
+		}
+	}
 	for _, ptr := range []string{"/values/a~1b", "/values/my key (old)", "/nodePools/gpu/ünï/0", "/values/((secret:x))"} {
 		m := Marker("dex", ptr)
 		if got := MarkerPattern.FindAllString("x"+m+"y", -1); len(got) != 1 || got[0] != m {
