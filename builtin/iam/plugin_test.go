@@ -314,32 +314,61 @@ func TestCfnLint(t *testing.T) {
 	}
 }
 
-// TestManyNodePoolsFitTheStack renders the example with 150 node pools: the
-// iam stack stays within CloudFormation's 200 outputs and 500 resources.
+// TestManyNodePoolsFitTheStack renders the example with many node pools:
+// the iam stack stays within CloudFormation's 200 outputs and 500 resources
+// up to the most pools it can hold (one output each, beside the 8 of the
+// controllers, etcd and the OIDC provider); one more is refused at
+// nodePools, saying how many fit.
 func TestManyNodePoolsFitTheStack(t *testing.T) {
 	_, c := loadFixture(t, "example")
 	pool := c.NodePools[0]
-	c.NodePools = nil
-	for i := 0; i < 150; i++ {
-		p := pool
-		p.Name = fmt.Sprintf("pool%03d", i)
-		c.NodePools = append(c.NodePools, p)
-	}
-	cfg, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	init, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
-	if err != nil || init.Diagnostics.HasFatal() {
-		t.Fatalf("initialise: %v %v", err, init.Diagnostics)
-	}
-	res, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: init.Constructs}, Plugin: "iam"})
-	if err != nil || res.Diagnostics.HasFatal() {
-		t.Fatalf("render of 150 pools: %v %v", err, res.Diagnostics)
-	}
-	tmpl := template(t, res)
-	if n := len(tmpl["Outputs"].(map[string]any)); n != 150+6+2 {
-		t.Errorf("outputs: %d, want one per pool, three each for controller and etcd and two of the OIDC provider (158)", n)
+	for _, tc := range []struct {
+		pools int
+		fatal string // "" when it fits
+	}{
+		{150, ""},
+		{192, ""},
+		{193, "193 node pools need 193 outputs of the iam stack"},
+		{250, "at most 192 node pools"},
+	} {
+		t.Run(fmt.Sprint(tc.pools), func(t *testing.T) {
+			c := *c
+			c.NodePools = nil
+			for i := range tc.pools {
+				p := pool
+				p.Name = fmt.Sprintf("pool%03d", i)
+				c.NodePools = append(c.NodePools, p)
+			}
+			cfg, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			init, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
+			if err != nil || init.Diagnostics.HasFatal() {
+				t.Fatalf("initialise: %v %v", err, init.Diagnostics)
+			}
+			res, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: init.Constructs}, Plugin: "iam"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.fatal != "" {
+				ds := res.Diagnostics
+				if len(ds) != 1 || !ds.HasFatal() || ds[0].Path != "nodePools" || !strings.Contains(ds[0].Error(), tc.fatal) {
+					t.Fatalf("want one fatal at nodePools saying %q, got:\n%s", tc.fatal, ds.Error())
+				}
+				if len(res.Files) != 0 {
+					t.Fatalf("a refused stack was written: %d file(s)", len(res.Files))
+				}
+				return
+			}
+			if res.Diagnostics.HasFatal() {
+				t.Fatalf("render of %d pools: %v", tc.pools, res.Diagnostics)
+			}
+			tmpl := template(t, res)
+			if n := len(tmpl["Outputs"].(map[string]any)); n != tc.pools+6+2 {
+				t.Errorf("outputs: %d, want one per pool, three each for controller and etcd and two of the OIDC provider (%d)", n, tc.pools+8)
+			}
+		})
 	}
 }

@@ -225,12 +225,33 @@ func Render(c *config.Cluster, set *construct.Set) ([]stage.File, []stage.StackS
 	s, d := merge.Late(s, Plugin, set)
 	diags = append(diags, d...)
 
+	if d := tooManyOutputs(len(s.Outputs), len(pools)); d != nil {
+		// The stack's own check would say the same to a plugin author.
+		return nil, nil, append(diags, *d)
+	}
 	r, d := cfn.RenderStack(s, c.Tags, nil)
 	diags = append(diags, d...)
 	if r == nil {
 		return nil, nil, diags
 	}
 	return []stage.File{r.File}, []stage.StackSpec{r.Spec}, diags
+}
+
+// tooManyOutputs explains, to whoever writes cluster.yaml, an iam stack
+// with more outputs than CloudFormation allows: each node pool has one
+// (its instance profile, which the pool's stack takes as a parameter), so
+// the number of node pools is what the user can change.
+func tooManyOutputs(outputs, pools int) *diag.Diagnostic {
+	if outputs <= cfn.MaxOutputs || pools == 0 {
+		return nil
+	}
+	others := outputs - pools
+	d := diag.Fatalf("%d node pools need %d outputs of the iam stack, one each, beside the %d of the controllers, etcd and pod roles: "+
+		"over CloudFormation's limit of %d outputs per stack", pools, pools, others, cfn.MaxOutputs).
+		At("nodePools").
+		WithHint(fmt.Sprintf("this cluster can have at most %d node pools: merge pools that differ only in their sizes, "+
+			"or split the workloads across two clusters", max(cfn.MaxOutputs-others, 0)))
+	return &d
 }
 
 func poolSuffix(pool string) string {
