@@ -114,7 +114,7 @@ func newEngine(ctx context.Context, in *sdk.Input[values]) (*engine.Engine, engi
 		return nil, engine.Target{}, err
 	}
 	t := engine.Target{Cluster: c, Rendered: in.Rendered, Secrets: in.Secrets, NodeAgentDir: nodeAgentDir(),
-		MirrorDir: c.Artifacts.MirrorDir(in.WorkDir)}
+		MirrorDir: c.Artifacts.MirrorDir(in.WorkDir), AllowIssuerChange: in.AWS != nil && in.AWS.AllowIssuerChange}
 	if in.Constructs != nil {
 		t.Artifacts = in.Constructs.Artifacts
 	}
@@ -146,6 +146,12 @@ func (plugin) Deploy(ctx context.Context, in *sdk.Input[values]) (*stage.Result,
 	var skew *engine.VersionSkewError
 	if errors.As(err, &skew) {
 		d := diag.Fatalf("%v", err).At("kubernetesVersion").WithHint(skew.Skew.Hint)
+		d.Plugin = "deploy"
+		return &stage.Result{Diagnostics: diag.List{d}}, nil
+	}
+	var issuer *engine.IssuerChangeError
+	if errors.As(err, &issuer) {
+		d := diag.Fatalf("%v", err).At("s3URI").WithHint(issuer.Hint())
 		d.Plugin = "deploy"
 		return &stage.Result{Diagnostics: diag.List{d}}, nil
 	}

@@ -41,6 +41,7 @@ says which stage to run again. render writes the output folder like ` + "`kube-a
 	// deploy and validate reach AWS: the same AWS flags as up.
 	a.add(cmd, "stage deploy: confirm without asking (recreate a stack in ROLLBACK_COMPLETE; with --force-unlock, remove the lock)")
 	cmd.Flags().BoolVar(&a.ForceUnlock, "force-unlock", false, "stage deploy: remove the deploy lock first (only when the deploy holding it is dead; needs --yes)")
+	cmd.Flags().BoolVar(&a.AllowIssuerChange, "allow-issuer-change", false, "stage deploy: let a changed s3URI change the running cluster's service-account issuer")
 	cmd.Flags().StringVar(&out, "out", "rendered", "output folder of the render stage")
 	return cmd
 }

@@ -33,7 +33,12 @@ with --yes. A deploy lock in S3 keeps two ups of one cluster apart; the one
 refused names who holds it. --force-unlock removes a lock left by a deploy that
 died (asks first on a terminal; needs --yes otherwise). Interrupted (Ctrl-C,
 SIGTERM), up stops its waits, releases the lock and exits 130; a second up
-resumes; a second Ctrl-C stops at once.`,
+resumes; a second Ctrl-C stops at once.
+
+s3URI names the cluster's service-account issuer: up refuses, before it
+uploads anything, an s3URI that would change the issuer of a running cluster
+(every pod's token would be refused until renewed); --allow-issuer-change
+lets it, and the pods must then be restarted.`,
 		Example: `  kube-aws up
   kube-aws up --profile prod --region eu-west-1 --outputs-file deploy.json
   CI=1 kube-aws up --yes --timeout 45m --output json
@@ -58,6 +63,7 @@ resumes; a second Ctrl-C stops at once.`,
 	a.add(cmd, "confirm without asking: recreate a stack in ROLLBACK_COMPLETE, remove the lock with --force-unlock")
 	f := cmd.Flags()
 	f.BoolVar(&a.ForceUnlock, "force-unlock", false, "remove the deploy lock first (only when the deploy holding it is dead)")
+	f.BoolVar(&a.AllowIssuerChange, "allow-issuer-change", false, "let a changed s3URI change the running cluster's service-account issuer (every pod's token is refused until renewed)")
 	f.StringVar(&out, "out", "rendered", "render output folder")
 	f.StringVar(&outputsFile, "outputs-file", "", "also write the deploy result (stacks, statuses, outputs) to this file as JSON")
 	return cmd

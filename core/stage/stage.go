@@ -121,6 +121,9 @@ type AWSSettings struct {
 	Yes bool `json:"yes,omitempty"`
 	// ForceUnlock removes the deploy lock first (--force-unlock).
 	ForceUnlock bool `json:"forceUnlock,omitempty"`
+	// AllowIssuerChange lets a deploy change the service-account issuer of
+	// a running cluster (--allow-issuer-change).
+	AllowIssuerChange bool `json:"allowIssuerChange,omitempty"`
 }
 
 // PluginValues are one plugin's values, cluster-wide and per node pool

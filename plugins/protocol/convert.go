@@ -380,7 +380,8 @@ func awsToPB(a *stage.AWSSettings) *pb.AWSSettings {
 		return nil
 	}
 	return &pb.AWSSettings{Profile: a.Profile, Region: a.Region, EndpointUrl: a.EndpointURL,
-		TimeoutMillis: a.Timeout.Milliseconds(), Yes: a.Yes, ForceUnlock: a.ForceUnlock}
+		TimeoutMillis: a.Timeout.Milliseconds(), Yes: a.Yes, ForceUnlock: a.ForceUnlock,
+		AllowIssuerChange: a.AllowIssuerChange}
 }
 
 func awsFromPB(a *pb.AWSSettings) *stage.AWSSettings {
@@ -388,7 +389,8 @@ func awsFromPB(a *pb.AWSSettings) *stage.AWSSettings {
 		return nil
 	}
 	return &stage.AWSSettings{Profile: a.GetProfile(), Region: a.GetRegion(), EndpointURL: a.GetEndpointUrl(),
-		Timeout: time.Duration(a.GetTimeoutMillis()) * time.Millisecond, Yes: a.GetYes(), ForceUnlock: a.GetForceUnlock()}
+		Timeout: time.Duration(a.GetTimeoutMillis()) * time.Millisecond, Yes: a.GetYes(), ForceUnlock: a.GetForceUnlock(),
+		AllowIssuerChange: a.GetAllowIssuerChange()}
 }
 
 func diffToPB(d *stage.DiffResult) *pb.DiffResult {

@@ -117,7 +117,7 @@ func fullInput() *stage.Input {
 		Secrets: map[string]string{"dex/token": "s3cr3t"},
 		WorkDir: "/work/cluster",
 		AWS: &stage.AWSSettings{Profile: "prod", Region: "eu-west-1", EndpointURL: "http://127.0.0.1:5000",
-			Timeout: 45 * time.Minute, Yes: true, ForceUnlock: true},
+			Timeout: 45 * time.Minute, Yes: true, ForceUnlock: true, AllowIssuerChange: true},
 	}
 }
 

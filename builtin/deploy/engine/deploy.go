@@ -52,6 +52,24 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 	}
 	defer release()
 
+	// What runs now is checked before anything is uploaded: a refused
+	// deploy leaves the bucket as it was.
+	existing, orphans, err := e.survey(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersionSkew(p.t.Cluster, existing[names.StackControlPlane]); err != nil {
+		return nil, err
+	}
+	var issuer *IssuerChangeError
+	if err := checkIssuer(p.t.Cluster, existing[names.StackIAM]); errors.As(err, &issuer) {
+		if !t.AllowIssuerChange {
+			return nil, err
+		}
+		e.say("", "the service-account issuer changes from %s to %s (--allow-issuer-change): once this up is done, "+
+			"restart every pod that talks to the API server", issuer.From, issuer.To)
+	}
+
 	if err := p.resolveNodeAgent(); err != nil {
 		return nil, err
 	}
@@ -79,13 +97,6 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 		e.say("", "uploaded %d objects to s3://%s (%d already there)", res.Uploaded, p.loc.Bucket, res.Present)
 	}
 
-	existing, orphans, err := e.survey(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkVersionSkew(p.t.Cluster, existing[names.StackControlPlane]); err != nil {
-		return nil, err
-	}
 	for _, o := range orphans {
 		e.say("", "stack %s of cluster %s is no longer rendered (a removed node pool?): up leaves it; delete it by hand, or kube-aws destroy removes it with the cluster", o, p.cluster)
 	}
@@ -237,4 +248,45 @@ type VersionSkewError struct {
 
 func (e *VersionSkewError) Error() string {
 	return fmt.Sprintf("the cluster runs Kubernetes %s (the control-plane stack's %s output): %v; nothing was changed", e.Skew.From, names.OutputKubernetesVersion, e.Skew)
+}
+
+// checkIssuer refuses, before any stack changes, a service-account issuer
+// other than the one the running cluster's tokens carry (the iam stack's
+// ServiceAccountIssuer output). The issuer is made from s3URI, so moving
+// the cluster's bucket or prefix changes it: the new API servers would
+// refuse every token the pods hold until the kubelet renews it (up to an
+// hour), and pod roles would trust a new IAM OIDC provider.
+func checkIssuer(c *config.Cluster, iamStack *cftypes.Stack) error {
+	if iamStack == nil {
+		return nil
+	}
+	running := ""
+	for _, o := range iamStack.Outputs {
+		if aws.ToString(o.OutputKey) == names.OutputServiceAccountIssuer {
+			running = aws.ToString(o.OutputValue)
+		}
+	}
+	want, d := config.ServiceAccountIssuer(c)
+	if running == "" || d != nil || want == running {
+		return nil
+	}
+	return &IssuerChangeError{From: running, To: want, S3URI: c.S3URI}
+}
+
+// IssuerChangeError is a deploy that would change a running cluster's
+// service-account issuer; Deploy changed no stack.
+type IssuerChangeError struct {
+	From, To, S3URI string
+}
+
+func (e *IssuerChangeError) Error() string {
+	return fmt.Sprintf("s3URI %s would change the service-account issuer of the running cluster from %s to %s (the iam stack's %s output): "+
+		"the new API servers would refuse the token of every pod until its kubelet renews it, up to an hour, and pod roles would trust a new IAM OIDC provider; no stack was changed",
+		e.S3URI, e.From, e.To, names.OutputServiceAccountIssuer)
+}
+
+// Hint says how to go on.
+func (e *IssuerChangeError) Hint() string {
+	return "set s3URI back to the bucket and prefix of " + e.From + "; to move the cluster anyway, run again with --allow-issuer-change, " +
+		"then restart every pod that talks to the API server (kubectl rollout restart for each Deployment and DaemonSet, kube-system included)"
 }

@@ -145,6 +145,9 @@ type Target struct {
 	// bin/kube-aws-plugins/libexec), uploaded to <prefix>/assets/<sha256>
 	// for machine stacks' bootstrap.
 	NodeAgentDir string
+	// AllowIssuerChange lets Deploy change the service-account issuer of a
+	// running cluster (see IssuerChangeError).
+	AllowIssuerChange bool
 }
 
 // New loads the AWS configuration and makes the clients.

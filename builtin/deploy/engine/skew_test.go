@@ -43,3 +43,42 @@ func TestVersionSkewAgainstTheRunningCluster(t *testing.T) {
 		}
 	}
 }
+
+// Deploy refuses, before it changes anything, an s3URI that changes the
+// service-account issuer of the running cluster.
+func TestIssuerChangeAgainstTheRunningCluster(t *testing.T) {
+	c := &config.Cluster{Region: "eu-west-1", S3URI: "s3://bucket/clusters/a"}
+	same, _ := config.ServiceAccountIssuer(c)
+	running := func(issuer string) *cftypes.Stack {
+		return &cftypes.Stack{Outputs: []cftypes.Output{{OutputKey: aws.String("InstanceProfileController"), OutputValue: aws.String("p")},
+			{OutputKey: aws.String("ServiceAccountIssuer"), OutputValue: aws.String(issuer)}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		stack *cftypes.Stack
+		s3URI string
+		want  bool
+	}{
+		{"first deploy", nil, c.S3URI, false},
+		{"unchanged", running(same), c.S3URI, false},
+		{"an older stack without the output", &cftypes.Stack{}, "s3://other/x", false},
+		{"another prefix", running(same), "s3://bucket/clusters/b", true},
+		{"another bucket", running(same), "s3://other/clusters/a", true},
+		{"an s3URI that does not parse (initialise reports it)", running(same), "bucket/clusters/a", false},
+	} {
+		cc := *c
+		cc.S3URI = tc.s3URI
+		err := checkIssuer(&cc, tc.stack)
+		var ie *IssuerChangeError
+		if !tc.want {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if !errors.As(err, &ie) || ie.From != same || ie.To == same || !strings.Contains(err.Error(), "no stack was changed") ||
+			!strings.Contains(ie.Hint(), "--allow-issuer-change") || !strings.Contains(ie.Hint(), same) {
+			t.Errorf("%s: got %v", tc.name, err)
+		}
+	}
+}

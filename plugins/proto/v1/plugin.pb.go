@@ -496,9 +496,12 @@ type AWSSettings struct {
 	// --yes: confirmed up front what would otherwise need a prompt.
 	Yes bool `protobuf:"varint,5,opt,name=yes,proto3" json:"yes,omitempty"`
 	// --force-unlock: remove the deploy lock first.
-	ForceUnlock   bool `protobuf:"varint,6,opt,name=force_unlock,json=forceUnlock,proto3" json:"force_unlock,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ForceUnlock bool `protobuf:"varint,6,opt,name=force_unlock,json=forceUnlock,proto3" json:"force_unlock,omitempty"`
+	// --allow-issuer-change: a deploy may change a running cluster's
+	// service-account issuer.
+	AllowIssuerChange bool `protobuf:"varint,7,opt,name=allow_issuer_change,json=allowIssuerChange,proto3" json:"allow_issuer_change,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AWSSettings) Reset() {
@@ -569,6 +572,13 @@ func (x *AWSSettings) GetYes() bool {
 func (x *AWSSettings) GetForceUnlock() bool {
 	if x != nil {
 		return x.ForceUnlock
+	}
+	return false
+}
+
+func (x *AWSSettings) GetAllowIssuerChange() bool {
+	if x != nil {
+		return x.AllowIssuerChange
 	}
 	return false
 }
@@ -4036,14 +4046,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xee\x01\n" +
 	"\vAWSSettings\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12!\n" +
 	"\fendpoint_url\x18\x03 \x01(\tR\vendpointUrl\x12%\n" +
 	"\x0etimeout_millis\x18\x04 \x01(\x03R\rtimeoutMillis\x12\x10\n" +
 	"\x03yes\x18\x05 \x01(\bR\x03yes\x12!\n" +
-	"\fforce_unlock\x18\x06 \x01(\bR\vforceUnlock\"\xcd\x01\n" +
+	"\fforce_unlock\x18\x06 \x01(\bR\vforceUnlock\x12.\n" +
+	"\x13allow_issuer_change\x18\a \x01(\bR\x11allowIssuerChange\"\xcd\x01\n" +
 	"\fPluginValues\x12\x1f\n" +
 	"\vvalues_json\x18\x01 \x01(\fR\n" +
 	"valuesJson\x12Z\n" +
