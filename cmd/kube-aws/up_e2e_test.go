@@ -451,6 +451,9 @@ func TestAnIssuerChangeIsRefusedUntilAllowed(t *testing.T) {
 	}
 	before := issuer()
 	l.edit("s3URI: s3://kube-aws-demo-assets/clusters/demo\n", "s3URI: s3://kube-aws-demo-assets/clusters/demo-moved\n")
+	if _, stderr, _ := l.run("diff", "--endpoint-url", l.endpoint); !strings.Contains(stderr, "up would refuse this: s3URI s3://kube-aws-demo-assets/clusters/demo-moved") {
+		t.Fatalf("diff does not say that up would refuse the moved s3URI:\n%s", stderr)
+	}
 	stdout, stderr, code := l.run("up", "--endpoint-url", l.endpoint)
 	if code != 1 || !strings.Contains(stderr, "s3URI") || !strings.Contains(stderr, "service-account issuer of the running cluster from "+before) ||
 		!strings.Contains(stderr, "--allow-issuer-change") || !strings.Contains(stderr, "no stack was changed") {

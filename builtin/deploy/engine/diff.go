@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -40,6 +41,10 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*stage.DiffResult, error) 
 	current, orphans, err := e.survey(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	var issuer *IssuerChangeError
+	if err := checkIssuer(p.t.Cluster, current[names.StackIAM]); errors.As(err, &issuer) && !t.AllowIssuerChange {
+		e.say("", "up would refuse this: %v; %s", issuer, issuer.Hint())
 	}
 	var mu sync.Mutex
 	// The outputs of every live stack, read the way Deploy reads them
