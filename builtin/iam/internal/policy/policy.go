@@ -246,7 +246,7 @@ func tooManyOutputs(outputs, pools int) *diag.Diagnostic {
 		return nil
 	}
 	others := outputs - pools
-	d := diag.Fatalf("%d node pools need %d outputs of the iam stack, one each, beside the %d of the controllers, etcd and pod roles: "+
+	d := diag.Fatalf("%d node pools need %d outputs of the iam stack, one each, beside the %d of the controllers, etcd, the OIDC provider and pod roles: "+
 		"over CloudFormation's limit of %d outputs per stack", pools, pools, others, cfn.MaxOutputs).
 		At("nodePools").
 		WithHint(fmt.Sprintf("this cluster can have at most %d node pools: merge pools that differ only in their sizes, "+
