@@ -91,15 +91,15 @@ func openObject(dst, obj []byte) []byte {
 	return dst
 }
 
-// stackSections are construct.Stack's JSON bodies, in its field order.
-func stackSections(s *construct.Stack) [5]struct {
+// rawSection is one of a stack's sections of JSON bodies.
+type rawSection struct {
 	name string
 	m    map[string]json.RawMessage
-} {
-	return [5]struct {
-		name string
-		m    map[string]json.RawMessage
-	}{
+}
+
+// stackSections are construct.Stack's JSON bodies, in its field order.
+func stackSections(s *construct.Stack) [5]rawSection {
+	return [5]rawSection{
 		{"resources", s.Resources}, {"outputs", s.Outputs}, {"parameters", s.Parameters},
 		{"conditions", s.Conditions}, {"mappings", s.Mappings},
 	}
