@@ -3,6 +3,7 @@ package stages
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -131,12 +132,7 @@ func appendStack(dst []byte, s *construct.Stack) ([]byte, error) {
 		dst = append(dst, ',')
 		dst = strconv.AppendQuote(dst, sec.name)
 		dst = append(dst, ':', '{')
-		keys := make([]string, 0, len(sec.m))
-		for k := range sec.m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(sec.m)) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}

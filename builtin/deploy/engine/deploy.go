@@ -61,13 +61,12 @@ func (e *Engine) Deploy(ctx context.Context, t Target) (*Result, error) {
 	if err := checkVersionSkew(p.t.Cluster, existing[names.StackControlPlane]); err != nil {
 		return nil, err
 	}
-	var issuer *IssuerChangeError
-	if err := checkIssuer(p.t.Cluster, existing[names.StackIAM]); errors.As(err, &issuer) {
+	if ic := issuerChange(p.t.Cluster, existing[names.StackIAM]); ic != nil {
 		if !t.AllowIssuerChange {
-			return nil, err
+			return nil, ic
 		}
 		e.say("", "the service-account issuer changes from %s to %s (--allow-issuer-change): once this up is done, "+
-			"restart every pod that talks to the API server", issuer.From, issuer.To)
+			"restart every pod that talks to the API server", ic.From, ic.To)
 	}
 
 	if err := p.resolveNodeAgent(); err != nil {
@@ -250,13 +249,13 @@ func (e *VersionSkewError) Error() string {
 	return fmt.Sprintf("the cluster runs Kubernetes %s (the control-plane stack's %s output): %v; nothing was changed", e.Skew.From, names.OutputKubernetesVersion, e.Skew)
 }
 
-// checkIssuer refuses, before any stack changes, a service-account issuer
+// issuerChange is, before any stack changes, a service-account issuer
 // other than the one the running cluster's tokens carry (the iam stack's
 // ServiceAccountIssuer output). The issuer is made from s3URI, so moving
 // the cluster's bucket or prefix changes it: the new API servers would
 // refuse every token the pods hold until the kubelet renews it (up to an
 // hour), and pod roles would trust a new IAM OIDC provider.
-func checkIssuer(c *config.Cluster, iamStack *cftypes.Stack) error {
+func issuerChange(c *config.Cluster, iamStack *cftypes.Stack) *IssuerChangeError {
 	if iamStack == nil {
 		return nil
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -42,9 +41,8 @@ func (e *Engine) Diff(ctx context.Context, t Target) (*stage.DiffResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	var issuer *IssuerChangeError
-	if err := checkIssuer(p.t.Cluster, current[names.StackIAM]); errors.As(err, &issuer) && !t.AllowIssuerChange {
-		e.say("", "up would refuse this: %v; %s", issuer, issuer.Hint())
+	if ic := issuerChange(p.t.Cluster, current[names.StackIAM]); ic != nil && !t.AllowIssuerChange {
+		e.say("", "up would refuse this: %v; %s", ic, ic.Hint())
 	}
 	var mu sync.Mutex
 	// The outputs of every live stack, read the way Deploy reads them
