@@ -34,7 +34,7 @@ func fixtureFile(name string) string {
 	return filepath.Join("..", "cloudformation", "testdata", name+".yaml")
 }
 
-func loadFixture(t *testing.T, name string) (json.RawMessage, *config.Cluster) {
+func loadFixture(t testing.TB, name string) (json.RawMessage, *config.Cluster) {
 	t.Helper()
 	file := fixtureFile(name)
 	y, err := os.ReadFile(file)
@@ -321,7 +321,6 @@ func TestCfnLint(t *testing.T) {
 // nodePools, saying how many fit.
 func TestManyNodePoolsFitTheStack(t *testing.T) {
 	_, c := loadFixture(t, "example")
-	pool := c.NodePools[0]
 	for _, tc := range []struct {
 		pools int
 		fatal string // "" when it fits
@@ -332,17 +331,7 @@ func TestManyNodePoolsFitTheStack(t *testing.T) {
 		{250, "at most 192 node pools"},
 	} {
 		t.Run(fmt.Sprint(tc.pools), func(t *testing.T) {
-			c := *c
-			c.NodePools = nil
-			for i := range tc.pools {
-				p := pool
-				p.Name = fmt.Sprintf("pool%03d", i)
-				c.NodePools = append(c.NodePools, p)
-			}
-			cfg, err := json.Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := withPools(t, c, tc.pools)
 			ctx := context.Background()
 			init, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
 			if err != nil || init.Diagnostics.HasFatal() {
@@ -370,5 +359,43 @@ func TestManyNodePoolsFitTheStack(t *testing.T) {
 				t.Errorf("outputs: %d, want one per pool, three each for controller and etcd and two of the OIDC provider (%d)", n, tc.pools+8)
 			}
 		})
+	}
+}
+
+// withPools is the cluster c with n copies of its first node pool.
+func withPools(t testing.TB, c *config.Cluster, n int) json.RawMessage {
+	t.Helper()
+	pool := c.NodePools[0]
+	cc := *c
+	cc.NodePools = nil
+	for i := range n {
+		p := pool
+		p.Name = fmt.Sprintf("pool%03d", i)
+		cc.NodePools = append(cc.NodePools, p)
+	}
+	cfg, err := json.Marshal(&cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// BenchmarkRender100Pools is the plugin's render of the example with 100
+// node pools, its initialise done once before.
+func BenchmarkRender100Pools(b *testing.B) {
+	_, c := loadFixture(b, "example")
+	cfg := withPools(b, c, 100)
+	ctx := context.Background()
+	init, err := sdk.Call(ctx, served, &sdk.Request{Input: &stage.Input{Stage: stage.Initialise, Config: cfg}, Plugin: "iam"})
+	if err != nil || init.Diagnostics.HasFatal() {
+		b.Fatalf("initialise: %v %v", err, init.Diagnostics)
+	}
+	req := &sdk.Request{Input: &stage.Input{Stage: stage.Render, Config: cfg, Constructs: init.Constructs}, Plugin: "iam"}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := sdk.Call(ctx, served, req)
+		if err != nil || res.Diagnostics.HasFatal() {
+			b.Fatalf("render: %v %v", err, res.Diagnostics)
+		}
 	}
 }
