@@ -15,13 +15,24 @@ import (
 // the same diagnostics as the merge of initialise: a resource defined
 // differently names both plugins, a patch to a missing resource or a
 // protected path is refused. The diagnostics are the render stage's.
+// built's bodies are used, not copied, and must be valid JSON (the
+// template check refuses one that is not); its maps are not written.
 func Late(built construct.Stack, renderer string, set *construct.Set) (construct.Stack, diag.List) {
 	if set == nil {
 		set = &construct.Set{}
 	}
 	m := newMerger(nil)
 	m.pluginIndex[renderer] = 0
+	// The caller's own bodies are taken as they are: it encoded them
+	// itself, and cfn.Template checks every body of the finished stack
+	// once more before it writes it. Checking and copying them here too
+	// was a fifth of the iam plugin's render at 100 node pools (one role
+	// and instance profile each). Other plugins' bodies are checked below
+	// as in the merge of initialise: that is where a broken one is blamed
+	// on its plugin.
+	m.ownBodies = true
 	m.addStack(renderer, &built)
+	m.ownBodies = false
 	for i := range set.Stacks {
 		st := &set.Stacks[i]
 		if st.Name != built.Name || st.Renderer == "" {

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -98,5 +99,23 @@ func TestLate(t *testing.T) {
 		if d.Plugin != w.plugin || d.Path != w.path || d.Stage != "render" || d.Severity != diag.Fatal || !strings.Contains(d.Message, w.text) {
 			t.Errorf("diagnostic %d: %s; want plugin %s, path %s, render, %q", i, d, w.plugin, w.path, w.text)
 		}
+	}
+
+	// The renderer's own bodies are taken as they are, but another
+	// plugin's broken body is still refused and blamed on it; the
+	// renderer's stack is not written either way.
+	junk := stack("iam", map[string]string{"Junk": `{"Type":`})
+	junk.Plugin, junk.Renderer = "junk", "iam"
+	out, diags = Late(built, "iam", &construct.Set{Stacks: []construct.Stack{junk}})
+	if len(diags) != 1 || diags[0].Plugin != "junk" || diags[0].Path != "constructs.stacks[iam].resources.Junk" ||
+		!strings.Contains(diags[0].Message, "not a JSON object") {
+		t.Fatalf("a broken body of another plugin: %s", diags.Error())
+	}
+	if _, ok := out.Resources["Junk"]; ok || len(out.Resources) != 2 {
+		t.Errorf("late stack with a refused body: %v", out.Resources)
+	}
+	out.Resources["Extra"] = json.RawMessage(`{}`)
+	if len(built.Resources) != 2 {
+		t.Errorf("Late's stack shares the renderer's map: %v", built.Resources)
 	}
 }

@@ -160,8 +160,11 @@ func (m *merger) later(a, b string) string {
 }
 
 type merger struct {
-	diags       diag.List
-	slab        []byte
+	diags diag.List
+	slab  []byte
+	// ownBodies is set while Late adds the stack its caller built: bodies
+	// are then neither checked nor copied (see Late).
+	ownBodies   bool
 	pluginIndex map[string]int
 
 	stacks      []*stackAcc

@@ -123,6 +123,11 @@ func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[str
 	noun := sectionInfo[sec].noun
 	for _, k := range sortedKeys(src) {
 		v := src[k]
+		if m.ownBodies {
+			(*dst)[k] = v
+			st.owner[ownerKey{sec, k}] = plugin
+			continue
+		}
 		if sec == secResources {
 			if !isJSONObject(v) {
 				m.fatal(plugin, stackPath(st.s.Name, sec, k),
