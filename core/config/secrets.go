@@ -318,16 +318,9 @@ func Redact(s string, secrets Secrets) string {
 	}
 	pairs := scrubPairs(secrets)
 	// Most text holds no secret: a state file of 100 node pools is a MB,
-	// which looking for each secret reads far faster than the replacer
+	// which looking for the secrets reads far faster than the replacer
 	// rewrites, and s is then returned without a copy.
-	found := false
-	for _, p := range pairs {
-		if ContainsSecret(s, p.plain) {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !holdsAny(s, pairs) {
 		return s
 	}
 	args := make([]string, 0, 2*len(pairs))
@@ -335,6 +328,28 @@ func Redact(s string, secrets Secrets) string {
 		args = append(args, p.plain, p.marker)
 	}
 	return strings.NewReplacer(args...).Replace(s)
+}
+
+// searchAtOnce is the length of text from which holdsAny prepares a
+// SecretSearch rather than looking for each secret in turn: a log line or
+// a message is not worth the preparation.
+const searchAtOnce = 16 << 10
+
+// holdsAny reports whether s holds the plain text of any pair.
+func holdsAny(s string, pairs []scrubPair) bool {
+	if len(s) >= searchAtOnce {
+		plains := make([]string, len(pairs))
+		for i, p := range pairs {
+			plains[i] = p.plain
+		}
+		return NewSecretSearch(plains).First(s) >= 0
+	}
+	for _, p := range pairs {
+		if ContainsSecret(s, p.plain) {
+			return true
+		}
+	}
+	return false
 }
 
 // anchorLen is the length of the part of a long secret ContainsSecret looks

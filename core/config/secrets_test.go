@@ -299,9 +299,16 @@ func stateLike(n int) string {
 // it alone.
 func TestRedactFindsKeysAmongCertificates(t *testing.T) {
 	key := pemtest.Key(1)
-	quoted, _ := json.Marshal(key)
 	secrets := Secrets{"((secret:pki/key))": key}
-	filler := stateLike(4096)
+	// A short text is searched for each secret in turn, a long one for
+	// all at once.
+	for _, size := range []int{4 << 10, searchAtOnce} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) { redactKeyAmongCertificates(t, key, secrets, stateLike(size)) })
+	}
+}
+
+func redactKeyAmongCertificates(t *testing.T, key string, secrets Secrets, filler string) {
+	quoted, _ := json.Marshal(key)
 	for _, tc := range []struct {
 		name, text, want string
 	}{
