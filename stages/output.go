@@ -129,8 +129,9 @@ func outputFiles(files []stage.File, versions map[string]string, secrets map[str
 	out := make([]outputFile, len(sorted))
 	sums := make([][sha256.Size]byte, len(sorted))
 	errs := make([]error, len(sorted))
+	held := newHeldSecrets(secrets)
 	parallel.For(len(sorted), func(i int) {
-		out[i], errs[i] = checkFile(sorted[i], secrets)
+		out[i], errs[i] = checkFile(sorted[i], held)
 		if errs[i] == nil {
 			sums[i] = sha256.Sum256(sorted[i].Content)
 		}
@@ -148,15 +149,13 @@ func outputFiles(files []stage.File, versions map[string]string, secrets map[str
 }
 
 // checkFile is one rendered file as it is to be written, or why it cannot be.
-func checkFile(f stage.File, secrets map[string]string) (outputFile, error) {
+func checkFile(f stage.File, secrets heldSecrets) (outputFile, error) {
 	clean, err := cleanOutputPath(f.Path)
 	if err != nil {
 		return outputFile{}, fmt.Errorf("rendered file %q of plugin %s: %w", f.Path, f.Plugin, err)
 	}
-	for marker, plain := range secrets {
-		if len(plain) >= 4 && holdsSecret(f.Content, plain) {
-			return outputFile{}, fmt.Errorf("rendered file %s of plugin %s holds the plain text of secret %s: plugins must write the marker, never the value", clean, f.Plugin, marker)
-		}
+	if marker, ok := secrets.in(f.Content); ok {
+		return outputFile{}, fmt.Errorf("rendered file %s of plugin %s holds the plain text of secret %s: plugins must write the marker, never the value", clean, f.Plugin, marker)
 	}
 	mode := os.FileMode(0o644)
 	if f.Mode != "" {
@@ -220,10 +219,39 @@ func holds(abs string, f outputFile) bool {
 	return holdsFile(filepath.Join(abs, filepath.FromSlash(f.path)), f.content, f.mode)
 }
 
-// holdsSecret reports whether content holds the text plain, as
-// bytes.Contains does (config.ContainsSecret, without copying the file).
-func holdsSecret(content []byte, plain string) bool {
-	return config.ContainsSecret(unsafe.String(unsafe.SliceData(content), len(content)), plain)
+// heldSecrets finds the plain text of a secret of 4 bytes or more in a
+// rendered file: all of them in one pass over it (config.SecretSearch).
+type heldSecrets struct {
+	markers []string // sorted: a file holding two names the first
+	search  *config.SecretSearch
+}
+
+func newHeldSecrets(secrets map[string]string) heldSecrets {
+	var h heldSecrets
+	for marker, plain := range secrets {
+		if len(plain) >= 4 {
+			h.markers = append(h.markers, marker)
+		}
+	}
+	sort.Strings(h.markers)
+	plains := make([]string, len(h.markers))
+	for i, m := range h.markers {
+		plains[i] = secrets[m]
+	}
+	h.search = config.NewSecretSearch(plains)
+	return h
+}
+
+// in returns the marker of the secret content holds, if it holds one (as
+// bytes.Contains would find it, without copying the file).
+func (h heldSecrets) in(content []byte) (string, bool) {
+	if len(h.markers) == 0 {
+		return "", false
+	}
+	if i := h.search.First(unsafe.String(unsafe.SliceData(content), len(content))); i >= 0 {
+		return h.markers[i], true
+	}
+	return "", false
 }
 
 // swapDir puts the complete folder tmp in place of dir. A folder cannot be
