@@ -13,9 +13,11 @@
 # (copies of its first pool, made by scripts/nodepools), each in a folder of
 # its own. Every render runs once before timing, so the credentials and
 # generated secrets are kept and no key is made while timed (warm renders, as
-# an operator re-renders). The renders are then run interleaved, the order
-# rotating each round (A B C ..., B C ... A, ...), so that a machine whose load
-# changes affects them alike. Reported are medians of the wall time, of the CPU
+# an operator re-renders). The renders are then run interleaved, in an order
+# shuffled each round (seeded, so two runs shuffle alike), so that a machine
+# whose load changes affects them alike. (A rotating order made each render
+# follow the same one every round, and the tree then measured 1-5 % less CPU
+# than the same commit as its baseline; shuffled, 0.99-1.01x.) Reported are medians of the wall time, of the CPU
 # time of the whole process tree (kube-aws and every plugin process) and of the
 # max RSS of the largest single process of the tree (kube-aws or a plugin),
 # then the ratios of this tree to the baseline. Needs git, go, make and
@@ -66,7 +68,7 @@ echo "command:  BASELINE=$BASELINE scripts/bench-render-ratio.sh $RUNS   (make b
 echo "trees:    baseline $base, tree $(git rev-parse --short=7 HEAD)$(git diff --quiet HEAD -- 2>/dev/null || echo ' with uncommitted changes')"
 echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
 python3 - "$RUNS" "$work" "${args[@]}" <<'PY'
-import os, statistics, subprocess, sys, time
+import os, random, statistics, subprocess, sys, time
 
 runs, work = int(sys.argv[1]), sys.argv[2]
 rest = sys.argv[3:]
@@ -94,10 +96,12 @@ def once(folder, exe):
 for _, _, folder, exe in cmds:  # warm-up
     once(folder, exe)
 res = {(t, n): [] for t, n, _, _ in cmds}
+shuffle = random.Random(24)
 load0 = open("/proc/loadavg").read().split()[:3]
 for r in range(runs):
-    k = r % len(cmds)
-    for t, n, folder, exe in cmds[k:] + cmds[:k]:
+    order = cmds[:]
+    shuffle.shuffle(order)
+    for t, n, folder, exe in order:
         res[(t, n)].append(once(folder, exe))
 load1 = open("/proc/loadavg").read().split()[:3]
 print("load:     %s at the start, %s at the end; %d interleaved runs each" % (" ".join(load0), " ".join(load1), runs))
