@@ -30,9 +30,7 @@ func Late(built construct.Stack, renderer string, set *construct.Set) (construct
 	// and instance profile each). Other plugins' bodies are checked below
 	// as in the merge of initialise: that is where a broken one is blamed
 	// on its plugin.
-	m.ownBodies = true
-	m.addStack(renderer, &built)
-	m.ownBodies = false
+	m.addStack(renderer, &built, ownBodies)
 	for i := range set.Stacks {
 		st := &set.Stacks[i]
 		if st.Name != built.Name || st.Renderer == "" {
@@ -42,7 +40,7 @@ func Late(built construct.Stack, renderer string, set *construct.Set) (construct
 		if _, seen := m.pluginIndex[owner]; !seen {
 			m.pluginIndex[owner] = len(m.pluginIndex)
 		}
-		m.addStack(owner, st)
+		m.addStack(owner, st, checkBodies)
 	}
 	for i, p := range set.Protected {
 		if p.Stack == built.Name {

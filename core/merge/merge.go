@@ -160,11 +160,8 @@ func (m *merger) later(a, b string) string {
 }
 
 type merger struct {
-	diags diag.List
-	slab  []byte
-	// ownBodies is set while Late adds the stack its caller built: bodies
-	// are then neither checked nor copied (see Late).
-	ownBodies   bool
+	diags       diag.List
+	slab        []byte
 	pluginIndex map[string]int
 
 	stacks      []*stackAcc
@@ -257,7 +254,7 @@ func newMerger(contribs []Contribution) *merger {
 // add merges one plugin's set into the accumulated result.
 func (m *merger) add(plugin string, s *construct.Set) {
 	for _, i := range sortedIndex(len(s.Stacks), func(i int) string { return s.Stacks[i].Name }) {
-		m.addStack(plugin, &s.Stacks[i])
+		m.addStack(plugin, &s.Stacks[i], checkBodies)
 	}
 	for i, p := range s.Patches {
 		m.patches = append(m.patches, pendingPatch{plugin: plugin, index: i, patch: p})

@@ -55,7 +55,18 @@ func stackPath(stack string, sec section, key string) string {
 	return fmt.Sprintf("constructs.stacks[%s].%s.%s", stack, sectionInfo[sec].path, key)
 }
 
-func (m *merger) addStack(plugin string, in *construct.Stack) {
+// bodies says whether addStack checks and copies a stack's JSON bodies.
+type bodies int
+
+const (
+	// checkBodies: a plugin's contribution, checked here (where a broken
+	// body is blamed on its plugin) and copied out of its request.
+	checkBodies bodies = iota
+	// ownBodies: the stack Late's caller built itself, taken as it is.
+	ownBodies
+)
+
+func (m *merger) addStack(plugin string, in *construct.Stack, b bodies) {
 	st := m.stackByName[in.Name]
 	if st == nil {
 		st = &stackAcc{
@@ -79,11 +90,11 @@ func (m *merger) addStack(plugin string, in *construct.Stack) {
 			st.owner[ownerKey{secDependsOn, d}] = plugin
 		}
 	}
-	m.mergeRaw(plugin, st, secResources, &st.s.Resources, in.Resources)
-	m.mergeRaw(plugin, st, secOutputs, &st.s.Outputs, in.Outputs)
-	m.mergeRaw(plugin, st, secParameters, &st.s.Parameters, in.Parameters)
-	m.mergeRaw(plugin, st, secConditions, &st.s.Conditions, in.Conditions)
-	m.mergeRaw(plugin, st, secMappings, &st.s.Mappings, in.Mappings)
+	m.mergeRaw(plugin, st, secResources, &st.s.Resources, in.Resources, b)
+	m.mergeRaw(plugin, st, secOutputs, &st.s.Outputs, in.Outputs, b)
+	m.mergeRaw(plugin, st, secParameters, &st.s.Parameters, in.Parameters, b)
+	m.mergeRaw(plugin, st, secConditions, &st.s.Conditions, in.Conditions, b)
+	m.mergeRaw(plugin, st, secMappings, &st.s.Mappings, in.Mappings, b)
 	mergeValues(m, plugin, st, secTags, &st.s.Tags, in.Tags)
 	mergeValues(m, plugin, st, secParameterSources, &st.s.ParameterSources, m.validSources(plugin, in))
 }
@@ -113,7 +124,7 @@ func (m *merger) validSources(plugin string, in *construct.Stack) map[string]nam
 // mergeRaw merges one JSON-bodied section. Bodies are checked here because
 // this is the last point where a broken body can be blamed on the plugin that
 // sent it.
-func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[string]json.RawMessage, src map[string]json.RawMessage) {
+func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[string]json.RawMessage, src map[string]json.RawMessage, b bodies) {
 	if len(src) == 0 {
 		return
 	}
@@ -123,7 +134,7 @@ func (m *merger) mergeRaw(plugin string, st *stackAcc, sec section, dst *map[str
 	noun := sectionInfo[sec].noun
 	for _, k := range sortedKeys(src) {
 		v := src[k]
-		if m.ownBodies {
+		if b == ownBodies {
 			(*dst)[k] = v
 			st.owner[ownerKey{sec, k}] = plugin
 			continue
