@@ -183,22 +183,17 @@ func (st *Store) download(ctx context.Context, src Source, dir, pattern string, 
 			os.Remove(f.Name())
 		}
 	}()
-	h := sha256.New()
-	w := io.MultiWriter(f, h)
-	if src.URL != "" {
-		err = st.get(ctx, src.URL, w)
-	} else {
-		err = st.copyObject(ctx, src.Key, w)
-	}
+	body, err := st.open(ctx, src)
 	if err != nil {
 		return "", err
 	}
+	defer body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, h), body); err != nil {
+		return "", fmt.Errorf("downloading %s: %w", st.where(src), err)
+	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != src.SHA256 {
-		where := src.URL
-		if where == "" {
-			where = "s3://" + st.Bucket + "/" + src.Key
-		}
-		return "", mismatch(where, got, src.SHA256)
+		return "", mismatch(st.where(src), got, src.SHA256)
 	}
 	if durable {
 		if err := f.Sync(); err != nil {
@@ -220,22 +215,18 @@ func (st *Store) lock(sum string) func() {
 	return mu.Unlock
 }
 
-func (st *Store) copyObject(ctx context.Context, key string, w io.Writer) error {
-	out, err := st.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key)})
-	if err != nil {
-		return st.s3Error("downloading", key, err)
+// open starts the download of src and returns its body.
+func (st *Store) open(ctx context.Context, src Source) (io.ReadCloser, error) {
+	if src.URL == "" {
+		out, err := st.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(src.Key)})
+		if err != nil {
+			return nil, st.s3Error("downloading", src.Key, err)
+		}
+		return out.Body, nil
 	}
-	defer out.Body.Close()
-	if _, err := io.Copy(w, out.Body); err != nil {
-		return fmt.Errorf("downloading s3://%s/%s: %w", st.Bucket, key, err)
-	}
-	return nil
-}
-
-func (st *Store) get(ctx context.Context, url string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
 	if err != nil {
-		return retry.Permanent(err)
+		return nil, retry.Permanent(err)
 	}
 	client := st.HTTP
 	if client == nil {
@@ -243,20 +234,25 @@ func (st *Store) get(ctx context.Context, url string, w io.Writer) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("downloading %s: %w", url, err)
+		return nil, fmt.Errorf("downloading %s: %w", src.URL, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("downloading %s: HTTP %s", url, resp.Status)
+		resp.Body.Close()
+		err := fmt.Errorf("downloading %s: HTTP %s", src.URL, resp.Status)
 		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusGone {
-			return retry.Permanent(err)
+			return nil, retry.Permanent(err)
 		}
-		return err
+		return nil, err
 	}
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("downloading %s: %w", url, err)
+	return resp.Body, nil
+}
+
+// where names src in errors.
+func (st *Store) where(src Source) string {
+	if src.URL != "" {
+		return src.URL
 	}
-	return nil
+	return "s3://" + st.Bucket + "/" + src.Key
 }
 
 // s3Error says what failed; a missing object or bucket is permanent.

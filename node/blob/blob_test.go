@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -224,5 +225,46 @@ func TestFetchConcurrent(t *testing.T) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil || hits.Load() != 1 {
 		t.Errorf("5 fetches at once: %v, %d downloads, want 1", err, hits.Load())
+	}
+}
+
+// Stream reads from the bucket or a URL; a missing object or a 404 is
+// permanent, and nothing is written to the cache.
+func TestStreamSources(t *testing.T) {
+	e, _ := agenttest.Machine(t, motoURL, "controller", "artifacts")
+	st := e.Store
+	ctx := t.Context()
+	body := []byte(strings.Repeat("image archive ", 1000))
+	sum := nodeplan.SHA256Hex(body)
+	key := e.Settings.Key(nodeplan.AssetKey(sum))
+	if err := st.Put(ctx, key, body, "application/octet-stream"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ok" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	for _, src := range []blob.Source{{Key: key, SHA256: sum}, {URL: srv.URL + "/ok", SHA256: sum}} {
+		s, err := st.Stream(ctx, src, 512)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		got, err := io.ReadAll(s)
+		s.Close()
+		if err != nil || string(got) != string(body) {
+			t.Errorf("%s: %d bytes, %v", src, len(got), err)
+		}
+	}
+	for _, src := range []blob.Source{{Key: key + "-missing", SHA256: sum}, {URL: srv.URL + "/missing", SHA256: sum}, {Key: key, SHA256: "abc"}} {
+		if _, err := st.Stream(ctx, src, 512); err == nil || !retry.IsPermanent(err) {
+			t.Errorf("%s: err = %v, want a permanent error", src, err)
+		}
+	}
+	if entries, _ := os.ReadDir(st.CacheDir); len(entries) != 0 {
+		t.Errorf("streaming wrote %d files to the cache", len(entries))
 	}
 }

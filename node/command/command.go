@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 )
@@ -25,6 +26,53 @@ func Exec(ctx context.Context, name string, args ...string) (string, error) {
 		return stdout.String(), &Error{Line: Line(name, args...), Err: err, Stderr: strings.TrimSpace(stderr.String())}
 	}
 	return stdout.String(), nil
+}
+
+// InputRunner runs a command with stdin read from a reader and returns
+// its stdout.
+type InputRunner func(ctx context.Context, stdin io.Reader, name string, args ...string) (string, error)
+
+// ExecInput is the InputRunner that runs commands for real. stdin is
+// copied in this goroutine, so a reader that blocks (a download) never
+// outlives the call. A command that stops reading early and succeeds is
+// its own business; a reader that fails is the call's failure, whatever
+// the command made of its cut-off input, because it is the cause.
+func ExecInput(ctx context.Context, stdin io.Reader, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", &Error{Line: Line(name, args...), Err: err}
+	}
+	r := &readErr{r: stdin}
+	io.Copy(in, r) // a write error is the command having stopped reading
+	in.Close()
+	err = cmd.Wait()
+	if r.err != nil {
+		return stdout.String(), fmt.Errorf("reading the input of `%s`: %w", Line(name, args...), r.err)
+	}
+	if err != nil {
+		return stdout.String(), &Error{Line: Line(name, args...), Err: err, Stderr: strings.TrimSpace(stderr.String())}
+	}
+	return stdout.String(), nil
+}
+
+// readErr remembers its reader's failure.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
 }
 
 // Error is a command that failed.

@@ -10,6 +10,7 @@ package images
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kube-aws/kube-aws/node/command"
@@ -22,6 +23,9 @@ const Namespace = "k8s.io"
 type Client struct {
 	// Run runs ctr (command.Exec on a machine).
 	Run command.Runner
+	// RunInput runs ctr with its stdin read from a reader;
+	// command.ExecInput when nil.
+	RunInput command.InputRunner
 	// Address is containerd's socket; ctr's default
 	// (/run/containerd/containerd.sock) when empty.
 	Address string
@@ -56,10 +60,46 @@ func (c *Client) Digests(ctx context.Context) (map[string]string, error) {
 	return m, nil
 }
 
-// Import imports an image archive (docker-archive or OCI) for platform
-// ("linux/amd64") and unpacks it, under the names the archive gives it.
-func (c *Client) Import(ctx context.Context, archive, platform string) error {
-	_, err := c.ctr(ctx, "images", "import", "--platform", platform, archive)
+// Import imports an image archive (docker-archive or OCI) read from r for
+// platform ("linux/amd64") and unpacks it, under the names the archive
+// gives it. It returns the names ctr reported unpacking, also with an
+// error. ctr creates the images only once it has read the archive's end,
+// so a reader that fails before then leaves none.
+func (c *Client) Import(ctx context.Context, r io.Reader, platform string) ([]string, error) {
+	run := c.RunInput
+	if run == nil {
+		run = command.ExecInput
+	}
+	global := []string{"--namespace", Namespace}
+	if c.Address != "" {
+		global = append(global, "--address", c.Address)
+	}
+	out, err := run(ctx, r, "ctr", append(global, "images", "import", "--platform", platform, "-")...)
+	// Names even on a failure: a reader that failed after ctr named the
+	// images leaves them named.
+	return unpacked(out), err
+}
+
+// unpacked reads the names off ctr import's "unpacking <name> (<digest>)...done"
+// lines.
+func unpacked(out string) []string {
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(line, "unpacking ")
+		if !ok {
+			continue
+		}
+		if name, _, ok := strings.Cut(rest, " (sha256:"); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Remove removes images by name (not their content, which containerd's
+// garbage collector takes once nothing refers to it).
+func (c *Client) Remove(ctx context.Context, names ...string) error {
+	_, err := c.ctr(ctx, append([]string{"images", "rm"}, names...)...)
 	return err
 }
 

@@ -22,6 +22,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,16 +153,13 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	defer cancel()
 	errs := make([]error, len(changes))
 	var bins, imgs []int
-	archives := &archiveUses{left: map[string]int{}}
+	archives := &archiveImports{m: map[string]*archiveImport{}}
 	for i, c := range changes {
-		switch d := c.Data.(type) {
+		switch c.Data.(type) {
 		case *binary:
 			bins = append(bins, i)
 		case *image:
 			imgs = append(imgs, i)
-			if c.Action == "import" {
-				archives.left[d.src.SHA256]++
-			}
 		}
 	}
 	do := func(i int) {
@@ -366,28 +364,44 @@ func (im *image) present(e *agent.Env, current string) bool {
 	return err == nil && string(b) == im.plan.Reference && current != ""
 }
 
-// archiveUses counts, per archive (by sha256), the images of this run
-// still to be imported from it.
-type archiveUses struct {
-	mu   sync.Mutex
-	left map[string]int
+// holdBack is how much of an image archive's download the step keeps
+// from ctr until the archive's sha256 is verified. ctr names the images
+// only once it has read the archive's end (two 512-byte blocks of zeros,
+// then at most a record's padding: 10 KiB for GNU tar, none for Go's), so
+// containerd never gives a wrong archive's images a name the kubelet could
+// run.
+const holdBack = 64 << 10
+
+// archiveImport is the import of one archive, shared by the images of the
+// plan it holds.
+type archiveImport struct {
+	once  sync.Once
+	names []string // the images ctr unpacked
+	size  int64
+	err   error
 }
 
-// imported says that one image of the archive is in containerd, and
-// reports whether it was the archive's last.
-func (a *archiveUses) imported(sum string) bool {
+// archiveImports is this run's imports, by the archive's sha256.
+type archiveImports struct {
+	mu sync.Mutex
+	m  map[string]*archiveImport
+}
+
+func (a *archiveImports) get(sum string) *archiveImport {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.left[sum]--
-	return a.left[sum] <= 0
+	if a.m[sum] == nil {
+		a.m[sum] = &archiveImport{}
+	}
+	return a.m[sum]
 }
 
-// importImage puts one image in containerd. Once the last image of its
-// archive is in, the archive leaves the download cache: containerd holds
-// the image (its stamp, or its digest, says so to the next run), and a
-// controller's archives are 160 MB that would otherwise be written to
-// disk a second time beside containerd's own copy.
-func (s *Step) importImage(ctx context.Context, e *agent.Env, im *image, archives *archiveUses) error {
+// importImage puts one image in containerd. An archive is streamed from
+// the bucket into ctr as it arrives, checked on the way (see holdBack):
+// not written to disk and read back, where a controller's 160 MB of
+// archives used to be written beside containerd's own copy. The images of
+// one archive share its one import.
+func (s *Step) importImage(ctx context.Context, e *agent.Env, im *image, archives *archiveImports) error {
 	platform := "linux/" + string(s.arch())
 	started := time.Now()
 	if im.src.Digest != "" {
@@ -401,28 +415,63 @@ func (s *Step) importImage(ctx context.Context, e *agent.Env, im *image, archive
 		e.Logf("%s: pulled %s@%s as %s in %s", im.plan.Name, repo, im.src.Digest, im.plan.Reference, time.Since(started).Round(time.Millisecond))
 		return nil
 	}
-	archive, err := fetch(ctx, e, blob.Source{Key: e.Settings.Key(im.src.AssetKey), SHA256: im.src.SHA256})
-	if err != nil {
-		return err
+	ai := archives.get(im.src.SHA256)
+	ai.once.Do(func() { ai.names, ai.size, ai.err = s.importArchive(ctx, e, im, platform) })
+	if ai.err != nil {
+		return ai.err
 	}
-	if err := s.Images.Import(ctx, archive, platform); err != nil {
-		return err
-	}
-	after, err := s.Images.Digests(ctx)
-	if err != nil {
-		return err
-	}
-	if after[im.plan.Reference] == "" {
-		return agent.BadInput(fmt.Errorf("the archive %s does not hold %s: tag the image with the reference the plan names", im.src.AssetKey, im.plan.Reference))
+	if !slices.Contains(ai.names, im.plan.Reference) {
+		// ctr's output is for people; containerd has the last word.
+		have, err := s.Images.Digests(ctx)
+		if err != nil {
+			return err
+		}
+		if have[im.plan.Reference] == "" {
+			return agent.BadInput(fmt.Errorf("the archive %s does not hold %s: tag the image with the reference the plan names", im.src.AssetKey, im.plan.Reference))
+		}
 	}
 	if err := fileutil.WriteAtomic(im.stamp(e), []byte(im.plan.Reference), 0o644); err != nil {
 		return err
 	}
-	if archives.imported(im.src.SHA256) {
-		if err := os.Remove(archive); err != nil && !errors.Is(err, os.ErrNotExist) {
-			e.Logf("%s: could not remove the imported archive %s: %v", im.plan.Name, archive, err)
-		}
-	}
-	e.Logf("%s: imported %s from %s in %s", im.plan.Name, im.plan.Reference, im.src.AssetKey, time.Since(started).Round(time.Millisecond))
+	e.Logf("%s: imported %s from %s, %d bytes, in %s", im.plan.Name, im.plan.Reference, im.src.AssetKey, ai.size, time.Since(started).Round(time.Millisecond))
 	return nil
+}
+
+// importArchive streams an image archive into ctr and returns the names
+// of the images ctr unpacked and the archive's size. A download that fails
+// is tried again; a wrong archive or a failure of ctr's is not.
+func (s *Step) importArchive(ctx context.Context, e *agent.Env, im *image, platform string) (names []string, size int64, err error) {
+	src := blob.Source{Key: e.Settings.Key(im.src.AssetKey), SHA256: im.src.SHA256}
+	err = retry.Do(ctx, retry.Boot, func(ctx context.Context) error {
+		stream, err := e.Store.Stream(ctx, src, holdBack)
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		names, err = s.Images.Import(ctx, stream, platform)
+		switch {
+		case stream.Err() != nil:
+			// The download's failure explains ctr's.
+			err = stream.Err()
+		case err != nil:
+			err = retry.Permanent(err)
+		default:
+			// ctr may be done at the archive's end marker, before its
+			// padding and the held bytes: the check must still pass.
+			err = stream.Finish()
+		}
+		if err != nil {
+			// ctr names the images at the archive's end: any it named
+			// came from an archive that failed its check.
+			if len(names) > 0 {
+				if rmErr := s.Images.Remove(ctx, names...); rmErr != nil {
+					e.Logf("%s: could not remove the images of %s, which failed: %v", im.plan.Name, src, rmErr)
+				}
+			}
+			return err
+		}
+		size = stream.Size()
+		return nil
+	}, e.Retrying("downloading "+src.String()+" into containerd"))
+	return names, size, err
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,13 +53,21 @@ func targz(t *testing.T, files map[string]string) []byte {
 
 // imageArchive is an image tarball as the harness makes them:
 // go-containerregistry's tarball.Write, tagged with the upstream name.
-func imageArchive(t *testing.T, ref string) []byte {
+func imageArchive(t *testing.T, ref string) []byte { return imageArchiveOf(t, ref, nil) }
+
+// imageArchiveOf is an image archive whose layer also holds extra, a
+// file of that content.
+func imageArchiveOf(t *testing.T, ref string, extra []byte) []byte {
 	t.Helper()
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		var b bytes.Buffer
 		tw := tar.NewWriter(&b)
 		tw.WriteHeader(&tar.Header{Name: "pause", Typeflag: tar.TypeReg, Mode: 0o755, Size: 5})
 		tw.Write([]byte("pause"))
+		if extra != nil {
+			tw.WriteHeader(&tar.Header{Name: "extra", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(extra))})
+			tw.Write(extra)
+		}
 		tw.Close()
 		return io.NopCloser(bytes.NewReader(b.Bytes())), nil
 	})
@@ -135,10 +143,21 @@ func TestArtifacts(t *testing.T) {
 			nodeplan.AMD64: {AssetKey: imageKey, SHA256: imageSum},
 		}}},
 	})
-	client := &images.Client{Run: command.Exec, Address: sock}
+	var lists atomic.Int64
+	client := &images.Client{Address: sock, Run: func(ctx context.Context, name string, args ...string) (string, error) {
+		if slices.Contains(args, "list") {
+			lists.Add(1)
+		}
+		return command.Exec(ctx, name, args...)
+	}}
 	opts := &Step{Arch: nodeplan.AMD64, Images: client, Timeout: time.Minute}
 	if err := step.Run(t.Context(), e, opts); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	// The imported names come from ctr import's own output: containerd
+	// is asked for its images once, before.
+	if lists.Load() != 1 {
+		t.Errorf("ctr images list ran %d times, want 1", lists.Load())
 	}
 	if b, _ := os.ReadFile(e.Path("/usr/local/bin/kubelet")); !bytes.Equal(b, kubelet) {
 		t.Errorf("kubelet = %q", b)
@@ -464,9 +483,9 @@ func TestBinariesAndImagesAtOnce(t *testing.T) {
 	}
 }
 
-// Two images of one archive: it is downloaded once, stays in the cache
-// until the second is in, and leaves it then.
-func TestArchiveOfTwoImagesLeavesTheCacheAfterBoth(t *testing.T) {
+// Two images of one archive: it is downloaded and imported once, streamed
+// into ctr, and never written to the download cache.
+func TestArchiveOfTwoImagesIsImportedOnce(t *testing.T) {
 	e, out := agenttest.Machine(t, motoURL, "nodepool-a", "artifacts")
 	archive := imageArchive(t, "registry.k8s.io/pause:3.10.1")
 	key, sum := put(t, e, archive)
@@ -477,56 +496,90 @@ func TestArchiveOfTwoImagesLeavesTheCacheAfterBoth(t *testing.T) {
 			Sources: map[nodeplan.Arch]nodeplan.ImageSource{nodeplan.AMD64: {AssetKey: key, SHA256: sum}}})
 	}
 	writePlan(t, e, &plan)
-	var mu sync.Mutex
-	imported := map[string]bool{}
-	inodes := map[uint64]bool{}
-	var imports, lists atomic.Int64
+	var imports, others atomic.Int64
 	run := func(ctx context.Context, name string, args ...string) (string, error) {
-		if slices.Contains(args, "import") && imports.Add(1) == 2 {
-			// The second import waits for the first image to be done
-			// (listed, stamped, and its archive let go if it were the
-			// last): the archive must still be there.
-			deadline := time.Now().Add(500 * time.Millisecond)
-			for lists.Load() < 2 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			for time.Now().Before(deadline) {
-				if _, err := os.Stat(args[len(args)-1]); err != nil {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+		if !slices.Contains(args, "list") || others.Add(1) > 1 {
+			return "", fmt.Errorf("ctr %v: only the first list is expected", args)
 		}
-		if slices.Contains(args, "list") {
-			lists.Add(1)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if slices.Contains(args, "import") {
-			p := args[len(args)-1]
-			st, err := os.Stat(p)
-			if err != nil {
-				return "", fmt.Errorf("ctr import: %w", err)
-			}
-			inodes[st.Sys().(*syscall.Stat_t).Ino] = true
-			// A fake containerd: the archive holds both names.
-			imported[refs[0]], imported[refs[1]] = true, true
-		}
-		list := "REF TYPE DIGEST SIZE PLATFORMS LABELS\n"
-		for _, r := range refs {
-			if imported[r] {
-				list += r + " application/vnd.oci.image.index.v1+json sha256:" + strings.Repeat("d", 64) + " 1 KiB linux/amd64 -\n"
-			}
-		}
-		return list, nil
+		return "REF TYPE DIGEST SIZE PLATFORMS LABELS\n", nil
 	}
-	if err := step.Run(t.Context(), e, &Step{Arch: nodeplan.AMD64, Images: &images.Client{Run: run}, Timeout: time.Minute}); err != nil {
+	input := func(ctx context.Context, stdin io.Reader, name string, args ...string) (string, error) {
+		imports.Add(1)
+		b, err := io.ReadAll(stdin)
+		if err != nil || !bytes.Equal(b, archive) || args[len(args)-1] != "-" {
+			return "", fmt.Errorf("ctr %v read %d bytes of the archive: %v", args, len(b), err)
+		}
+		// A fake containerd: the archive holds both names.
+		return "unpacking example.com/one:1 (sha256:" + strings.Repeat("d", 64) + ")...done\nunpacking example.com/two:2 (sha256:" + strings.Repeat("e", 64) + ")...done\n", nil
+	}
+	if err := step.Run(t.Context(), e, &Step{Arch: nodeplan.AMD64, Images: &images.Client{Run: run, RunInput: input}, Timeout: time.Minute}); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(inodes) != 1 {
-		t.Errorf("the archive was downloaded %d times for its two images, want 1", len(inodes))
+	if imports.Load() != 1 {
+		t.Errorf("the archive was imported %d times for its two images, want 1", imports.Load())
 	}
-	if p, ok := e.Store.Cached(sum); ok {
-		t.Errorf("the archive is still in the cache after both images: %s", p)
+	if entries, _ := os.ReadDir(e.Store.CacheDir); len(entries) != 0 {
+		t.Errorf("the download cache holds %d files, want none: archives are streamed", len(entries))
+	}
+	for _, r := range refs {
+		if !strings.Contains(out.String(), r+": imported "+r+" from "+key+", "+fmt.Sprint(len(archive))+" bytes") {
+			t.Errorf("no import line for %s:\n%s", r, out)
+		}
+	}
+}
+
+// An archive that is not the one the plan names gets no name in a real
+// containerd, whether ctr reaches the archive's end only with the bytes
+// held back until the check (an archive larger than them), or before them
+// (an archive padded past them, whose images are removed again); the right
+// archive, padded, is imported.
+func TestWrongImageArchiveGetsNoName(t *testing.T) {
+	const ref = "registry.k8s.io/pause:3.10.1"
+	noise := make([]byte, 3*holdBack)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for i := range noise {
+		noise[i] = byte(rnd.Uint32())
+	}
+	archive := imageArchiveOf(t, ref, noise)
+	padded := append(slices.Clone(archive), make([]byte, 2*holdBack)...)
+	tests := []struct {
+		name      string
+		served    []byte
+		planned   []byte
+		wantError string
+	}{
+		{name: "replaced archive", served: imageArchiveOf(t, ref, noise[1:]), planned: archive, wantError: "has sha256"},
+		{name: "replaced archive, padded past the held bytes", served: append(slices.Clone(archive), make([]byte, 2*holdBack+512)...), planned: padded, wantError: "has sha256"},
+		{name: "the planned archive, padded past the held bytes", served: padded, planned: padded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, out := agenttest.Machine(t, motoURL, "controller", "artifacts")
+			sock := agenttest.Containerd(t)
+			sum := nodeplan.SHA256Hex(tt.planned)
+			if err := e.Store.Put(t.Context(), e.Settings.Key(nodeplan.AssetKey(sum)), tt.served, "application/octet-stream"); err != nil {
+				t.Fatal(err)
+			}
+			writePlan(t, e, &nodeplan.ArtifactsPlan{Images: []nodeplan.Image{{Name: "pause", Reference: ref,
+				Sources: map[nodeplan.Arch]nodeplan.ImageSource{nodeplan.AMD64: {AssetKey: nodeplan.AssetKey(sum), SHA256: sum}}}}})
+			client := &images.Client{Run: command.Exec, Address: sock}
+			err := step.Run(t.Context(), e, &Step{Arch: nodeplan.AMD64, Images: client, Timeout: time.Minute})
+			have, listErr := client.Digests(t.Context())
+			if listErr != nil {
+				t.Fatal(listErr)
+			}
+			if tt.wantError == "" {
+				if err != nil || have[ref] == "" {
+					t.Fatalf("err = %v, containerd has %v\n%s", err, have, out)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantError) || agent.ExitCode(err) != agent.ExitFailed {
+				t.Errorf("err = %v (exit %d), want %q", err, agent.ExitCode(err), tt.wantError)
+			}
+			if have[ref] != "" {
+				t.Errorf("containerd named the wrong archive's image %s (%s)", ref, have[ref])
+			}
+		})
 	}
 }
