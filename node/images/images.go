@@ -32,11 +32,16 @@ type Client struct {
 }
 
 func (c *Client) ctr(ctx context.Context, args ...string) (string, error) {
+	return c.Run(ctx, "ctr", c.args(args...)...)
+}
+
+// args are ctr's arguments: the namespace and socket, then args.
+func (c *Client) args(args ...string) []string {
 	global := []string{"--namespace", Namespace}
 	if c.Address != "" {
 		global = append(global, "--address", c.Address)
 	}
-	return c.Run(ctx, "ctr", append(global, args...)...)
+	return append(global, args...)
 }
 
 // Digests lists the images containerd has, each name with its target
@@ -70,11 +75,7 @@ func (c *Client) Import(ctx context.Context, r io.Reader, platform string) ([]st
 	if run == nil {
 		run = command.ExecInput
 	}
-	global := []string{"--namespace", Namespace}
-	if c.Address != "" {
-		global = append(global, "--address", c.Address)
-	}
-	out, err := run(ctx, r, "ctr", append(global, "images", "import", "--platform", platform, "-")...)
+	out, err := run(ctx, r, "ctr", c.args("images", "import", "--platform", platform, "-")...)
 	// Names even on a failure: a reader that failed after ctr named the
 	// images leaves them named.
 	return unpacked(out), err
