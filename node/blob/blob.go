@@ -1,7 +1,8 @@
 // Package blob fetches what a machine needs from the cluster's bucket or
-// an upstream URL and checks its sha256 before anything uses a byte of it;
-// verified files are kept in a cache by digest, so a second run fetches
-// nothing. It also stores objects (the status).
+// an upstream URL and checks its sha256 before anything uses a byte of it
+// (a Stream hands bytes on early, but never the end a consumer acts on
+// before the check); verified files are kept in a cache by digest, so a
+// second run fetches nothing. It also stores objects (the status).
 package blob
 
 import (
