@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -193,8 +194,8 @@ func (st *Store) download(ctx context.Context, src Source, dir, pattern string, 
 	if _, err := io.Copy(io.MultiWriter(f, h), body); err != nil {
 		return "", fmt.Errorf("downloading %s: %w", st.where(src), err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != src.SHA256 {
-		return "", mismatch(st.where(src), got, src.SHA256)
+	if err := checkSum(h, st.where(src), src.SHA256); err != nil {
+		return "", err
 	}
 	if durable {
 		if err := f.Sync(); err != nil {
@@ -267,6 +268,14 @@ func (st *Store) s3Error(verb, key string, err error) error {
 		}
 	}
 	return e
+}
+
+// checkSum compares the sha256 h computed with want.
+func checkSum(h hash.Hash, where, want string) error {
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return mismatch(where, got, want)
+	}
+	return nil
 }
 
 func mismatch(where, got, want string) error {

@@ -3,7 +3,6 @@ package blob
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash"
 	"io"
@@ -94,18 +93,11 @@ func (s *Stream) fill() {
 	s.arrived += int64(n)
 	switch {
 	case err == io.EOF:
-		s.verify()
+		s.err = checkSum(s.hash, s.where, s.want)
+		s.verified = s.err == nil
 	case err != nil:
 		s.err = fmt.Errorf("downloading %s: %w", s.where, err)
 	}
-}
-
-func (s *Stream) verify() {
-	if got := hex.EncodeToString(s.hash.Sum(nil)); got != s.want {
-		s.err = mismatch(s.where, got, s.want)
-		return
-	}
-	s.verified = true
 }
 
 // Err is the download's failure or mismatch, once the stream has met it.
