@@ -16,12 +16,13 @@ import (
 )
 
 // fixtures are the cluster configurations the golden and determinism tests
-// run on; lintFixtures adds cluster.yaml.example, which must always render
-// a cfn-lint-clean cluster (its golden files would churn with every edit of
-// the example, so it has none).
+// run on; lintFixtures adds a private API endpoint (its load balancer's
+// target group attributes) and cluster.yaml.example, which must always
+// render a cfn-lint-clean cluster (its golden files would churn with every
+// edit of the example, so it has none).
 var (
 	fixtures     = []string{"minimal", "full", "moto"}
-	lintFixtures = []string{"minimal", "full", "moto", "example"}
+	lintFixtures = []string{"minimal", "full", "moto", "private", "example"}
 )
 
 // fixtureFile is where a fixture's cluster.yaml lives.

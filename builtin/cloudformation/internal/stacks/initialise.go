@@ -189,6 +189,7 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			HealthCheckIntervalSeconds: 10,
 			HealthyThresholdCount:      3,
 			UnhealthyThresholdCount:    3,
+			TargetGroupAttributes:      apiTargetGroupAttributes(c.APIEndpoint.Private),
 			Tags:                       lbTags,
 		})
 		s.resource(names.APIListener, &elasticloadbalancingv2.Listener{
@@ -265,4 +266,24 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 	s.output(names.OutputAPIEndpoint, endpoint, "URL of the Kubernetes API")
 	s.output(names.OutputLoadBalancerDNS, cfn.GetAtt(names.APILoadBalancer, "DNSName"), "DNS name of the API load balancer")
 	return s, prot, diags
+}
+
+// apiTargetGroupAttributes turns client address preservation off behind an
+// internal load balancer. With it on (the default for instance targets), a
+// connection a controller makes to the API endpoint that the load balancer
+// sends back to that same controller arrives with the controller's own
+// address as its source, and is never answered: AWS's internal network
+// load balancers do not route a target's traffic back to itself. The
+// controllers' kube-proxy and flanneld reach the API server by the
+// endpoint's name, so one in N of their connections would time out, and a
+// lone controller's would all. The price is that the API server sees the
+// load balancer's addresses instead of its clients' for traffic through it.
+// An internet-facing load balancer keeps them: a controller's connection
+// reaches it from a public address (a NAT gateway's), and AWS documents the
+// failure for internal load balancers only.
+func apiTargetGroupAttributes(private bool) []elasticloadbalancingv2.TargetGroup_TargetGroupAttribute {
+	if !private {
+		return nil
+	}
+	return []elasticloadbalancingv2.TargetGroup_TargetGroupAttribute{{Key: "preserve_client_ip.enabled", Value: "false"}}
 }

@@ -664,3 +664,33 @@ func TestPatchCannotOpenTheMetadataService(t *testing.T) {
 		t.Errorf("diagnostics %v", diags)
 	}
 }
+
+// TestInternalAPILoadBalancerDoesNotPreserveClientAddresses: behind an
+// internal network load balancer a controller's own connection to the API
+// endpoint can be sent back to it, and AWS never answers it while client
+// addresses are preserved; an internet-facing one keeps its clients'
+// addresses. A classic load balancer has no target group.
+func TestInternalAPILoadBalancerDoesNotPreserveClientAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		private bool
+		want    string
+	}{
+		{"internet-facing", false, "null"},
+		{"internal", true, `[{"Key":"preserve_client_ip.enabled","Value":"false"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := existingVPC()
+			c.APIEndpoint.Private = tc.private
+			cp := stackOf(t, initialise(t, c), "control-plane")
+			scheme := resource(t, cp, "LoadBalancer")["Properties"].(map[string]any)["Scheme"]
+			if wantScheme := map[bool]string{false: "internet-facing", true: "internal"}[tc.private]; scheme != wantScheme {
+				t.Fatalf("scheme %v, want %s", scheme, wantScheme)
+			}
+			attrs, _ := json.Marshal(resource(t, cp, "TargetGroup")["Properties"].(map[string]any)["TargetGroupAttributes"])
+			if string(attrs) != tc.want {
+				t.Errorf("target group attributes %s, want %s", attrs, tc.want)
+			}
+		})
+	}
+}
