@@ -1,7 +1,7 @@
 // Package wait is the `wait` step: it waits for what the role is for (this
-// machine's Node Ready, and on a controller its API server and the API
-// through the load balancer answering /readyz; or its etcd member healthy
-// in a whole cluster) and reports it with the time since the machine
+// machine's Node Ready, and on a controller its own API server answering
+// /readyz and its pods of the DaemonSets bound to it; or its etcd member
+// healthy in a whole cluster) and reports it with the time since the machine
 // started, on the console and in the status object (phase ready, with what
 // it found: the gates of kube-aws's roll), which is the figure the
 // cluster's boot-time budget is measured by.
@@ -134,18 +134,9 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	var report nodeplan.GoalReport
 	var err error
 	if n := g.plan.Node; n != nil {
-		var cs kubernetes.Interface
-		what, cs, err = s.nodeReady(ctx, e, n.Kubeconfig, g.node)
+		what, err = s.nodeGoal(ctx, e, n, g)
 		report.Node = g.node
-		if err == nil && len(g.readyz) > 0 {
-			err = apiReady(ctx, e, n.Kubeconfig, g.readyz)
-			what += ", " + strings.Join(g.readyz, " and ") + " answer ok"
-			report.APIReady = err == nil
-		}
-		if err == nil && len(n.DaemonSets) > 0 {
-			err = ownPods(ctx, e, cs, g.node, n.DaemonSets)
-			what += ", its pods of " + daemonSetNames(n.DaemonSets) + " are of its release"
-		}
+		report.APIReady = err == nil && len(g.readyz) > 0
 	} else {
 		what, report.Etcd, err = etcdHealthy(ctx, e, g.etcd)
 	}
@@ -157,9 +148,59 @@ func (s *Step) Apply(ctx context.Context, e *agent.Env, changes step.Changes) er
 	return nil
 }
 
+// nodeGoal waits for the node's conditions side by side, not one after
+// another: a controller's API server answers, and its pods of the
+// DaemonSets bound to it exist, seconds before its node is Ready, and each
+// of them asked only after Ready cost round trips to an API server busy
+// with its cluster's start (the goal came 0.5 to 5 s after the kubelet's
+// Ready on controllers, 0.3 to 0.8 s on workers). The first condition that
+// fails ends the others; at the deadline every one still unmet is named.
+func (s *Step) nodeGoal(ctx context.Context, e *agent.Env, n *nodeplan.NodeGoal, g *goal) (string, error) {
+	cs, err := s.connect(ctx, e, n.Kubeconfig, g.node)
+	if err != nil {
+		return "", err
+	}
+	what := []string{fmt.Sprintf("node %s is Ready", g.node)}
+	checks := []func(context.Context) error{func(ctx context.Context) error { return nodeReady(ctx, cs, g.node) }}
+	if len(g.readyz) > 0 {
+		what = append(what, strings.Join(g.readyz, " and ")+" answer ok")
+		checks = append(checks, func(ctx context.Context) error { return apiReady(ctx, e, n.Kubeconfig, g.readyz) })
+	}
+	if len(n.DaemonSets) > 0 {
+		what = append(what, "its pods of "+daemonSetNames(n.DaemonSets)+" are of its release")
+		checks = append(checks, func(ctx context.Context) error { return ownPods(ctx, e, cs, g.node, n.DaemonSets) })
+	}
+	return strings.Join(what, ", "), all(ctx, checks)
+}
+
+// all runs the checks at once and waits for every one. The first to fail
+// cancels the rest, and only its error is returned, unless ctx itself
+// ended: then each check's own error says what it still waited for.
+func all(ctx context.Context, checks []func(context.Context) error) error {
+	inner, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = check(inner); errs[i] != nil {
+				cancel(errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		if cause := context.Cause(inner); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // apiReady waits until every URL answers /readyz with ok, asked with the
-// kubeconfig's CA and credentials (a controller's own API server, and the
-// API through the load balancer: the gate of a controller's replacement).
+// kubeconfig's CA and credentials (a controller's own API server).
 func apiReady(ctx context.Context, e *agent.Env, kubeconfig string, urls []string) error {
 	cfg, err := kube.Config(e.Path(kubeconfig))
 	if err != nil {
@@ -300,10 +341,11 @@ func firstLines(s string, n int) string {
 }
 
 // nodeReady watches this machine's Node until its Ready condition is True.
-func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name string) (string, kubernetes.Interface, error) {
-	// A worker's kubeconfig names the client certificate its kubelet gets
-	// by TLS bootstrapping: until then the file (or its certificate) is
-	// missing, and that is the wait, not a failure.
+// connect reaches the API server with the kubeconfig. A worker's
+// kubeconfig names the client certificate its kubelet gets by TLS
+// bootstrapping: until then the file (or its certificate) is missing, and
+// that is the wait, not a failure.
+func (s *Step) connect(ctx context.Context, e *agent.Env, kubeconfig, name string) (kubernetes.Interface, error) {
 	var cs kubernetes.Interface
 	if err := retry.Do(ctx, retry.Policy{Initial: 500 * time.Millisecond, Max: 3 * time.Second, Factor: 1.5}, func(context.Context) error {
 		c, err := s.Connect(e.Path(kubeconfig))
@@ -312,8 +354,13 @@ func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name str
 		}
 		return err
 	}, nil); err != nil {
-		return "", nil, fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
+		return nil, fmt.Errorf("node %s: the kubelet's kubeconfig is not usable in time (a worker's kubelet writes its certificate once TLS bootstrapping is done): %w", name, err)
 	}
+	return cs, nil
+}
+
+// nodeReady waits, watching, until the node's Ready condition is True.
+func nodeReady(ctx context.Context, cs kubernetes.Interface, name string) error {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
@@ -347,11 +394,11 @@ func (s *Step) nodeReady(ctx context.Context, e *agent.Env, kubeconfig, name str
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
-			return "", nil, fmt.Errorf("node %s did not become Ready in time: %s", name, last)
+			return fmt.Errorf("node %s did not become Ready in time: %s", name, last)
 		}
-		return "", nil, fmt.Errorf("watching node %s: %w", name, err)
+		return fmt.Errorf("watching node %s: %w", name, err)
 	}
-	return fmt.Sprintf("node %s is Ready", name), cs, nil
+	return nil
 }
 
 // etcdHealthy waits until the member answers a linearizable read, as

@@ -480,3 +480,107 @@ func TestNodeBoundDaemonSets(t *testing.T) {
 		})
 	}
 }
+
+// A controller's API server answers before its node is Ready: the step
+// asks both at once, so /readyz has been answered by the time the node is
+// Ready, and the goal needs no round trip after it.
+func TestControllerConditionsAreAskedSideBySide(t *testing.T) {
+	e, out := env(t)
+	local := serveAPI(t, true)
+	const admin = "/etc/kubernetes/admin.conf"
+	writeKubeconfig(t, e, admin, local)
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin, APIReadyz: []string{local.URL + "/readyz"}}, Timeout: "20s"})
+	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionFalse, "KubeletNotReady"))
+	askedBeforeReady := make(chan int32, 1)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for local.asked.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		askedBeforeReady <- local.asked.Load()
+		cs.CoreV1().Nodes().UpdateStatus(context.Background(), node("ip-10-0-1-23.ec2.internal", corev1.ConditionTrue, "KubeletReady"), metav1.UpdateOptions{})
+	}()
+	if err := step.Run(t.Context(), e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }}); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := <-askedBeforeReady; n == 0 {
+		t.Error("/readyz was not asked while the node was not Ready yet")
+	}
+	if st, ok := e.Report.Last(); !ok || st.Phase != nodeplan.PhaseReady || st.Goal == nil || !st.Goal.APIReady {
+		t.Errorf("status = %+v", st)
+	}
+	if !strings.Contains(out.String(), "node ip-10-0-1-23.ec2.internal is Ready, "+local.URL+"/readyz answer ok") {
+		t.Errorf("output: %s", out)
+	}
+}
+
+// At the deadline the failure names every condition still unmet, not only
+// the first.
+func TestGoalNamesEveryUnmetCondition(t *testing.T) {
+	e, _ := env(t)
+	local := serveAPI(t, false)
+	const admin = "/etc/kubernetes/admin.conf"
+	writeKubeconfig(t, e, admin, local)
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin, APIReadyz: []string{local.URL + "/readyz"}}, Timeout: "1s"})
+	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionFalse, "KubeletNotReady"))
+	err := step.Run(t.Context(), e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }})
+	for _, want := range []string{"node ip-10-0-1-23.ec2.internal did not become Ready in time: Ready is False: KubeletNotReady", "the API did not answer /readyz ok in time"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// all: every check runs at once; the first to fail ends the others and is
+// the only error returned; when the context itself ends, each check's own
+// error is.
+func TestAll(t *testing.T) {
+	errBroken := errors.New("broken")
+	untilDone := func(name string) func(context.Context) error {
+		return func(ctx context.Context) error { <-ctx.Done(); return fmt.Errorf("%s: still waiting", name) }
+	}
+	ok := func(context.Context) error { return nil }
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		checks  []func(context.Context) error
+		want    []string // in the error; none: nil
+		notWant string
+	}{
+		{name: "all met", timeout: 5 * time.Second, checks: []func(context.Context) error{ok, ok, ok}},
+		{name: "one fails, the others stop", timeout: time.Minute,
+			checks: []func(context.Context) error{untilDone("a"), func(context.Context) error { return errBroken }, untilDone("c")},
+			want:   []string{"broken"}, notWant: "still waiting"},
+		{name: "the deadline names each", timeout: 100 * time.Millisecond,
+			checks: []func(context.Context) error{untilDone("a"), ok, untilDone("c")},
+			want:   []string{"a: still waiting", "c: still waiting"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), tt.timeout)
+			defer cancel()
+			start := time.Now()
+			err := all(ctx, tt.checks)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want %q in it", err, w)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("err = %v: it names checks the failure ended", err)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Errorf("took %s", time.Since(start))
+			}
+		})
+	}
+}
