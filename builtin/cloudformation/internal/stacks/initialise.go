@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/awslabs/goformation/v4/cloudformation/ec2"
 	"github.com/awslabs/goformation/v4/cloudformation/elasticloadbalancing"
@@ -183,12 +184,13 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 			// The API server's own readiness, over TLS (a health check
 			// does not verify the certificate): a controller is in service
 			// when its API server answers /readyz, which is what a roll of
-			// the controllers waits for.
+			// the controllers waits for (apiHealth says how often).
 			HealthCheckProtocol:        "HTTPS",
 			HealthCheckPath:            "/readyz",
-			HealthCheckIntervalSeconds: 10,
-			HealthyThresholdCount:      3,
-			UnhealthyThresholdCount:    3,
+			HealthCheckIntervalSeconds: apiHealth.interval,
+			HealthCheckTimeoutSeconds:  apiHealth.timeout,
+			HealthyThresholdCount:      apiHealth.healthy,
+			UnhealthyThresholdCount:    apiHealth.unhealthy,
 			TargetGroupAttributes:      apiTargetGroupAttributes(c.APIEndpoint.Private),
 			Tags:                       lbTags,
 		})
@@ -219,7 +221,8 @@ func controlPlane(c *config.Cluster, v Values, subnets []config.Subnet) (*stack,
 				LoadBalancerPort: "443", InstancePort: "443", Protocol: "TCP", InstanceProtocol: "TCP",
 			}},
 			HealthCheck: &elasticloadbalancing.LoadBalancer_HealthCheck{
-				Target: "HTTPS:443/readyz", HealthyThreshold: "3", UnhealthyThreshold: "3", Interval: "10", Timeout: "5",
+				Target: "HTTPS:443/readyz", HealthyThreshold: strconv.Itoa(apiHealth.healthy), UnhealthyThreshold: strconv.Itoa(apiHealth.unhealthy),
+				Interval: strconv.Itoa(apiHealth.interval), Timeout: strconv.Itoa(apiHealth.timeout),
 			},
 			Tags: lbTags,
 		})
@@ -287,3 +290,12 @@ func apiTargetGroupAttributes(private bool) []elasticloadbalancingv2.TargetGroup
 	}
 	return []elasticloadbalancingv2.TargetGroup_TargetGroupAttribute{{Key: "preserve_client_ip.enabled", Value: "false"}}
 }
+
+// apiHealth is the API load balancer's health check of each controller's
+// /readyz: a controller is in service after 2 answers 5 s apart, about 10 s
+// after its API server is ready (3 answers 10 s apart took 30 s, which every
+// controller's replacement in a roll waited for), and out of service after
+// 2 failures, about 10 s after its API server stopped answering. 5 s is the
+// shortest interval both kinds of load balancer take; the timeout is below
+// it, as both require.
+var apiHealth = struct{ interval, timeout, healthy, unhealthy int }{interval: 5, timeout: 4, healthy: 2, unhealthy: 2}

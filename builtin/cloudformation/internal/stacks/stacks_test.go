@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/kube-aws/kube-aws/builtin/internal/bootstrap"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -690,6 +691,51 @@ func TestInternalAPILoadBalancerDoesNotPreserveClientAddresses(t *testing.T) {
 			attrs, _ := json.Marshal(resource(t, cp, "TargetGroup")["Properties"].(map[string]any)["TargetGroupAttributes"])
 			if string(attrs) != tc.want {
 				t.Errorf("target group attributes %s, want %s", attrs, tc.want)
+			}
+		})
+	}
+}
+
+// TestAPIHealthCheckWithinAWSLimits: both kinds of API load balancer check
+// /readyz with the same settings, within what AWS takes: an interval of 5 to
+// 300 s, a timeout of at least 2 s below it, thresholds of 2 to 10.
+func TestAPIHealthCheckWithinAWSLimits(t *testing.T) {
+	num := func(v any) int {
+		switch x := v.(type) {
+		case float64:
+			return int(x)
+		case string:
+			n, err := strconv.Atoi(x)
+			if err != nil {
+				t.Fatalf("%q is not a number", x)
+			}
+			return n
+		}
+		t.Fatalf("%v (%T) is not a number", v, v)
+		return 0
+	}
+	for _, kind := range []string{"network", "classic"} {
+		t.Run(kind, func(t *testing.T) {
+			set, diags := Initialise(existingVPC(), Values{APILoadBalancer: kind})
+			if diags.HasFatal() {
+				t.Fatal(diags)
+			}
+			cp := stackOf(t, set, "control-plane")
+			var interval, timeout, healthy, unhealthy int
+			if kind == "network" {
+				p := resource(t, cp, "TargetGroup")["Properties"].(map[string]any)
+				interval, timeout = num(p["HealthCheckIntervalSeconds"]), num(p["HealthCheckTimeoutSeconds"])
+				healthy, unhealthy = num(p["HealthyThresholdCount"]), num(p["UnhealthyThresholdCount"])
+			} else {
+				h := resource(t, cp, "LoadBalancer")["Properties"].(map[string]any)["HealthCheck"].(map[string]any)
+				interval, timeout = num(h["Interval"]), num(h["Timeout"])
+				healthy, unhealthy = num(h["HealthyThreshold"]), num(h["UnhealthyThreshold"])
+			}
+			if got := [4]int{interval, timeout, healthy, unhealthy}; got != [4]int{apiHealth.interval, apiHealth.timeout, apiHealth.healthy, apiHealth.unhealthy} {
+				t.Errorf("interval, timeout, thresholds %v, want apiHealth's %+v", got, apiHealth)
+			}
+			if interval < 5 || interval > 300 || timeout < 2 || timeout >= interval || healthy < 2 || healthy > 10 || unhealthy < 2 || unhealthy > 10 {
+				t.Errorf("outside AWS's limits: interval %d, timeout %d, thresholds %d/%d", interval, timeout, healthy, unhealthy)
 			}
 		})
 	}
