@@ -481,16 +481,23 @@ func TestNodeBoundDaemonSets(t *testing.T) {
 	}
 }
 
+// notReadyController is a controller whose node is registered NotReady and
+// whose own API server answers /readyz ok or not (apiReady), waited for up
+// to timeout.
+func notReadyController(t *testing.T, apiReady bool, timeout string) (*agent.Env, *agenttest.Output, *apiServer, *fake.Clientset) {
+	e, out := env(t)
+	local := serveAPI(t, apiReady)
+	const admin = "/etc/kubernetes/admin.conf"
+	writeKubeconfig(t, e, admin, local)
+	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin, APIReadyz: []string{local.URL + "/readyz"}}, Timeout: timeout})
+	return e, out, local, fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionFalse, "KubeletNotReady"))
+}
+
 // A controller's API server answers before its node is Ready: the step
 // asks both at once, so /readyz has been answered by the time the node is
 // Ready, and the goal needs no round trip after it.
 func TestControllerConditionsAreAskedSideBySide(t *testing.T) {
-	e, out := env(t)
-	local := serveAPI(t, true)
-	const admin = "/etc/kubernetes/admin.conf"
-	writeKubeconfig(t, e, admin, local)
-	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin, APIReadyz: []string{local.URL + "/readyz"}}, Timeout: "20s"})
-	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionFalse, "KubeletNotReady"))
+	e, out, local, cs := notReadyController(t, true, "20s")
 	askedBeforeReady := make(chan int32, 1)
 	go func() {
 		deadline := time.Now().Add(10 * time.Second)
@@ -517,12 +524,7 @@ func TestControllerConditionsAreAskedSideBySide(t *testing.T) {
 // At the deadline the failure names every condition still unmet, not only
 // the first.
 func TestGoalNamesEveryUnmetCondition(t *testing.T) {
-	e, _ := env(t)
-	local := serveAPI(t, false)
-	const admin = "/etc/kubernetes/admin.conf"
-	writeKubeconfig(t, e, admin, local)
-	writePlan(t, e, &nodeplan.GoalPlan{Node: &nodeplan.NodeGoal{Kubeconfig: admin, APIReadyz: []string{local.URL + "/readyz"}}, Timeout: "1s"})
-	cs := fake.NewClientset(node("ip-10-0-1-23.ec2.internal", corev1.ConditionFalse, "KubeletNotReady"))
+	e, _, _, cs := notReadyController(t, false, "1s")
 	err := step.Run(t.Context(), e, &Step{Connect: func(string) (kubernetes.Interface, error) { return cs, nil }})
 	for _, want := range []string{"node ip-10-0-1-23.ec2.internal did not become Ready in time: Ready is False: KubeletNotReady", "the API did not answer /readyz ok in time"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
